@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+// Earshot: a polite background music player service for the Linux desktop.
+// Layers, bottom up: C system libraries, the pure rulebook (EarshotCore), the audio pipeline,
+// the libpulse adapter, the service (serial owner), and the thin `earshot` executable.
+import PackageDescription
+
+let package = Package(
+    name: "Earshot",
+    products: [
+        .executable(name: "earshot", targets: ["earshot"]),
+    ],
+    targets: [
+        // C libraries, each a module map plus a shim header that only includes the system one.
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
+        .systemLibrary(name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+
+        // The rulebook: events, state, commands and one `apply`. Standard library only.
+        .target(name: "EarshotCore"),
+
+        // Decoding (libmpg123) and the lock-free ring buffer the real-time side drains.
+        .target(name: "AudioPipeline", dependencies: ["CMPG123"]),
+
+        // The libpulse adapter: mainloop, context, stream, subscription, translation to events.
+        .target(name: "PulseOutput", dependencies: ["CPulse", "AudioPipeline", "EarshotCore"]),
+
+        // The serial owner of the state, the control socket and the event log.
+        .target(name: "EarshotService", dependencies: ["EarshotCore", "AudioPipeline", "PulseOutput"]),
+
+        // Wiring and argument handling only.
+        .executableTarget(name: "earshot", dependencies: ["EarshotService", "EarshotCore", "AudioPipeline"]),
+
+        .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
+        .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline"]),
+        // Integration tests: need the private sound server that scripts/test starts.
+        .testTarget(name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore"]),
+        // End-to-end tests: run the built `earshot` binary against the private server and record sinks.
+        .testTarget(name: "EndToEndTests", dependencies: ["earshot"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

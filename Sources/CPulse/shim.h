@@ -1,0 +1,2 @@
+// CPulse: brings libpulse (asynchronous API with the threaded mainloop) into Swift.
+#include <pulse/pulseaudio.h>
