@@ -1,0 +1,37 @@
+// What the reducer asks the executor to do. Plain data, so a test can compare them.
+
+/// An instruction to the output executor. The executor performs commands in order and reports the
+/// real outcome back as events (`streamCorked`, `streamUncorked`, `outputCommandFailed`).
+public enum Command: Hashable, Sendable, CustomStringConvertible {
+    /// Quiet the stream at once, keeping what is queued (pa_stream_cork(1)).
+    case cork
+    /// Let the stream run (pa_stream_cork(0)).
+    case uncork
+    /// Throw away audio that was queued but not heard (in the server and the ring buffer) and
+    /// continue decoding from the last frame the listener actually heard, so nothing is lost.
+    case flush
+    /// Clear a mute the server put on our stream (module-role-cork mutes while it corks).
+    case clearServerMute
+    /// Create the stream again (corked) after the old one was lost with the server.
+    case openStream
+    /// Flush and start decoding track `index` from its beginning.
+    case playTrack(index: Int)
+    /// Flush and continue from `milliseconds` into the current track.
+    case seek(milliseconds: Int)
+    /// Set the stream's volume to `percent` (100 is unity).
+    case setVolume(percent: Int)
+
+    /// The command's name, e.g. `cork` or `playTrack(2)`.
+    public var description: String {
+        switch self {
+        case .cork: return "cork"
+        case .uncork: return "uncork"
+        case .flush: return "flush"
+        case .clearServerMute: return "clearServerMute"
+        case .openStream: return "openStream"
+        case .playTrack(let index): return "playTrack(\(index))"
+        case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
+        case .setVolume(let percent): return "setVolume(\(percent)%)"
+        }
+    }
+}

@@ -1,0 +1,180 @@
+// The facts Earshot reacts to. Each event names something that happened; the adapter, the user's
+// controls and the decoder produce them, and `PlayerState.apply` decides what they mean.
+
+/// A point on a monotonic clock, in milliseconds. The core never reads a clock: whoever creates an
+/// event stamps it, so the reducer stays a pure function of its input.
+public struct Moment: Comparable, Hashable, Sendable, CustomStringConvertible {
+    /// Milliseconds since an arbitrary, fixed origin (the service uses its monotonic clock).
+    public var milliseconds: Int64
+
+    /// A moment `milliseconds` after the clock's origin.
+    public init(milliseconds: Int64) {
+        self.milliseconds = milliseconds
+    }
+
+    /// Orders moments by time.
+    public static func < (lhs: Moment, rhs: Moment) -> Bool {
+        lhs.milliseconds < rhs.milliseconds
+    }
+
+    /// The time from `earlier` to `self`, in milliseconds.
+    public func milliseconds(since earlier: Moment) -> Int64 {
+        milliseconds - earlier.milliseconds
+    }
+
+    /// The moment as milliseconds, e.g. `1500ms`.
+    public var description: String { "\(milliseconds)ms" }
+}
+
+/// Who asked Earshot to be quiet. Sources are kept apart so that two signals for one call (PulseAudio
+/// sends a cork request *and* the phone stream is seen on our sink) or two calls nest correctly.
+public enum InterruptionSource: Hashable, Sendable, CustomStringConvertible {
+    /// The server's `request-cork` / `request-uncork` stream events (PulseAudio's module-role-cork).
+    case serverCorkRequest
+    /// A stream with a trigger role (e.g. `media.role=phone`) playing on our sink, by its server index.
+    /// Needed on PipeWire, which never sends cork requests.
+    case triggerStream(index: UInt32)
+
+    /// A short, content-free label for logs: `server` or `stream#12`.
+    public var description: String {
+        switch self {
+        case .serverCorkRequest: return "server"
+        case .triggerStream(let index): return "stream#\(index)"
+        }
+    }
+}
+
+/// Why the output went away.
+public enum OutputLossReason: Hashable, Sendable, CustomStringConvertible {
+    /// Our sink was removed (USB or Bluetooth device unplugged); the server moved us elsewhere.
+    case deviceRemoved
+    /// The sink stayed but its active port was unplugged or switched away from headphones (wired jack).
+    case portUnplugged
+    /// The connection to the sound server was lost (the server died or restarted).
+    case serverLost
+    /// The server killed our stream, or an output command on it failed.
+    case streamFailed
+
+    /// The reason's name as it appears in status and logs.
+    public var description: String {
+        switch self {
+        case .deviceRemoved: return "deviceRemoved"
+        case .portUnplugged: return "portUnplugged"
+        case .serverLost: return "serverLost"
+        case .streamFailed: return "streamFailed"
+        }
+    }
+}
+
+/// Why a track could not be played. A kind only: never the file's name or content.
+public enum TrackFailure: Hashable, Sendable, CustomStringConvertible {
+    /// The file could not be opened or read (missing, a directory, no permission, deleted).
+    case unreadable
+    /// The file holds no MPEG audio at all (empty, random bytes, another format, a tag only).
+    case notMPEGAudio
+    /// MPEG audio in a sample format Earshot cannot play.
+    case unsupportedFormat
+    /// Decoding failed part-way (corrupt data).
+    case decodeFailed
+
+    /// The failure's name as it appears in status and logs.
+    public var description: String {
+        switch self {
+        case .unreadable: return "unreadable"
+        case .notMPEGAudio: return "notMPEGAudio"
+        case .unsupportedFormat: return "unsupportedFormat"
+        case .decodeFailed: return "decodeFailed"
+        }
+    }
+}
+
+/// Something that happened, from the sound server, the user, the decoder or the output executor.
+public enum Event: Hashable, Sendable {
+    // From the sound server, through the adapter.
+
+    /// A source asked us to be quiet (phone call starting).
+    case interruptionBegan(InterruptionSource, at: Moment)
+    /// A source no longer asks us to be quiet. `resumeAllowed` is the source's own permission to resume
+    /// (a server uncork request grants it); configuration can still forbid resuming.
+    case interruptionEnded(InterruptionSource, resumeAllowed: Bool, at: Moment)
+    /// The device we played on went away, for `reason`.
+    case outputLost(OutputLossReason)
+    /// Our stream was deliberately moved to another sink that exists (a user or policy choice).
+    case routeChanged
+    /// A sink or port became available (a replug), or the server came back.
+    case outputAppeared
+
+    // From the user (CLI, control socket, MPRIS).
+
+    /// Play (or resume).
+    case userPlay
+    /// Pause.
+    case userPause
+    /// Play if not playing, pause if playing.
+    case userToggle
+    /// Stop: quiet, and the next play starts the current track from its beginning.
+    case userStop
+    /// Go to the next track.
+    case userNext
+    /// Go to the previous track (or the start of the first one).
+    case userPrevious
+    /// Move to a position in the current track.
+    case userSeek(milliseconds: Int)
+    /// Set the stream volume, in percent (0...150).
+    case userVolume(percent: Int)
+    /// A pause request from outside the user's own controls (MPRIS `Pause`, e.g. sent by WirePlumber
+    /// when it is about to relink our audio). Idempotent: never a toggle.
+    case externalPause
+    /// The queue was replaced by `trackCount` tracks, positioned at `startIndex`.
+    case queueReplaced(trackCount: Int, startIndex: Int)
+
+    // From the decoder, in the order the listener hears them.
+
+    /// The listener reached the end of track `index`; `next` is the next playable track, already
+    /// following without a gap, or nil at the end of the queue.
+    case trackEnded(index: Int, next: Int?)
+    /// Track `index` cannot be played and is skipped; `next` is the next playable track or nil.
+    case trackFailed(index: Int, failure: TrackFailure, next: Int?)
+
+    // From the executor: what really happened to the stream.
+
+    /// The server acknowledged a cork: the stream is really quiet.
+    case streamCorked
+    /// The server acknowledged an uncork: the stream is really running.
+    case streamUncorked
+    /// A new stream was created (always corked at first).
+    case streamOpened
+    /// An output command could not be carried out (no server, stream gone).
+    case outputCommandFailed
+}
+
+extension Event: CustomStringConvertible {
+    /// The event's kind with its content-free details, e.g. `interruptionBegan(server)`.
+    public var description: String {
+        switch self {
+        case .interruptionBegan(let source, _): return "interruptionBegan(\(source))"
+        case .interruptionEnded(let source, let allowed, _):
+            return "interruptionEnded(\(source), resumeAllowed: \(allowed))"
+        case .outputLost(let reason): return "outputLost(\(reason))"
+        case .routeChanged: return "routeChanged"
+        case .outputAppeared: return "outputAppeared"
+        case .userPlay: return "userPlay"
+        case .userPause: return "userPause"
+        case .userToggle: return "userToggle"
+        case .userStop: return "userStop"
+        case .userNext: return "userNext"
+        case .userPrevious: return "userPrevious"
+        case .userSeek(let milliseconds): return "userSeek(\(milliseconds)ms)"
+        case .userVolume(let percent): return "userVolume(\(percent)%)"
+        case .externalPause: return "externalPause"
+        case .queueReplaced(let count, let start): return "queueReplaced(\(count) tracks, at \(start))"
+        case .trackEnded(let index, let next): return "trackEnded(\(index), next: \(next.map(String.init) ?? "none"))"
+        case .trackFailed(let index, let failure, let next):
+            return "trackFailed(\(index), \(failure), next: \(next.map(String.init) ?? "none"))"
+        case .streamCorked: return "streamCorked"
+        case .streamUncorked: return "streamUncorked"
+        case .streamOpened: return "streamOpened"
+        case .outputCommandFailed: return "outputCommandFailed"
+        }
+    }
+}

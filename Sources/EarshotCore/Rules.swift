@@ -1,0 +1,227 @@
+// The rulebook: shared/RULES.md as code. Every row of its table is one branch below, named by its
+// number, and has a test of the same name in Tests/EarshotCoreTests/RulesTests.swift.
+
+extension PlayerState {
+    /// Applies `event` to the state and returns what the output must do, in order.
+    ///
+    /// Pure: no clock, no I/O. An event that does not fit the state (an end with no begin, a duplicate,
+    /// a stale track notice) changes nothing and returns no commands (rule 15); the executor logs it.
+    public mutating func apply(_ event: Event) -> [Command] {
+        switch event {
+        case .interruptionBegan(let source, let moment):
+            return interruptionBegan(source, at: moment)
+        case .interruptionEnded(let source, let resumeAllowed, let moment):
+            return interruptionEnded(source, resumeAllowed: resumeAllowed, at: moment)
+        case .outputLost(let reason):
+            return outputLost(reason)
+        case .routeChanged, .outputAppeared:
+            // Rules 11 and 12: a deliberate move keeps playing on the new sink; a device appearing never
+            // starts playback by itself.
+            return []
+        case .userPlay:
+            return play()
+        case .userPause, .externalPause:
+            return pause()
+        case .userToggle:
+            return isPlaying || waitingForInterruptionEnd ? pause() : play()
+        case .userStop:
+            return stop()
+        case .userNext:
+            return moveCursor(to: queue.index + 1)
+        case .userPrevious:
+            return moveCursor(to: max(queue.index - 1, 0))
+        case .userSeek(let milliseconds):
+            guard playback != .idle, playback != .stopped else { return [] }
+            return [.seek(milliseconds: max(milliseconds, 0))]
+        case .userVolume(let percent):
+            volumePercent = min(max(percent, 0), 150)
+            return [.setVolume(percent: volumePercent)]
+        case .queueReplaced(let trackCount, let startIndex):
+            return replaceQueue(trackCount: trackCount, startIndex: startIndex)
+        case .trackEnded(let index, let next):
+            // Rule 13: the next track already follows without a gap; only the cursor moves.
+            guard playback != .idle, index == queue.index else { return [] }
+            advance(to: next)
+            return []
+        case .trackFailed(let index, let failure, let next):
+            // Rule 14: the decoder has skipped the track; record why, and move on if it was current.
+            guard playback != .idle, (0..<queue.trackCount).contains(index) else { return [] }
+            lastFailure = FailedTrack(index: index, failure: failure)
+            if index == queue.index { advance(to: next) }
+            return []
+        case .streamCorked:
+            stream.isCorked = true
+            return []
+        case .streamUncorked:
+            stream.isCorked = false
+            return []
+        case .streamOpened:
+            stream = .openCorked
+            return []
+        case .outputCommandFailed:
+            stream.isOpen = false
+            return outputLost(.streamFailed)
+        }
+    }
+
+    // MARK: Interruptions (rules 1-6, 9)
+
+    private mutating func interruptionBegan(_ source: InterruptionSource, at moment: Moment) -> [Command] {
+        // Rule 15: a source that is already active is a duplicate notification.
+        guard interruptions.insert(source).inserted else { return [] }
+        guard isPlaying else {
+            // Rule 2 (first source while not playing) and rule 3 (another source while one is active:
+            // the player cannot be playing then). Nothing to resume later.
+            return []
+        }
+        // Rule 1: go quiet, keep the position, remember to come back.
+        playback = .paused(.interruption)
+        resumeIntent = .afterInterruption(since: moment)
+        return [.cork]
+    }
+
+    private mutating func interruptionEnded(
+        _ source: InterruptionSource, resumeAllowed: Bool, at moment: Moment
+    ) -> [Command] {
+        // Rule 15: an end with no begin.
+        guard interruptions.remove(source) != nil else { return [] }
+        // Rule 4: another source still holds the player.
+        guard interruptions.isEmpty else { return [] }
+
+        let intent = resumeIntent
+        resumeIntent = .none
+        switch intent {
+        case .userAskedToPlay:
+            // Rule 9, completed: the user's own wish needs no window and no permission.
+            return startPlaying() + [.clearServerMute]
+        case .afterInterruption(let since):
+            let withinWindow = moment.milliseconds(since: since) <= policy.resumeWindowMilliseconds
+            if resumeAllowed && policy.resumeAfterInterruption && withinWindow {
+                // Rule 5.
+                return startPlaying() + [.clearServerMute]
+            }
+            // Rule 6: remembered, but resuming is not allowed or too late.
+            playback = .paused(.resumeDeclined)
+            return []
+        case .none:
+            // Rule 6: nothing was remembered (the player was not playing, or the user paused since).
+            return []
+        }
+    }
+
+    // MARK: Output (rules 10-12)
+
+    private mutating func outputLost(_ reason: OutputLossReason) -> [Command] {
+        if reason == .serverLost || reason == .streamFailed { stream.isOpen = false }
+        // Rule 10: whatever was remembered is forgotten; only a user play makes sound again.
+        resumeIntent = .none
+        switch playback {
+        case .playing:
+            playback = .paused(.outputLost(reason))
+            return [.cork, .flush]
+        case .paused(.user), .idle, .stopped:
+            return []
+        case .paused:
+            playback = .paused(.outputLost(reason))
+            return []
+        }
+    }
+
+    // MARK: User commands (rules 7-9, 16)
+
+    private mutating func play() -> [Command] {
+        switch playback {
+        case .idle, .playing:
+            return []
+        case .stopped, .paused:
+            break
+        }
+        guard interruptions.isEmpty else {
+            // Rule 9: held until the interruption ends; get ready so the end only has to uncork.
+            let preparation = prepareToPlay()
+            playback = .paused(.interruption)
+            resumeIntent = .userAskedToPlay
+            return preparation
+        }
+        // Rule 8.
+        return startPlaying()
+    }
+
+    private mutating func pause() -> [Command] {
+        // Rules 7 and 16: idempotent; a pause clears any wish to resume.
+        switch playback {
+        case .idle, .stopped:
+            return []
+        case .playing:
+            playback = .paused(.user)
+            resumeIntent = .none
+            return [.cork]
+        case .paused:
+            playback = .paused(.user)
+            resumeIntent = .none
+            return []
+        }
+    }
+
+    private mutating func stop() -> [Command] {
+        guard playback != .idle else { return [] }
+        let wasPlaying = isPlaying
+        playback = .stopped
+        resumeIntent = .none
+        return wasPlaying ? [.cork] : []
+    }
+
+    private mutating func moveCursor(to index: Int) -> [Command] {
+        guard playback != .idle, (0..<queue.trackCount).contains(index) else { return [] }
+        queue.index = index
+        // A stopped player starts the current track when played; the others jump now.
+        return playback == .stopped ? [] : [.playTrack(index: index)]
+    }
+
+    private mutating func replaceQueue(trackCount: Int, startIndex: Int) -> [Command] {
+        let wasPlaying = isPlaying
+        guard trackCount > 0 else {
+            playback = .idle
+            queue = .empty
+            resumeIntent = .none
+            return wasPlaying ? [.cork] : []
+        }
+        queue = QueueCursor(trackCount: trackCount, index: min(max(startIndex, 0), trackCount - 1))
+        if wasPlaying || waitingForInterruptionEnd {
+            // Playing (or waiting to play) carries on with the new queue.
+            return [.playTrack(index: queue.index)]
+        }
+        // A new queue is ready but never starts by itself.
+        playback = .stopped
+        resumeIntent = .none
+        return []
+    }
+
+    // MARK: Helpers
+
+    /// Commands that make the stream ready to be uncorked at the current track.
+    private mutating func prepareToPlay() -> [Command] {
+        var commands: [Command] = []
+        if !stream.isOpen { commands.append(.openStream) }
+        if playback == .stopped { commands.append(.playTrack(index: queue.index)) }
+        return commands
+    }
+
+    private mutating func startPlaying() -> [Command] {
+        let preparation = prepareToPlay()
+        playback = .playing
+        return preparation + [.uncork]
+    }
+
+    /// Moves to `next` after the current track ended or failed, or stops at the end of the queue.
+    private mutating func advance(to next: Int?) {
+        if let next, (0..<queue.trackCount).contains(next) {
+            queue.index = next
+        } else {
+            // The queue ran out: the stream has played everything, so there is nothing to cork.
+            queue.index = 0
+            playback = .stopped
+            resumeIntent = .none
+        }
+    }
+}

@@ -1,0 +1,184 @@
+// The player's state. Playback, the active interruption sources, the remembered wish to resume and the
+// stream's real condition are separate parts: no single Boolean could carry "paused for a call, was
+// playing, and the user has since asked to play".
+
+/// Why a player that has a track is not playing.
+public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
+    /// The user (or an outside pause request) paused.
+    case user
+    /// An interruption holds the player quiet.
+    case interruption
+    /// The interruption ended but the player did not resume (not allowed, or past the resume window).
+    case resumeDeclined
+    /// The output went away.
+    case outputLost(OutputLossReason)
+
+    /// The reason's name as it appears in status: `user`, `interruption`, `resumeDeclined`, `outputLost`.
+    public var description: String {
+        switch self {
+        case .user: return "user"
+        case .interruption: return "interruption"
+        case .resumeDeclined: return "resumeDeclined"
+        case .outputLost: return "outputLost"
+        }
+    }
+}
+
+/// Whether, and how, the player is making sound.
+public enum Playback: Hashable, Sendable, CustomStringConvertible {
+    /// Nothing is queued.
+    case idle
+    /// A queue exists; the next play starts the current track from its beginning.
+    case stopped
+    /// Audio is playing.
+    case playing
+    /// Held at the current position, for a reason.
+    case paused(PauseReason)
+
+    /// `idle`, `stopped`, `playing` or `paused`.
+    public var name: String {
+        switch self {
+        case .idle: return "idle"
+        case .stopped: return "stopped"
+        case .playing: return "playing"
+        case .paused: return "paused"
+        }
+    }
+
+    /// The name, with the pause reason where there is one: `paused(interruption)`.
+    public var description: String {
+        if case .paused(let reason) = self { return "paused(\(reason))" }
+        return name
+    }
+}
+
+/// What should happen when the last interruption source ends.
+public enum ResumeIntent: Hashable, Sendable, CustomStringConvertible {
+    /// Nothing: the player stays as it is.
+    case none
+    /// The player was playing when the interruption began at `since`, and paused itself for it:
+    /// resume if allowed and within the resume window.
+    case afterInterruption(since: Moment)
+    /// The user asked to play during the interruption: play when it ends, whatever the window.
+    case userAskedToPlay
+
+    /// `none`, `afterInterruption` or `userAskedToPlay`.
+    public var description: String {
+        switch self {
+        case .none: return "none"
+        case .afterInterruption: return "afterInterruption"
+        case .userAskedToPlay: return "userAskedToPlay"
+        }
+    }
+}
+
+/// Where the player is in its queue.
+public struct QueueCursor: Hashable, Sendable {
+    /// How many tracks are queued.
+    public var trackCount: Int
+    /// The current track, `0..<trackCount` (0 when the queue is empty).
+    public var index: Int
+
+    /// A cursor at `index` of `trackCount` tracks.
+    public init(trackCount: Int, index: Int) {
+        self.trackCount = trackCount
+        self.index = index
+    }
+
+    /// An empty queue.
+    public static let empty = QueueCursor(trackCount: 0, index: 0)
+}
+
+/// What the executor last reported about the stream: a fact, not a wish.
+public struct StreamCondition: Hashable, Sendable {
+    /// A stream exists on the server.
+    public var isOpen: Bool
+    /// The server confirmed the stream is corked.
+    public var isCorked: Bool
+
+    /// A stream condition.
+    public init(isOpen: Bool, isCorked: Bool) {
+        self.isOpen = isOpen
+        self.isCorked = isCorked
+    }
+
+    /// A fresh stream: open and corked (streams start corked).
+    public static let openCorked = StreamCondition(isOpen: true, isCorked: true)
+}
+
+/// The user's choices about resuming after interruptions.
+public struct ResumePolicy: Hashable, Sendable {
+    /// Whether to resume at all after an interruption that paused the player.
+    public var resumeAfterInterruption: Bool
+    /// How long an interruption may last and still be followed by a resume, in milliseconds.
+    public var resumeWindowMilliseconds: Int64
+
+    /// A policy; the defaults are to resume, within 30 minutes.
+    public init(resumeAfterInterruption: Bool = true, resumeWindowMilliseconds: Int64 = 30 * 60 * 1000) {
+        self.resumeAfterInterruption = resumeAfterInterruption
+        self.resumeWindowMilliseconds = resumeWindowMilliseconds
+    }
+}
+
+/// The record of the most recent track that could not be played.
+public struct FailedTrack: Hashable, Sendable {
+    /// The track's queue index.
+    public var index: Int
+    /// Why it failed.
+    public var failure: TrackFailure
+
+    /// A failure record.
+    public init(index: Int, failure: TrackFailure) {
+        self.index = index
+        self.failure = failure
+    }
+}
+
+/// Everything the rules need to decide, as one value.
+public struct PlayerState: Hashable, Sendable {
+    /// Configuration the rules consult.
+    public var policy: ResumePolicy
+    /// Whether the player is playing, and why not.
+    public var playback: Playback
+    /// The interruption sources active now.
+    public var interruptions: Set<InterruptionSource>
+    /// What to do when the last interruption source ends.
+    public var resumeIntent: ResumeIntent
+    /// The position in the queue.
+    public var queue: QueueCursor
+    /// The stream as the executor last reported it.
+    public var stream: StreamCondition
+    /// Stream volume in percent.
+    public var volumePercent: Int
+    /// The most recent track that failed, for status.
+    public var lastFailure: FailedTrack?
+
+    /// A state; by default an idle player with no queue and a fresh, corked stream.
+    public init(
+        policy: ResumePolicy = ResumePolicy(),
+        playback: Playback = .idle,
+        interruptions: Set<InterruptionSource> = [],
+        resumeIntent: ResumeIntent = .none,
+        queue: QueueCursor = .empty,
+        stream: StreamCondition = .openCorked,
+        volumePercent: Int = 100,
+        lastFailure: FailedTrack? = nil
+    ) {
+        self.policy = policy
+        self.playback = playback
+        self.interruptions = interruptions
+        self.resumeIntent = resumeIntent
+        self.queue = queue
+        self.stream = stream
+        self.volumePercent = volumePercent
+        self.lastFailure = lastFailure
+    }
+
+    /// True when the user asked to play during an interruption and the player waits for it to end.
+    public var waitingForInterruptionEnd: Bool {
+        resumeIntent == .userAskedToPlay && !interruptions.isEmpty
+    }
+
+    /// True when playback is `playing`.
+    public var isPlaying: Bool { playback == .playing }
+}

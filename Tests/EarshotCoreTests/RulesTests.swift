@@ -1,0 +1,360 @@
+// One test per row of shared/RULES.md, named after the row. Each states the whole resulting state and the
+// exact commands.
+import EarshotCore
+import Testing
+
+@Suite("RULES.md, row by row")
+struct RulesTests {
+    @Test("Rule 1: interruption begins while playing -> paused (interruption), remembered, cork")
+    func rule01InterruptionWhilePlaying() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.corkRequest, at: Given.at(1_000)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.corkRequest]
+            $0.resumeIntent = .afterInterruption(since: Given.at(1_000))
+        }
+    }
+
+    @Test("Rule 2: interruption begins while paused, stopped or idle -> unchanged, not remembered")
+    func rule02InterruptionWhileNotPlaying() {
+        for start in [Given.pausedByUser, Given.stopped, Given.idle] {
+            var store = RuleStore(start)
+            store.send(.interruptionBegan(Given.call, at: Given.at(5)), commands: []) {
+                $0.interruptions = [Given.call]
+            }
+        }
+    }
+
+    @Test("Rule 3: a second source begins while one is active -> unchanged")
+    func rule03SecondSource() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.corkRequest, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.corkRequest]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        store.send(.interruptionBegan(Given.call, at: Given.at(2)), commands: []) {
+            $0.interruptions.insert(Given.call)
+        }
+    }
+
+    @Test("Rule 4: one source ends while another is active -> unchanged")
+    func rule04OneOfTwoEnds() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.call]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        store.send(.interruptionBegan(Given.secondCall, at: Given.at(100)), commands: []) {
+            $0.interruptions.insert(Given.secondCall)
+        }
+        store.send(.interruptionEnded(Given.call, resumeAllowed: true, at: Given.at(4_000)), commands: []) {
+            $0.interruptions = [Given.secondCall]
+        }
+    }
+
+    @Test("Rule 5: last source ends, allowed, remembered, in window -> playing, uncork, clear mute")
+    func rule05Resume() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.corkRequest, at: Given.at(1_000)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.corkRequest]
+            $0.resumeIntent = .afterInterruption(since: Given.at(1_000))
+        }
+        store.send(.streamCorked, commands: []) { $0.stream.isCorked = true }
+        store.send(
+            .interruptionEnded(Given.corkRequest, resumeAllowed: true, at: Given.at(5_000)),
+            commands: [.uncork, .clearServerMute]
+        ) {
+            $0.playback = .playing
+            $0.interruptions = []
+            $0.resumeIntent = .none
+        }
+    }
+
+    @Test("Rule 5: the window's last millisecond still resumes")
+    func rule05WindowEdge() {
+        var state = Given.playing
+        _ = state.apply(.interruptionBegan(Given.call, at: Given.at(0)))
+        let commands = state.apply(.interruptionEnded(Given.call, resumeAllowed: true, at: Given.at(Given.thirtyMinutes)))
+        #expect(commands == [.uncork, .clearServerMute])
+        #expect(state.playback == .playing)
+    }
+
+    @Test("Rule 6: last source ends past the window -> paused (resume declined), cleared, no commands")
+    func rule06PastWindow() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.call]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        store.send(
+            .interruptionEnded(Given.call, resumeAllowed: true, at: Given.at(Given.thirtyMinutes + 1)), commands: []
+        ) {
+            $0.playback = .paused(.resumeDeclined)
+            $0.interruptions = []
+            $0.resumeIntent = .none
+        }
+    }
+
+    @Test("Rule 6: last source ends but the source does not allow a resume -> paused, cleared")
+    func rule06NotAllowedBySource() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.call]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        store.send(.interruptionEnded(Given.call, resumeAllowed: false, at: Given.at(10)), commands: []) {
+            $0.playback = .paused(.resumeDeclined)
+            $0.interruptions = []
+            $0.resumeIntent = .none
+        }
+    }
+
+    @Test("Rule 6: last source ends but configuration forbids resuming -> paused, cleared")
+    func rule06NotAllowedByPolicy() {
+        var start = Given.playing
+        start.policy.resumeAfterInterruption = false
+        var store = RuleStore(start)
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.call]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        store.send(.interruptionEnded(Given.call, resumeAllowed: true, at: Given.at(10)), commands: []) {
+            $0.playback = .paused(.resumeDeclined)
+            $0.interruptions = []
+            $0.resumeIntent = .none
+        }
+    }
+
+    @Test("Rule 6: last source ends, nothing remembered -> unchanged")
+    func rule06NotRemembered() {
+        var store = RuleStore(Given.pausedByUser)
+        store.send(.interruptionBegan(Given.corkRequest, at: Given.at(0)), commands: []) {
+            $0.interruptions = [Given.corkRequest]
+        }
+        store.send(.interruptionEnded(Given.corkRequest, resumeAllowed: true, at: Given.at(10)), commands: []) {
+            $0.interruptions = []
+        }
+    }
+
+    @Test("Rule 7: user pauses at any time -> paused (user), cleared, cork only when it was playing")
+    func rule07UserPause() {
+        var store = RuleStore(Given.playing)
+        store.send(.userPause, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.userPause, commands: [])
+
+        var duringCall = RuleStore(Given.playing)
+        duringCall.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.call]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        duringCall.send(.userPause, commands: []) {
+            $0.playback = .paused(.user)
+            $0.resumeIntent = .none
+        }
+    }
+
+    @Test("Rule 8: user plays, no interruption, output present -> playing, uncork")
+    func rule08UserPlay() {
+        var store = RuleStore(Given.pausedByUser)
+        store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
+    }
+
+    @Test("Rule 8: user plays after the stream was lost -> the stream is recreated, then uncorked")
+    func rule08UserPlayRecreatesStream() {
+        var store = RuleStore(Given.playing)
+        store.send(.outputLost(.serverLost), commands: [.cork, .flush]) {
+            $0.playback = .paused(.outputLost(.serverLost))
+            $0.stream.isOpen = false
+        }
+        store.send(.userPlay, commands: [.openStream, .uncork]) { $0.playback = .playing }
+    }
+
+    @Test("Rule 8: user plays a stopped player -> the current track starts from its beginning")
+    func rule08UserPlayFromStopped() {
+        var store = RuleStore(Given.stopped)
+        store.send(.userPlay, commands: [.playTrack(index: 0), .uncork]) { $0.playback = .playing }
+    }
+
+    @Test("Rule 9: user plays during an interruption -> held, waiting, the user's wish remembered")
+    func rule09UserPlayDuringInterruption() {
+        var store = RuleStore(Given.pausedByUser)
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: []) {
+            $0.interruptions = [Given.call]
+        }
+        store.send(.userPlay, commands: []) {
+            $0.playback = .paused(.interruption)
+            $0.resumeIntent = .userAskedToPlay
+        }
+        #expect(store.state.waitingForInterruptionEnd)
+        // No resume window for the user's own wish, and no permission needed.
+        store.send(
+            .interruptionEnded(Given.call, resumeAllowed: false, at: Given.at(Given.thirtyMinutes * 4)),
+            commands: [.uncork, .clearServerMute]
+        ) {
+            $0.playback = .playing
+            $0.interruptions = []
+            $0.resumeIntent = .none
+        }
+    }
+
+    @Test("Rule 10: output lost while playing -> paused (outputLost), cleared, cork then flush")
+    func rule10OutputLost() {
+        for reason in [OutputLossReason.deviceRemoved, .portUnplugged, .serverLost, .streamFailed] {
+            var store = RuleStore(Given.playing)
+            store.send(.outputLost(reason), commands: [.cork, .flush]) {
+                $0.playback = .paused(.outputLost(reason))
+                if reason == .serverLost || reason == .streamFailed { $0.stream.isOpen = false }
+            }
+        }
+    }
+
+    @Test("Rule 10: output lost during an interruption -> the remembered resume is cleared")
+    func rule10OutputLostDuringInterruption() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.call]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        store.send(.outputLost(.deviceRemoved), commands: []) {
+            $0.playback = .paused(.outputLost(.deviceRemoved))
+            $0.resumeIntent = .none
+        }
+        store.send(.interruptionEnded(Given.call, resumeAllowed: true, at: Given.at(100)), commands: []) {
+            $0.interruptions = []
+        }
+    }
+
+    @Test("Rule 11: route changed -> unchanged, keep playing on the new sink")
+    func rule11RouteChanged() {
+        var store = RuleStore(Given.playing)
+        store.send(.routeChanged, commands: [])
+    }
+
+    @Test("Rule 12: output appeared -> unchanged, never starts by itself")
+    func rule12OutputAppeared() {
+        var store = RuleStore(Given.playing)
+        store.send(.outputLost(.deviceRemoved), commands: [.cork, .flush]) {
+            $0.playback = .paused(.outputLost(.deviceRemoved))
+        }
+        store.send(.outputAppeared, commands: [])
+    }
+
+    @Test("Rule 13: track ended -> the next track follows without a gap; stopped at the end of the queue")
+    func rule13TrackEnded() {
+        var store = RuleStore(Given.playing)
+        store.send(.trackEnded(index: 0, next: 1), commands: []) { $0.queue.index = 1 }
+        store.send(.trackEnded(index: 1, next: 2), commands: []) { $0.queue.index = 2 }
+        store.send(.trackEnded(index: 2, next: nil), commands: []) {
+            $0.queue.index = 0
+            $0.playback = .stopped
+        }
+    }
+
+    @Test("Rule 14: track failed -> skipped with its reason; stopped if none is left")
+    func rule14TrackFailed() {
+        var store = RuleStore(Given.playing)
+        store.send(.trackFailed(index: 0, failure: .notMPEGAudio, next: 2), commands: []) {
+            $0.queue.index = 2
+            $0.lastFailure = FailedTrack(index: 0, failure: .notMPEGAudio)
+        }
+        store.send(.trackFailed(index: 2, failure: .decodeFailed, next: nil), commands: []) {
+            $0.queue.index = 0
+            $0.playback = .stopped
+            $0.lastFailure = FailedTrack(index: 2, failure: .decodeFailed)
+        }
+    }
+
+    @Test("Rule 14: a later track failing while the current one plays only records the failure")
+    func rule14LaterTrackFailed() {
+        var store = RuleStore(Given.playing)
+        store.send(.trackFailed(index: 1, failure: .unreadable, next: 2), commands: []) {
+            $0.lastFailure = FailedTrack(index: 1, failure: .unreadable)
+        }
+        store.send(.trackEnded(index: 0, next: 2), commands: []) { $0.queue.index = 2 }
+    }
+
+    @Test("Rule 15: unknown, duplicate or out-of-order notifications change nothing")
+    func rule15Ignored() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionEnded(Given.corkRequest, resumeAllowed: true, at: Given.at(0)), commands: [])
+        store.send(.trackEnded(index: 2, next: nil), commands: [])
+        store.send(.trackFailed(index: 9, failure: .unreadable, next: nil), commands: [])
+        store.send(.interruptionBegan(Given.call, at: Given.at(1)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.call]
+            $0.resumeIntent = .afterInterruption(since: Given.at(1))
+        }
+        store.send(.interruptionBegan(Given.call, at: Given.at(2)), commands: [])
+        store.send(.interruptionEnded(Given.secondCall, resumeAllowed: true, at: Given.at(3)), commands: [])
+    }
+
+    @Test("Rule 16: a pause request from outside -> paused, idempotent, never a toggle")
+    func rule16ExternalPause() {
+        var store = RuleStore(Given.playing)
+        store.send(.externalPause, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.externalPause, commands: [])
+        store.send(.externalPause, commands: [])
+        #expect(store.state.playback == .paused(.user))
+    }
+}
+
+@Suite("The three classic cases")
+struct ClassicCasesTests {
+    @Test("An idle player is not started by an interruption ending")
+    func idlePlayerStaysIdle() {
+        for start in [Given.idle, Given.stopped, Given.pausedByUser] {
+            var store = RuleStore(start)
+            store.send(.interruptionBegan(Given.corkRequest, at: Given.at(0)), commands: []) {
+                $0.interruptions = [Given.corkRequest]
+            }
+            store.send(.interruptionEnded(Given.corkRequest, resumeAllowed: true, at: Given.at(10)), commands: []) {
+                $0.interruptions = []
+            }
+            #expect(store.state.playback == start.playback)
+        }
+    }
+
+    @Test("A user pause during an interruption cancels the resume")
+    func userPauseCancelsResume() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.corkRequest, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.corkRequest]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        store.send(.userPause, commands: []) {
+            $0.playback = .paused(.user)
+            $0.resumeIntent = .none
+        }
+        store.send(.interruptionEnded(Given.corkRequest, resumeAllowed: true, at: Given.at(10)), commands: []) {
+            $0.interruptions = []
+        }
+    }
+
+    @Test("Output loss stops playback and clears the resume intent")
+    func outputLossClearsIntent() {
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.call]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        store.send(.userPlay, commands: []) { $0.resumeIntent = .userAskedToPlay }
+        store.send(.outputLost(.portUnplugged), commands: []) {
+            $0.playback = .paused(.outputLost(.portUnplugged))
+            $0.resumeIntent = .none
+        }
+        store.send(.interruptionEnded(Given.call, resumeAllowed: true, at: Given.at(10)), commands: []) {
+            $0.interruptions = []
+        }
+        #expect(store.state.playback == .paused(.outputLost(.portUnplugged)))
+    }
+}
