@@ -11,8 +11,10 @@ let package = Package(
     ],
     targets: [
         // C libraries, each a module map plus a shim header that only includes the system one.
-        .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
-        .systemLibrary(name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+        // No pkgConfig: the module maps `link` the libraries, which avoids SwiftPM's "prohibited flag"
+        // warning for pkg-config's -pthread; the headers live in the default include path on Debian.
+        .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
+        .systemLibrary(name: "CMPG123", providers: [.apt(["libmpg123-dev"])]),
 
         // The rulebook: events, state, commands and one `apply`. Standard library only.
         .target(name: "EarshotCore"),

@@ -1,0 +1,460 @@
+// DecodeWorker: the decode thread. It walks a queue of files and keeps a FrameRing filled ahead of
+// the real-time consumer, back to back across tracks of the same format (gapless), and records
+// where in the ring each track starts so a heard ring frame can be turned back into a track position.
+//
+// A note on threading:
+// - One dedicated thread (named "earshot-decode") runs `run()`. It alone opens files, owns the
+//   decoders and writes into the ring (the ring's only producer). It never touches libpulse.
+// - Control calls (`load`, `pauseProduction`, `resumeProduction`, `continueAfterFormatChange`,
+//   `stop`) come from one ordinary controlling context at a time (the service's actor). They change
+//   `state` under `control` and wake the worker: the condition for its parked states, the ring's
+//   semaphore (`wakeProducer`) when it sleeps for space. Only `pauseProduction` and `stop` block.
+// - Notices are delivered on the worker thread with no lock held. The handler must not call
+//   `pauseProduction` or `stop` (they wait for this very thread); it may call
+//   `continueAfterFormatChange` or hand the notice to another context.
+// - The track markers live behind their own lock; the real-time consumer never takes it. It is an
+//   NSLock (a pthread mutex), not Synchronization's Mutex: ThreadSanitizer on Linux does not see the
+//   latter's futex hand-offs and reports false races, and this code must stay TSan-clean.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A place in the queue: a track and an output frame within it.
+public struct TrackPosition: Equatable, Sendable {
+    /// Index of the track in the worker's queue.
+    public var trackIndex: Int
+    /// Output frame within that track (0 is its first sample).
+    public var frame: Int
+    /// The rate the track's frames are played at, to turn `frame` into time.
+    public var sampleRate: Int
+
+    /// Creates a position.
+    public init(trackIndex: Int, frame: Int, sampleRate: Int) {
+        self.trackIndex = trackIndex
+        self.frame = frame
+        self.sampleRate = sampleRate
+    }
+}
+
+/// What the decode worker reports, in the order it happens, on the worker thread.
+///
+/// Every `ringFrame` is a value of `FrameRing.totalFramesWritten`: the consumer has played up to that
+/// point when its `totalFramesRead` (less its own output latency) reaches it.
+public enum DecodeNotice: Sendable, Equatable {
+    /// The track at `index` begins at `ringFrame` (after a reposition it begins mid-track).
+    case trackStarted(index: Int, ringFrame: Int, format: AudioFormat, lengthFrames: Int?, metadata: TrackMetadata)
+    /// The track at `index` could not be opened or stopped decoding; the worker goes on with the next.
+    case trackFailed(index: Int, error: MPG123Error)
+    /// The track at `index` was decoded to its end, which is at `ringFrame`.
+    case trackDecoded(index: Int, ringFrame: Int)
+    /// Frames from `ringFrame` on will be in format `to`. The worker writes none of them until
+    /// `continueAfterFormatChange()`: play out to `ringFrame`, re-create the stream, then call it.
+    case formatChange(from: AudioFormat, to: AudioFormat, ringFrame: Int)
+    /// No track is left after `ringFrame`; the worker idles until `load` or `resumeProduction`.
+    case queueFinished(ringFrame: Int)
+}
+
+/// Where one track's audio begins in the ring, so ring frames map back to track frames.
+struct TrackMarker: Equatable, Sendable {
+    /// The ring frame (a `totalFramesWritten` value) of the marker's first frame.
+    var ringFrame: Int
+    /// Index of the track in the queue.
+    var trackIndex: Int
+    /// Format of the frames from here on.
+    var format: AudioFormat
+    /// The track frame at `ringFrame` (non-zero after a seek or a mid-track format change).
+    var startFrame: Int
+    /// The track's length in frames, if known.
+    var lengthFrames: Int?
+}
+
+/// The decode thread: fills a `FrameRing` from a queue of MP3 files, ahead of the real-time consumer.
+///
+/// How far ahead is the ring's capacity (for example 2 s). Tracks of the same format follow each other
+/// in the ring with no gap. A file that cannot be opened or decoded is reported and skipped.
+///
+/// ## Repositioning (seek, skip, flush): pause, discard, resume
+/// 1. Controller: `pauseProduction()`. It returns once the worker is parked: it has committed every
+///    frame it wrote and will write nothing more.
+/// 2. Consumer side (for example the output's write path, with its audio lock held): `ring.discardReadable()`
+///    throws away everything decoded but not yet played. Now `totalFramesRead == totalFramesWritten`.
+/// 3. Controller: `resumeProduction(trackIndex:frame:)`. The worker opens that track, seeks, posts
+///    `.trackStarted` at the current ring frame and fills the ring from there.
+/// Any pending format change is cancelled by the resume (the worker re-checks the new track's format
+/// against the ring's).
+///
+/// ## Format changes
+/// The output plays one sample rate at a time. When the next frames' format differs from the
+/// ring's (between tracks, or mid-track in a stitched stream), the worker posts `.formatChange` and
+/// parks before writing any of them. The consumer plays the ring out to the notice's `ringFrame`,
+/// re-creates its stream in the new format, then calls `continueAfterFormatChange()`.
+///
+/// The worker's thread keeps the object alive until `stop()`, which must be called to end it.
+public final class DecodeWorker: @unchecked Sendable {
+    // Sendable because every mutable property is guarded: `state` by `control`, `markerList` by
+    // `markerLock`, `thread` is written once in `init` before any other thread can see `self` used,
+    // and the worker's own decoding state lives on its thread's stack (see `WorkerState`).
+
+    /// The ring this worker fills; the caller drains it (its consumer side).
+    public let ring: FrameRing
+
+    /// The receiver of notices, called on the worker thread.
+    private let notify: @Sendable (DecodeNotice) -> Void
+
+    /// Guards `state`; its condition wakes the worker from its parked states and the controller from
+    /// its waits for the worker.
+    private let control = NSCondition()
+
+    /// What the controller asked for and what the worker acknowledged. Guarded by `control`.
+    private var state = ControlState()
+
+    /// Guards `markerList`.
+    private let markerLock = NSLock()
+
+    /// Where tracks start in the ring, oldest first. Guarded by `markerLock`.
+    private var markerList: [TrackMarker] = []
+
+    /// The worker thread, for `pthread_join` and for spotting calls made from it.
+    private var thread = pthread_t()
+
+    /// The free space the worker waits for before decoding again, so it writes in large chunks.
+    private let refillFrames: Int
+
+    /// Markers are kept while they may still be asked about: this many frames behind the read index.
+    private let markerRetentionFrames: Int
+
+    /// The most markers kept, whatever their age.
+    private static let markerLimit = 512
+
+    /// Upper bound on one sleep for space; the consumer and the controller normally wake it sooner.
+    private static let spaceWaitMilliseconds = 2_000
+
+    /// A start point in the queue.
+    private struct StartPoint {
+        var index: Int
+        var frame: Int
+    }
+
+    /// The controller's requests and the worker's acknowledgements.
+    private struct ControlState {
+        /// The paths of the queue.
+        var queue: [String] = []
+        /// Where to (re)start decoding, set by `load` and `resumeProduction`, taken by the worker.
+        var restart: StartPoint?
+        /// The controller wants the worker parked.
+        var pauseRequested = false
+        /// The worker is parked and writes nothing.
+        var parked = false
+        /// The worker waits for `continueAfterFormatChange`.
+        var awaitingFormatContinue = false
+        /// The controller wants the thread to end.
+        var stopRequested = false
+        /// The thread has left its loop.
+        var exited = false
+        /// Some caller of `stop` has joined or is joining the thread.
+        var joinClaimed = false
+        /// The format of the frames last written to the ring.
+        var currentFormat: AudioFormat?
+    }
+
+    /// The worker thread's own decoding state; never shared.
+    private struct WorkerState {
+        /// The track being decoded.
+        var track: (index: Int, decoder: MP3Decoder)?
+        /// The track to open next.
+        var next: StartPoint?
+        /// Set while the track's (new) format waits for `continueAfterFormatChange`.
+        var awaitingActivation: Activation?
+        /// The format of the frames in the ring (and of the consumer's stream).
+        var ringFormat: AudioFormat?
+    }
+
+    /// Why the current decoder's frames get a new marker.
+    private enum Activation {
+        /// The track is opened (at its start or after a seek): marker and `.trackStarted`.
+        case trackStart
+        /// The stream changed format mid-track: marker only.
+        case formatChange
+    }
+
+    /// Starts the worker thread, idle until `load`. Notices go to `notify` on that thread.
+    public init(ring: FrameRing, notify: @escaping @Sendable (DecodeNotice) -> Void) {
+        self.ring = ring
+        self.notify = notify
+        refillFrames = min(max(ring.capacity / 8, 1), 16_384)
+        markerRetentionFrames = max(ring.capacity, 10 * 48_000)
+        // The thread holds a strong reference until it exits, so the worker outlives it.
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        let created = pthread_create(&thread, nil, { argument in
+            guard let argument else { return nil }
+            let worker = Unmanaged<DecodeWorker>.fromOpaque(argument).takeRetainedValue()
+            Thread.current.name = "earshot-decode"
+            worker.run()
+            return nil
+        }, retained)
+        precondition(created == 0, "cannot start the decode thread: \(String(cString: strerror(created)))")
+    }
+
+    // MARK: - Control
+
+    /// Replaces the queue and starts decoding at `startIndex`, `startFrame`, after what is in the ring.
+    ///
+    /// To drop what is buffered, call it between `pauseProduction()` and `resumeProduction`; while
+    /// paused the new queue waits, and `resumeProduction` chooses where in it to start.
+    public func load(paths: [String], startIndex: Int = 0, startFrame: Int = 0) {
+        control.lock()
+        state.queue = paths
+        state.restart = StartPoint(index: startIndex, frame: startFrame)
+        control.broadcast()
+        control.unlock()
+        ring.wakeProducer()
+    }
+
+    /// Parks the worker and returns once it has finished any write in progress and will write no more.
+    ///
+    /// Then the consumer side may `ring.discardReadable()`; then call `resumeProduction`. Returns at
+    /// once after `stop()`. Must not be called from the notice handler.
+    public func pauseProduction() {
+        precondition(!isWorkerThread, "pauseProduction called from the decode thread would wait for itself")
+        control.lock()
+        state.pauseRequested = true
+        control.broadcast()
+        control.unlock()
+        // Interrupts a sleep for space; a worker that was not sleeping just re-checks once more.
+        ring.wakeProducer()
+        control.lock()
+        while !state.parked && !state.exited {
+            control.wait()
+        }
+        control.unlock()
+    }
+
+    /// Ends a pause: decoding restarts at frame `frame` of track `trackIndex`, at the ring's write index.
+    ///
+    /// Called without a pause it still repositions, appending after what is already in the ring.
+    public func resumeProduction(trackIndex: Int, frame: Int) {
+        control.lock()
+        state.restart = StartPoint(index: trackIndex, frame: frame)
+        state.pauseRequested = false
+        control.broadcast()
+        control.unlock()
+    }
+
+    /// Lets the worker write frames in the new format announced by `.formatChange`. No-op otherwise.
+    public func continueAfterFormatChange() {
+        control.lock()
+        if state.awaitingFormatContinue {
+            state.awaitingFormatContinue = false
+            control.broadcast()
+        }
+        control.unlock()
+    }
+
+    /// Ends the worker thread and waits for it (join). Further control calls do nothing.
+    public func stop() {
+        precondition(!isWorkerThread, "stop called from the decode thread would wait for itself")
+        control.lock()
+        state.stopRequested = true
+        control.broadcast()
+        let mustJoin = !state.joinClaimed
+        state.joinClaimed = true
+        control.unlock()
+        ring.wakeProducer()
+        if mustJoin {
+            pthread_join(thread, nil)
+        } else {
+            control.lock()
+            while !state.exited {
+                control.wait()
+            }
+            control.unlock()
+        }
+    }
+
+    // MARK: - Queries
+
+    /// The format of the frames most recently written to the ring: what the output's stream should use.
+    ///
+    /// Nil before the first track opens. During a format change it stays the old format until the
+    /// worker continues; use the notice's `to` for the new stream.
+    public var currentFormat: AudioFormat? {
+        control.lock()
+        defer { control.unlock() }
+        return state.currentFormat
+    }
+
+    /// The track and frame that ring frame `ringFrame` (for example the last frame heard) belongs to.
+    ///
+    /// Nil for frames before the first track or pruned long ago. Frames discarded unplayed map to the
+    /// track they were decoded from. Past the end of the last track the frame runs on past its length.
+    public func locate(ringFrame: Int) -> TrackPosition? {
+        markerLock.withLock {
+            guard let marker = markerList.last(where: { $0.ringFrame <= ringFrame }) else { return nil }
+            return TrackPosition(trackIndex: marker.trackIndex, frame: marker.startFrame + ringFrame - marker.ringFrame,
+                                 sampleRate: marker.format.sampleRate)
+        }
+    }
+
+    /// The markers currently kept, oldest first (for tests).
+    var trackMarkers: [TrackMarker] {
+        markerLock.withLock { markerList }
+    }
+
+    // MARK: - The worker thread
+
+    /// Whether the caller runs on the worker thread.
+    private var isWorkerThread: Bool {
+        pthread_equal(pthread_self(), thread) != 0
+    }
+
+    /// The thread's body: alternate between a control checkpoint and one unit of work.
+    private func run() {
+        var work = WorkerState()
+        while let queue = checkpoint(&work) {
+            step(&work, queue: queue)
+        }
+        control.lock()
+        state.exited = true
+        control.broadcast()
+        control.unlock()
+    }
+
+    /// Applies the controller's requests and sleeps while parked or idle; nil means stop.
+    ///
+    /// Here the worker holds no uncommitted frames (every write is committed within one step), which
+    /// is what makes a pause here quiescent.
+    private func checkpoint(_ work: inout WorkerState) -> [String]? {
+        control.lock()
+        defer { control.unlock() }
+        while true {
+            if state.stopRequested {
+                return nil
+            }
+            if state.pauseRequested {
+                state.parked = true
+                control.broadcast()
+                while state.pauseRequested && !state.stopRequested {
+                    control.wait()
+                }
+                state.parked = false
+                continue
+            }
+            if let restart = state.restart {
+                state.restart = nil
+                // A new start point supersedes the track being decoded and any pending format change.
+                state.awaitingFormatContinue = false
+                work.awaitingActivation = nil
+                work.track = nil
+                work.next = restart
+            }
+            let idle = work.track == nil && work.next == nil
+            if idle || state.awaitingFormatContinue {
+                control.wait()
+                continue
+            }
+            return state.queue
+        }
+    }
+
+    /// Does one unit of work: activate a track, open the next one, wait for space, or decode a chunk.
+    private func step(_ work: inout WorkerState, queue: [String]) {
+        if let activation = work.awaitingActivation {
+            // `checkpoint` returned, so the format change was acknowledged.
+            work.awaitingActivation = nil
+            activate(activation, &work)
+            return
+        }
+        guard let track = work.track else {
+            if let start = work.next {
+                work.next = nil
+                open(start, queue: queue, &work)
+            }
+            return
+        }
+        if ring.writableFrames < refillFrames {
+            _ = ring.waitForSpace(minimumFrames: refillFrames, timeoutMilliseconds: Self.spaceWaitMilliseconds)
+            return
+        }
+        // Straight into the ring: libmpg123 copies its output into the free region, no staging buffer.
+        let region = ring.writableRegions().first
+        do {
+            switch try track.decoder.decode(into: region) {
+            case .frames(let frames):
+                ring.commitWrite(frames: frames)
+            case .formatChanged(let format):
+                requestActivation(.formatChange, format: format, &work)
+            case .finished:
+                notify(.trackDecoded(index: track.index, ringFrame: ring.totalFramesWritten))
+                work.track = nil
+                work.next = StartPoint(index: track.index + 1, frame: 0)
+            }
+        } catch {
+            notify(.trackFailed(index: track.index, error: error))
+            work.track = nil
+            work.next = StartPoint(index: track.index + 1, frame: 0)
+        }
+    }
+
+    /// Opens the track at `start` and seeks; a failure is reported and the next track is tried.
+    private func open(_ start: StartPoint, queue: [String], _ work: inout WorkerState) {
+        guard start.index >= 0, start.index < queue.count else {
+            notify(.queueFinished(ringFrame: ring.totalFramesWritten))
+            return
+        }
+        do {
+            let decoder = try MP3Decoder(path: queue[start.index])
+            if start.frame > 0 {
+                try decoder.seek(toFrame: start.frame)
+            }
+            work.track = (start.index, decoder)
+            requestActivation(.trackStart, format: decoder.format, &work)
+        } catch {
+            notify(.trackFailed(index: start.index, error: error))
+            work.next = StartPoint(index: start.index + 1, frame: 0)
+        }
+    }
+
+    /// Activates the current track's frames now if their format matches the ring's, else posts
+    /// `.formatChange` and leaves the activation until the controller continues.
+    private func requestActivation(_ activation: Activation, format: AudioFormat, _ work: inout WorkerState) {
+        guard let ringFormat = work.ringFormat, ringFormat != format else {
+            activate(activation, &work)
+            return
+        }
+        control.lock()
+        // Set before the notice, so a handler that continues at once is not missed.
+        state.awaitingFormatContinue = true
+        control.unlock()
+        work.awaitingActivation = activation
+        notify(.formatChange(from: ringFormat, to: format, ringFrame: ring.totalFramesWritten))
+    }
+
+    /// Records a marker for the current track's frames from the write index on (and announces a start).
+    private func activate(_ activation: Activation, _ work: inout WorkerState) {
+        guard let track = work.track else { return }
+        let format = track.decoder.format
+        work.ringFormat = format
+        control.lock()
+        state.currentFormat = format
+        control.unlock()
+
+        let ringFrame = ring.totalFramesWritten
+        let marker = TrackMarker(ringFrame: ringFrame, trackIndex: track.index, format: format,
+                                 startFrame: track.decoder.positionFrame, lengthFrames: track.decoder.lengthFrames)
+        let oldestNeeded = ring.totalFramesRead - markerRetentionFrames
+        markerLock.withLock {
+            markerList.append(marker)
+            // A marker is needed while frames it covers may still be asked about: until the next
+            // marker starts before the oldest frame a listener could still be hearing.
+            while markerList.count > 1
+                && (markerList[1].ringFrame <= oldestNeeded || markerList.count > Self.markerLimit) {
+                markerList.removeFirst()
+            }
+        }
+        if activation == .trackStart {
+            notify(.trackStarted(index: track.index, ringFrame: ringFrame, format: format,
+                                 lengthFrames: track.decoder.lengthFrames, metadata: track.decoder.metadata))
+        }
+    }
+}

@@ -1,0 +1,307 @@
+// FrameRing: the hand-over point between the decode thread (producer) and the real-time write
+// callback (consumer). One producer and one consumer, no locks between them: each side owns one
+// monotonic index and only reads the other's.
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Up to two contiguous pieces of the ring's storage, in order, as interleaved stereo `Int16` samples.
+///
+/// The second piece is empty unless the span wraps around the end of the storage. Each piece holds a
+/// whole number of frames (two samples per frame). The pointers are valid until the side that asked
+/// for them commits, and only on that side's thread.
+public struct FrameRegions {
+    /// The piece that starts at the side's current index.
+    public var first: UnsafeMutableBufferPointer<Int16>
+    /// The piece that continues at the start of the storage, or an empty buffer.
+    public var second: UnsafeMutableBufferPointer<Int16>
+
+    /// Total number of frames in both pieces.
+    public var frameCount: Int { (first.count + second.count) / FrameRing.samplesPerFrame }
+}
+
+/// A single-producer, single-consumer lock-free ring of interleaved stereo 16-bit PCM frames.
+///
+/// The producer (the decode thread) and the consumer (the real-time write callback) may each run on
+/// their own thread; every producer method must be called from one thread at a time, and likewise
+/// every consumer method. The consumer side never allocates, locks or blocks: its only system call
+/// is one `sem_post` to wake a producer that has declared itself waiting for space.
+///
+/// Both indices count frames since creation and only grow, so `writeIndex - readIndex` is the fill
+/// level and the storage slot of an index is `index & (capacity - 1)`.
+public final class FrameRing: @unchecked Sendable {
+    // Sendable by discipline, not by a lock: the storage is written only by the producer in the span
+    // [readIndex + capacity, writeIndex) it owns and read only by the consumer in [readIndex, writeIndex);
+    // the acquire/release pairs on the two atomic indices hand each frame from one side to the other.
+    // Everything else is immutable after `init`.
+
+    /// Samples per frame: interleaved left and right.
+    public static let samplesPerFrame = 2
+
+    /// Bytes per frame: two 16-bit samples.
+    public static let bytesPerFrame = samplesPerFrame * MemoryLayout<Int16>.size
+
+    /// Number of frames the ring holds: a power of two.
+    public let capacity: Int
+
+    /// `capacity - 1`, to turn a monotonic index into a slot.
+    private let mask: Int
+
+    /// The sample storage, `capacity * 2` samples, allocated once.
+    private let storage: UnsafeMutablePointer<Int16>
+
+    /// Frames ever committed by the producer. Written only by the producer.
+    private let writeIndex = Atomic<Int>(0)
+
+    /// Frames ever consumed (or discarded) by the consumer. Written only by the consumer.
+    private let readIndex = Atomic<Int>(0)
+
+    /// The free space, in frames, the producer is sleeping for; 0 when it is not waiting.
+    private let producerWaitingFor = Atomic<Int>(0)
+
+    /// Set by `wakeProducer` so a waiting producer returns even though no space was freed.
+    private let wakeRequested = Atomic<Bool>(false)
+
+    /// The semaphore the producer sleeps on, allocated once so its address never moves.
+    private let spaceSemaphore: UnsafeMutablePointer<sem_t>
+
+    /// Creates a ring holding at least `minimumCapacity` frames (rounded up to a power of two, at least 2).
+    public init(minimumCapacity: Int) {
+        precondition(minimumCapacity > 0, "a ring needs room for at least one frame")
+        var rounded = 2
+        while rounded < minimumCapacity {
+            rounded <<= 1
+        }
+        capacity = rounded
+        mask = rounded - 1
+        storage = .allocate(capacity: rounded * Self.samplesPerFrame)
+        // Zeroed so that a reader of a region never sees uninitialised memory, even by mistake.
+        storage.initialize(repeating: 0, count: rounded * Self.samplesPerFrame)
+        spaceSemaphore = .allocate(capacity: 1)
+        sem_init(spaceSemaphore, 0, 0)
+    }
+
+    deinit {
+        sem_destroy(spaceSemaphore)
+        spaceSemaphore.deallocate()
+        storage.deinitialize(count: capacity * Self.samplesPerFrame)
+        storage.deallocate()
+    }
+
+    // MARK: - Totals
+
+    /// Frames the producer has committed since the ring was created (the write index).
+    public var totalFramesWritten: Int {
+        // Acquiring: a caller that sees this total also sees the frames below it.
+        writeIndex.load(ordering: .acquiring)
+    }
+
+    /// Frames the consumer has read or discarded since the ring was created (the read index).
+    public var totalFramesRead: Int {
+        // Acquiring: a caller that sees this total also sees that the consumer is done with those slots.
+        readIndex.load(ordering: .acquiring)
+    }
+
+    // MARK: - Producer side
+
+    /// Frames the producer can write now without overwriting unread audio.
+    public var writableFrames: Int {
+        let written = writeIndex.load(ordering: .relaxed)
+        // Acquiring pairs with the consumer's releasing store in `commitRead`: once we see the new
+        // read index, the consumer's copies out of those slots are finished, so they may be reused.
+        let read = readIndex.load(ordering: .acquiring)
+        return capacity - (written - read)
+    }
+
+    /// The free space as up to two pieces the producer can fill in place, then `commitWrite`.
+    public func writableRegions() -> FrameRegions {
+        let written = writeIndex.load(ordering: .relaxed)
+        // Acquiring: see `writableFrames`; the slots handed out here are no longer being read.
+        let read = readIndex.load(ordering: .acquiring)
+        return regions(start: written, count: capacity - (written - read))
+    }
+
+    /// Publishes `frames` frames the producer has written into `writableRegions()` to the consumer.
+    public func commitWrite(frames: Int) {
+        let written = writeIndex.load(ordering: .relaxed)
+        precondition(frames >= 0 && frames <= capacity - (written - readIndex.load(ordering: .acquiring)),
+                     "commitWrite beyond the writable space")
+        // Releasing: the sample stores into those slots happen before the consumer can observe the
+        // new index with its acquiring load, so it never reads a frame before it is complete.
+        writeIndex.store(written + frames, ordering: .releasing)
+    }
+
+    /// Copies as many whole frames of `samples` (interleaved stereo) as fit and commits them.
+    ///
+    /// Returns the number of frames written.
+    public func write(_ samples: UnsafeBufferPointer<Int16>) -> Int {
+        guard let source = samples.baseAddress else { return 0 }
+        let target = writableRegions()
+        let frames = min(samples.count / Self.samplesPerFrame, target.frameCount)
+        let firstSamples = min(frames * Self.samplesPerFrame, target.first.count)
+        let secondSamples = frames * Self.samplesPerFrame - firstSamples
+        if firstSamples > 0, let first = target.first.baseAddress {
+            first.update(from: source, count: firstSamples)
+        }
+        if secondSamples > 0, let second = target.second.baseAddress {
+            second.update(from: source + firstSamples, count: secondSamples)
+        }
+        commitWrite(frames: frames)
+        return frames
+    }
+
+    /// Sleeps until at least `minimumFrames` frames are writable, the timeout passes, or `wakeProducer`.
+    ///
+    /// Returns `true` when the space is there. The producer is told, not polled: the consumer's
+    /// `commitRead` posts a semaphore once the producer has declared what it waits for. Call it
+    /// from the producer thread only. `minimumFrames` is capped at the capacity.
+    public func waitForSpace(minimumFrames: Int, timeoutMilliseconds: Int) -> Bool {
+        let wanted = max(1, min(minimumFrames, capacity))
+        let deadline = Self.deadline(afterMilliseconds: timeoutMilliseconds)
+        while true {
+            if wakeRequested.exchange(false, ordering: .acquiring) {
+                return writableFrames >= wanted
+            }
+            if writableFrames >= wanted {
+                return true
+            }
+            producerWaitingFor.store(wanted, ordering: .relaxed)
+            // Dekker-style hand-shake with `notifyProducerIfWaiting` (and `wakeProducer`): our store of
+            // the wish above and their store of the read index are both followed by a full fence and
+            // then a load of the other's variable, so at least one side sees the other. Either the
+            // consumer sees our wish and posts, or we see its new read index here and do not sleep.
+            atomicMemoryFence(ordering: .sequentiallyConsistent)
+            if writableFrames >= wanted || wakeRequested.load(ordering: .relaxed) {
+                // A consumer that already claimed the wish will post anyway; that stale post only
+                // shortens a later wait by one loop turn, which re-checks the space.
+                producerWaitingFor.store(0, ordering: .relaxed)
+                continue
+            }
+            var time = deadline
+            let result = sem_timedwait(spaceSemaphore, &time)
+            let failure = result == 0 ? 0 : errno
+            producerWaitingFor.store(0, ordering: .relaxed)
+            if failure == ETIMEDOUT {
+                return writableFrames >= wanted
+            }
+        }
+    }
+
+    /// Makes a producer sleeping in `waitForSpace` return now (for shutdown or a control change).
+    ///
+    /// Safe to call from any thread; if the producer is not waiting, its next wait returns at once.
+    public func wakeProducer() {
+        wakeRequested.store(true, ordering: .releasing)
+        // Not on the real-time path, so an unconditional post is fine: it cannot be lost, and a
+        // surplus post only costs the producer one extra loop turn.
+        sem_post(spaceSemaphore)
+    }
+
+    // MARK: - Consumer side (real-time safe)
+
+    /// Frames the consumer can read now.
+    public var readableFrames: Int {
+        // Acquiring pairs with the producer's releasing store in `commitWrite`: every frame below the
+        // index we see has been completely written.
+        let written = writeIndex.load(ordering: .acquiring)
+        return written - readIndex.load(ordering: .relaxed)
+    }
+
+    /// The readable audio as up to two pieces the consumer can copy from, then `commitRead`.
+    public func readableRegions() -> FrameRegions {
+        // Acquiring: see `readableFrames`.
+        let written = writeIndex.load(ordering: .acquiring)
+        let read = readIndex.load(ordering: .relaxed)
+        return regions(start: read, count: written - read)
+    }
+
+    /// Gives `frames` frames back to the producer after the consumer has copied them out.
+    public func commitRead(frames: Int) {
+        let read = readIndex.load(ordering: .relaxed)
+        precondition(frames >= 0 && frames <= writeIndex.load(ordering: .acquiring) - read,
+                     "commitRead beyond the readable audio")
+        // Releasing: our loads from those slots happen before the producer, acquiring the new index,
+        // may overwrite them.
+        readIndex.store(read + frames, ordering: .releasing)
+        notifyProducerIfWaiting(read: read + frames)
+    }
+
+    /// Copies up to `maxFrames` frames into `destination` (`frames * 4` bytes) and commits them.
+    ///
+    /// Returns the number of frames copied; the caller fills any shortfall with silence.
+    public func copyOut(to destination: UnsafeMutableRawPointer, maxFrames: Int) -> Int {
+        let source = readableRegions()
+        let frames = min(max(maxFrames, 0), source.frameCount)
+        let firstSamples = min(frames * Self.samplesPerFrame, source.first.count)
+        let secondSamples = frames * Self.samplesPerFrame - firstSamples
+        let bytesPerSample = MemoryLayout<Int16>.size
+        if firstSamples > 0, let first = source.first.baseAddress {
+            destination.copyMemory(from: first, byteCount: firstSamples * bytesPerSample)
+        }
+        if secondSamples > 0, let second = source.second.baseAddress {
+            (destination + firstSamples * bytesPerSample)
+                .copyMemory(from: second, byteCount: secondSamples * bytesPerSample)
+        }
+        commitRead(frames: frames)
+        return frames
+    }
+
+    /// Drops everything readable (decoded but not yet played) and returns how many frames that was.
+    ///
+    /// Consumer side: call it on the consumer's thread (or while the consumer is excluded, for
+    /// example under the audio lock). To be sure no frames arrive right after it, park the producer
+    /// first (`DecodeWorker.pauseProduction()`).
+    public func discardReadable() -> Int {
+        // Acquiring: the frames we skip were completely written, so the producer is done with them.
+        let written = writeIndex.load(ordering: .acquiring)
+        let read = readIndex.load(ordering: .relaxed)
+        // Releasing: the producer may reuse the slots only after any copy we made before this call.
+        readIndex.store(written, ordering: .releasing)
+        notifyProducerIfWaiting(read: written)
+        return written - read
+    }
+
+    // MARK: - Internals
+
+    /// Posts the space semaphore if the producer waits for no more space than is now free.
+    private func notifyProducerIfWaiting(read: Int) {
+        // The full fence orders our read-index store before the load of the producer's wish; see
+        // `waitForSpace` for the hand-shake this completes.
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        let wanted = producerWaitingFor.load(ordering: .relaxed)
+        guard wanted > 0 else { return }
+        let free = capacity - (writeIndex.load(ordering: .relaxed) - read)
+        guard free >= wanted else { return }
+        // The exchange makes the claim exclusive: one post per declared wait, however many commits.
+        if producerWaitingFor.compareExchange(expected: wanted, desired: 0, ordering: .relaxed).exchanged {
+            sem_post(spaceSemaphore)
+        }
+    }
+
+    /// The pieces of storage for `count` frames starting at monotonic index `start`.
+    private func regions(start: Int, count: Int) -> FrameRegions {
+        let slot = start & mask
+        let firstFrames = min(count, capacity - slot)
+        let secondFrames = count - firstFrames
+        let first = UnsafeMutableBufferPointer(start: storage + slot * Self.samplesPerFrame,
+                                               count: firstFrames * Self.samplesPerFrame)
+        let second = UnsafeMutableBufferPointer(start: secondFrames > 0 ? storage : nil,
+                                                count: secondFrames * Self.samplesPerFrame)
+        return FrameRegions(first: first, second: second)
+    }
+
+    /// The absolute `CLOCK_REALTIME` time `milliseconds` from now, as `sem_timedwait` wants it.
+    private static func deadline(afterMilliseconds milliseconds: Int) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let clamped = max(0, milliseconds)
+        var seconds = now.tv_sec + clamped / 1000
+        var nanoseconds = now.tv_nsec + (clamped % 1000) * 1_000_000
+        if nanoseconds >= 1_000_000_000 {
+            seconds += 1
+            nanoseconds -= 1_000_000_000
+        }
+        return timespec(tv_sec: seconds, tv_nsec: nanoseconds)
+    }
+}

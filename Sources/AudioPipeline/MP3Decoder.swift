@@ -1,0 +1,489 @@
+// MP3Decoder: the one owner of one libmpg123 handle. It opens a file, settles the output format
+// (always 16-bit signed stereo at 44.1 or 48 kHz), reads the tags and decodes straight into the
+// caller's buffer. No C type leaves this file.
+import CMPG123
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The PCM format the decoder delivers: always 16-bit signed, interleaved stereo.
+public struct AudioFormat: Equatable, Hashable, Sendable, CustomStringConvertible {
+    /// Frames per second.
+    public var sampleRate: Int
+    /// Interleaved channels per frame; the decoder always delivers 2 (mono is duplicated).
+    public var channels: Int
+
+    /// Creates a format; `channels` defaults to the decoder's stereo output.
+    public init(sampleRate: Int, channels: Int = 2) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+
+    /// For example "44100 Hz, 2 ch, s16".
+    public var description: String { "\(sampleRate) Hz, \(channels) ch, s16" }
+}
+
+/// Title, artist and album from the file's ID3v2 tag, or its ID3v1 tag for fields v2 lacks.
+public struct TrackMetadata: Equatable, Sendable {
+    /// The track title, if tagged.
+    public var title: String?
+    /// The performing artist, if tagged.
+    public var artist: String?
+    /// The album, if tagged.
+    public var album: String?
+
+    /// Creates metadata; every field defaults to untagged.
+    public init(title: String? = nil, artist: String? = nil, album: String? = nil) {
+        self.title = title
+        self.artist = artist
+        self.album = album
+    }
+}
+
+/// Why a file could not be opened, decoded or positioned, with libmpg123's own wording.
+///
+/// The message never contains the file's path or tag text, so it can be logged as it is.
+public struct MPG123Error: Error, Equatable, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public enum Kind: String, Equatable, Sendable {
+        /// The path is missing, unreadable or not a regular file.
+        case cannotOpen
+        /// The file has no bytes at all.
+        case empty
+        /// The file has bytes (for example only an ID3 tag) but no MPEG audio frames.
+        case noAudio
+        /// The data is not MPEG audio (random bytes, WAV, FLAC...): no frame sync was found.
+        case notMPEGAudio
+        /// The audio's format cannot be delivered as 16-bit stereo at 44.1 or 48 kHz.
+        case unsupportedFormat
+        /// Decoding failed part-way, or made no progress for too long.
+        case decodeFailed
+        /// A seek was refused.
+        case seekFailed
+        /// libmpg123 itself failed (no handle, bad parameter): not the file's fault.
+        case libraryFailure
+    }
+
+    /// What kind of failure this is.
+    public var kind: Kind
+    /// A human-readable reason, from `mpg123_strerror` / `mpg123_plain_strerror` or the decoder.
+    public var message: String
+
+    /// Creates an error of `kind` with `message`.
+    public init(kind: Kind, message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    /// For example "notMPEGAudio: Failed to find valid MPEG data within limit on resync.".
+    public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+/// The outcome of one `MP3Decoder.decode(into:)` call.
+public enum DecodeStep: Equatable, Sendable {
+    /// This many frames were written at the start of the buffer.
+    case frames(Int)
+    /// Frames from now on are in this format (a stream that changes format mid-way); nothing written.
+    case formatChanged(AudioFormat)
+    /// The track is over; nothing written. Further calls keep returning `.finished` until a seek.
+    case finished
+}
+
+/// Decodes one MPEG audio file (layer III, and I/II as libmpg123 allows) to 16-bit stereo PCM.
+///
+/// Native 44.1 and 48 kHz are kept; other MPEG rates (8 to 32 kHz, MPEG-2 and 2.5) are converted to
+/// 44.1 kHz by libmpg123's own resampler. Mono is delivered as two identical channels. Gapless
+/// (LAME/Info tag) trimming is on, so frame 0 is the first real sample of the track.
+///
+/// Not thread-safe: use an instance from one thread at a time (the decode worker's).
+public final class MP3Decoder {
+    /// The output rates accepted without conversion.
+    public static let nativeOutputRates = [44_100, 48_000]
+
+    /// Whether this libmpg123 can convert other rates (its "NtoM" resampler is built in).
+    public static var canConvertRates: Bool {
+        mpg123_feature2(Int32(MPG123_FEATURE_DECODE_NTOM.rawValue)) != 0
+    }
+
+    /// The format of the frames `decode(into:)` delivers now.
+    public private(set) var format: AudioFormat
+
+    /// The rate stored in the file's frame headers, before any conversion.
+    public let nativeSampleRate: Int
+
+    /// The track's length in output frames, from the Info tag or a scan, as known when opened.
+    ///
+    /// A truncated file decodes to fewer frames than this; compare with `positionFrame` at the end.
+    public let lengthFrames: Int?
+
+    /// The track's title, artist and album.
+    public let metadata: TrackMetadata
+
+    /// The output frame the next `decode(into:)` starts at.
+    public var positionFrame: Int {
+        max(0, mpg123_tell(handle))
+    }
+
+    /// The libmpg123 handle this object alone owns.
+    private let handle: OpaquePointer
+
+    /// A step libmpg123 reported together with frames, held back to report on the next call.
+    private var heldStep: HeldStep?
+
+    /// Whether libmpg123 has said the track is done.
+    private var finished = false
+
+    /// Consecutive decode calls that produced no frames, to give up on data that never decodes.
+    private var callsWithoutProgress = 0
+
+    /// After this many calls in a row without a frame, decoding is declared failed.
+    private static let progressLimit = 256
+
+    /// What to report on the next `decode(into:)` call before decoding further.
+    private enum HeldStep {
+        case formatChanged(AudioFormat)
+        case failure(MPG123Error)
+    }
+
+    /// Opens the file at `path`, settles the output format and reads the tags.
+    ///
+    /// Throws `.cannotOpen` for missing, unreadable or non-regular paths, `.empty` for zero bytes,
+    /// `.noAudio` for tag-only files, `.notMPEGAudio` for other data and `.unsupportedFormat` for rates
+    /// this build cannot deliver.
+    public init(path: String) throws(MPG123Error) {
+        guard libraryReady else {
+            throw MPG123Error(kind: .libraryFailure, message: "mpg123_init failed")
+        }
+        try Self.checkIsReadableFile(path)
+
+        var creationError: Int32 = MPG123_OK.rawValue
+        guard let newHandle = mpg123_new(nil, &creationError) else {
+            throw MPG123Error(kind: .libraryFailure, message: Self.plainMessage(creationError))
+        }
+        handle = newHandle
+
+        do throws(MPG123Error) {
+            try Self.configure(newHandle)
+            if mpg123_open(newHandle, path) != MPG123_OK.rawValue {
+                throw MPG123Error(kind: .cannotOpen, message: Self.handleMessage(newHandle))
+            }
+            let opened = try Self.detectFormat(newHandle)
+            format = opened.format
+            nativeSampleRate = opened.nativeRate
+            lengthFrames = Self.measureLength(newHandle)
+            metadata = Self.readMetadata(newHandle)
+        } catch {
+            // The handle is ours from the start; deinit does not run for a failed init.
+            mpg123_close(newHandle)
+            mpg123_delete(newHandle)
+            throw error
+        }
+    }
+
+    deinit {
+        mpg123_close(handle)
+        mpg123_delete(handle)
+    }
+
+    /// Decodes into `buffer` (interleaved stereo samples) as many whole frames as fit.
+    ///
+    /// Returns `.frames(n)` with `n > 0`, `.formatChanged` when the stream changes format mid-way
+    /// (the frames before were all delivered), or `.finished`. A truncated file simply finishes.
+    /// Throws `.decodeFailed` (or `.unsupportedFormat`) when the data stops decoding; once the
+    /// frames decoded before the failure have been delivered.
+    public func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(MPG123Error) -> DecodeStep {
+        precondition(buffer.count >= FrameRing.samplesPerFrame, "decode needs room for at least one frame")
+        if let held = heldStep {
+            heldStep = nil
+            switch held {
+            case .formatChanged(let newFormat):
+                format = newFormat
+                return .formatChanged(newFormat)
+            case .failure(let error):
+                finished = true
+                throw error
+            }
+        }
+        while !finished {
+            let wholeFrameSamples = buffer.count - buffer.count % FrameRing.samplesPerFrame
+            var bytesDone = 0
+            let result = mpg123_read(handle, buffer.baseAddress, wholeFrameSamples * MemoryLayout<Int16>.size,
+                                     &bytesDone)
+            let frames = bytesDone / FrameRing.bytesPerFrame
+            try noteProgress(frames: frames)
+
+            switch result {
+            case MPG123_OK.rawValue:
+                if frames > 0 {
+                    return .frames(frames)
+                }
+            case MPG123_DONE.rawValue:
+                // libmpg123 may hand over the track's last frames together with DONE.
+                finished = true
+                if frames > 0 {
+                    return .frames(frames)
+                }
+            case MPG123_NEW_FORMAT.rawValue:
+                let newFormat = try Self.currentFormat(handle)
+                // A re-setup to the same output format is invisible to the listener: keep going.
+                if newFormat != format {
+                    if frames > 0 {
+                        heldStep = .formatChanged(newFormat)
+                        return .frames(frames)
+                    }
+                    format = newFormat
+                    return .formatChanged(newFormat)
+                }
+                if frames > 0 {
+                    return .frames(frames)
+                }
+            default:
+                var error = Self.decodingError(handle, result: result)
+                // The file opened as MPEG audio, so a lost sync now means damage, not the wrong kind of file.
+                if error.kind == .notMPEGAudio {
+                    error.kind = .decodeFailed
+                }
+                if frames > 0 {
+                    heldStep = .failure(error)
+                    return .frames(frames)
+                }
+                finished = true
+                throw error
+            }
+        }
+        return .finished
+    }
+
+    /// Moves to output frame `frame` of the track (sample-accurate), so the next decode starts there.
+    ///
+    /// Frames beyond the end leave the decoder finished; negative frames mean 0.
+    public func seek(toFrame frame: Int) throws(MPG123Error) {
+        let result = mpg123_seek(handle, off_t(max(0, frame)), SEEK_SET)
+        if result < 0 {
+            throw MPG123Error(kind: .seekFailed, message: Self.handleMessage(handle))
+        }
+        heldStep = nil
+        finished = false
+        callsWithoutProgress = 0
+    }
+
+    // MARK: - Opening
+
+    /// Fails early, with the system's reason, for paths libmpg123 would open but not read (directories).
+    private static func checkIsReadableFile(_ path: String) throws(MPG123Error) {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            throw MPG123Error(kind: .cannotOpen, message: String(cString: strerror(errno)))
+        }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            throw MPG123Error(kind: .cannotOpen, message: "Is a directory, not an audio file")
+        }
+        // FIFOs and devices could block or never end; a music file is a regular file.
+        if (info.st_mode & S_IFMT) != S_IFREG {
+            throw MPG123Error(kind: .cannotOpen, message: "Not a regular file")
+        }
+        if access(path, R_OK) != 0 {
+            throw MPG123Error(kind: .cannotOpen, message: String(cString: strerror(errno)))
+        }
+        if info.st_size == 0 {
+            throw MPG123Error(kind: .empty, message: "The file is empty (0 bytes)")
+        }
+    }
+
+    /// Sets the handle's flags and the table of output formats it may choose from.
+    private static func configure(_ handle: OpaquePointer) throws(MPG123Error) {
+        // ADD_FLAGS, never FLAGS: replacing the defaults loses flags libmpg123 needs to resync and
+        // to set up the output for damaged files.
+        let flags = Int(MPG123_QUIET.rawValue | MPG123_GAPLESS.rawValue)
+        guard mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), flags, 0) == MPG123_OK.rawValue else {
+            throw MPG123Error(kind: .libraryFailure, message: handleMessage(handle))
+        }
+        guard mpg123_format_none(handle) == MPG123_OK.rawValue else {
+            throw MPG123Error(kind: .libraryFailure, message: handleMessage(handle))
+        }
+        // Only stereo is allowed, so mono streams are duplicated into both channels by libmpg123.
+        // Only these two rates are allowed, so any other native rate goes through its resampler.
+        for rate in nativeOutputRates {
+            let accepted = mpg123_format(handle, rate, Int32(MPG123_STEREO.rawValue),
+                                         Int32(MPG123_ENC_SIGNED_16.rawValue))
+            guard accepted == MPG123_OK.rawValue else {
+                throw MPG123Error(kind: .libraryFailure, message: handleMessage(handle))
+            }
+        }
+    }
+
+    /// Parses up to the first audio frame and returns the output format libmpg123 settled on.
+    private static func detectFormat(_ handle: OpaquePointer) throws(MPG123Error)
+        -> (format: AudioFormat, nativeRate: Int) {
+        var rate = 0
+        var channels: Int32 = 0
+        var encoding: Int32 = 0
+        // Also clears the "new format" flag, so the first decode call goes straight to audio.
+        let result = mpg123_getformat(handle, &rate, &channels, &encoding)
+        let nativeRate = nativeRate(handle)
+        if result == MPG123_DONE.rawValue {
+            // The end came before any frame: either a file holding only tags, or data in which the
+            // resync search ran out of file before its limit (random bytes can do that).
+            if mpg123_meta_check(handle) & MPG123_ID3 != 0 {
+                throw MPG123Error(kind: .noAudio, message: "The file holds ID3 tags but no MPEG audio frames")
+            }
+            throw MPG123Error(kind: .notMPEGAudio, message: "No MPEG audio frames found in the file")
+        }
+        if result != MPG123_OK.rawValue {
+            if mpg123_errcode(handle) == MPG123_BAD_OUTFORMAT.rawValue {
+                throw unsupportedRate(nativeRate)
+            }
+            throw decodingError(handle, result: result)
+        }
+        let format = try validated(rate: rate, channels: channels, encoding: encoding)
+        return (format, nativeRate ?? format.sampleRate)
+    }
+
+    /// The format libmpg123 decodes to now, checked against what this decoder promises.
+    private static func currentFormat(_ handle: OpaquePointer) throws(MPG123Error) -> AudioFormat {
+        var rate = 0
+        var channels: Int32 = 0
+        var encoding: Int32 = 0
+        guard mpg123_getformat(handle, &rate, &channels, &encoding) == MPG123_OK.rawValue else {
+            throw decodingError(handle, result: MPG123_ERR.rawValue)
+        }
+        return try validated(rate: rate, channels: channels, encoding: encoding)
+    }
+
+    /// Turns libmpg123's format triple into an `AudioFormat`, refusing anything unexpected.
+    private static func validated(rate: Int, channels: Int32, encoding: Int32) throws(MPG123Error) -> AudioFormat {
+        // The format table allows nothing else; this guards against a library that ignores it.
+        guard nativeOutputRates.contains(rate),
+              channels == Int32(MPG123_STEREO.rawValue),
+              encoding == Int32(MPG123_ENC_SIGNED_16.rawValue) else {
+            throw MPG123Error(kind: .unsupportedFormat,
+                              message: "libmpg123 chose \(rate) Hz, \(channels) channels, encoding \(encoding)")
+        }
+        return AudioFormat(sampleRate: rate, channels: Int(channels))
+    }
+
+    /// The sample rate written in the stream's frame headers, if a frame has been parsed.
+    private static func nativeRate(_ handle: OpaquePointer) -> Int? {
+        var info = mpg123_frameinfo2()
+        guard mpg123_info2(handle, &info) == MPG123_OK.rawValue, info.rate > 0 else { return nil }
+        return info.rate
+    }
+
+    /// The error for a stream whose rate can be neither kept nor converted.
+    private static func unsupportedRate(_ nativeRate: Int?) -> MPG123Error {
+        let rateText = nativeRate.map { "\($0) Hz" } ?? "Its sample rate"
+        let reason = canConvertRates
+            ? "cannot be converted to 44100 Hz by libmpg123"
+            : "needs conversion to 44100 Hz, and this libmpg123 was built without its resampler"
+        return MPG123Error(kind: .unsupportedFormat,
+                           message: "\(rateText) is not 44100 or 48000 Hz and \(reason)")
+    }
+
+    /// The exact length when cheap: the Info tag's count if there is one, else a header scan.
+    private static func measureLength(_ handle: OpaquePointer) -> Int? {
+        var encoderDelay = -1
+        var unused = 0.0
+        let tagged = mpg123_getstate2(handle, Int32(MPG123_ENC_DELAY.rawValue), &encoderDelay, &unused)
+            == MPG123_OK.rawValue && encoderDelay >= 0
+        // Without a LAME/Info tag the length is a guess from the file size; a scan reads only frame
+        // headers (no decoding) and makes it exact. With a tag the tag is exact, and keeping it
+        // also lets callers detect truncation (a scan would measure the damaged file instead).
+        if !tagged {
+            _ = mpg123_scan(handle)
+        }
+        let length = mpg123_length(handle)
+        return length >= 0 ? length : nil
+    }
+
+    // MARK: - Tags
+
+    /// Reads title, artist and album, preferring ID3v2 (UTF-8 from libmpg123) over ID3v1 (Latin-1).
+    private static func readMetadata(_ handle: OpaquePointer) -> TrackMetadata {
+        var version1: UnsafeMutablePointer<mpg123_id3v1>?
+        var version2: UnsafeMutablePointer<mpg123_id3v2>?
+        guard mpg123_id3(handle, &version1, &version2) == MPG123_OK.rawValue else { return TrackMetadata() }
+        var metadata = TrackMetadata()
+        if let tag = version2?.pointee {
+            metadata.title = text(of: tag.title)
+            metadata.artist = text(of: tag.artist)
+            metadata.album = text(of: tag.album)
+        }
+        if let tag = version1?.pointee {
+            metadata.title = metadata.title ?? latin1Text(tag.title)
+            metadata.artist = metadata.artist ?? latin1Text(tag.artist)
+            metadata.album = metadata.album ?? latin1Text(tag.album)
+        }
+        return metadata
+    }
+
+    /// The first string of an ID3v2 text field (fields may hold several, separated by NUL), or nil if blank.
+    private static func text(of field: UnsafeMutablePointer<mpg123_string>?) -> String? {
+        guard let field, let start = field.pointee.p, field.pointee.fill > 0 else { return nil }
+        let bytes = UnsafeRawBufferPointer(start: start, count: field.pointee.fill)
+        let firstString = bytes.prefix { $0 != 0 }
+        return nonBlank(String(decoding: firstString, as: UTF8.self))
+    }
+
+    /// An ID3v1 fixed-width field (NUL- or space-padded Latin-1), or nil if blank.
+    private static func latin1Text<Field>(_ field: Field) -> String? {
+        withUnsafeBytes(of: field) { bytes in
+            let used = bytes.prefix { $0 != 0 }
+            var scalars = String.UnicodeScalarView()
+            scalars.append(contentsOf: used.map { Unicode.Scalar($0) })
+            return nonBlank(String(scalars))
+        }
+    }
+
+    /// `text` without surrounding white space, or nil if nothing is left.
+    private static func nonBlank(_ text: String) -> String? {
+        let trimmed = text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()
+        return trimmed.isEmpty ? nil : String(trimmed)
+    }
+
+    // MARK: - Errors and progress
+
+    /// Counts calls that yield nothing, so garbage that never decodes cannot keep a caller looping.
+    private func noteProgress(frames: Int) throws(MPG123Error) {
+        if frames > 0 {
+            callsWithoutProgress = 0
+            return
+        }
+        callsWithoutProgress += 1
+        if callsWithoutProgress > Self.progressLimit {
+            finished = true
+            throw MPG123Error(kind: .decodeFailed,
+                              message: "No audio decoded after \(Self.progressLimit) attempts; giving up")
+        }
+    }
+
+    /// The typed error for a failed open-time parse or decode call.
+    private static func decodingError(_ handle: OpaquePointer, result: Int32) -> MPG123Error {
+        let code = result == MPG123_ERR.rawValue ? mpg123_errcode(handle) : result
+        let message = result == MPG123_ERR.rawValue ? handleMessage(handle) : plainMessage(result)
+        switch code {
+        case MPG123_RESYNC_FAIL.rawValue, MPG123_OUT_OF_SYNC.rawValue:
+            return MPG123Error(kind: .notMPEGAudio, message: message)
+        case MPG123_BAD_OUTFORMAT.rawValue:
+            return MPG123Error(kind: .unsupportedFormat, message: message)
+        default:
+            return MPG123Error(kind: .decodeFailed, message: message)
+        }
+    }
+
+    /// libmpg123's description of the handle's last error.
+    private static func handleMessage(_ handle: OpaquePointer) -> String {
+        guard let text = mpg123_strerror(handle) else { return "Unknown libmpg123 error" }
+        return String(cString: text)
+    }
+
+    /// libmpg123's description of an error code.
+    private static func plainMessage(_ code: Int32) -> String {
+        guard let text = mpg123_plain_strerror(code) else { return "Unknown libmpg123 error \(code)" }
+        return String(cString: text)
+    }
+}
+
+/// Whether `mpg123_init` succeeded; evaluated once per process, thread-safely, on first use.
+///
+/// Since libmpg123 1.27 the call does nothing, but older libraries need it before `mpg123_new`.
+private let libraryReady: Bool = mpg123_init() == MPG123_OK.rawValue

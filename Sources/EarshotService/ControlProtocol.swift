@@ -1,0 +1,158 @@
+// The control protocol: one JSON object per line each way, over a Unix socket.
+//
+//   request:  {"command": "pause"}            {"command": "seek", "seconds": 30.5}
+//   reply:    {"ok": true, "status": {...}}   {"ok": false, "error": "unknown command 'paws'"}
+//
+// Parsing is a pure function of the line's bytes, so it can be tested (and fuzzed) without a socket.
+import Foundation
+
+/// A request a client can make of the player.
+public enum ControlRequest: Equatable, Sendable {
+    /// Play or resume.
+    case play
+    /// Pause (idempotent).
+    case pause
+    /// Play if paused, pause if playing.
+    case toggle
+    /// Stop.
+    case stop
+    /// Next track.
+    case next
+    /// Previous track.
+    case previous
+    /// Move to `seconds` into the current track.
+    case seek(seconds: Double)
+    /// Set the volume in percent.
+    case volume(percent: Int)
+    /// Report the status.
+    case status
+    /// Keep the connection open and receive every event-log line as it happens.
+    case events
+
+    /// The command names the protocol accepts.
+    public static let commandNames = [
+        "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "status", "events",
+    ]
+}
+
+/// Why a request line was refused. The message never repeats the request's content beyond its command
+/// name, so a client cannot make the service echo arbitrary bytes into logs.
+public struct ControlRequestError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A one-line explanation for the client.
+    public var message: String
+
+    /// An error with `message`.
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    /// The message.
+    public var description: String { message }
+}
+
+extension ControlRequest {
+    /// The longest request line the service reads; longer lines are refused without being buffered whole.
+    public static let maximumLineBytes = 64 * 1024
+
+    /// Parses one request line (without its newline).
+    public static func parse(_ line: some Collection<UInt8>) -> Result<ControlRequest, ControlRequestError> {
+        guard line.count <= maximumLineBytes else {
+            return .failure(ControlRequestError("request longer than \(maximumLineBytes) bytes"))
+        }
+        guard String(validating: line, as: UTF8.self) != nil else {
+            return .failure(ControlRequestError("request is not valid UTF-8"))
+        }
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: Data(line), options: [])
+        } catch {
+            return .failure(ControlRequestError("request is not valid JSON"))
+        }
+        guard let fields = object as? [String: Any] else {
+            return .failure(ControlRequestError("request must be a JSON object"))
+        }
+        guard let command = fields["command"] as? String else {
+            return .failure(ControlRequestError("request needs a string field 'command'"))
+        }
+        switch command {
+        case "play", "resume": return .success(.play)
+        case "pause": return .success(.pause)
+        case "toggle": return .success(.toggle)
+        case "stop": return .success(.stop)
+        case "next": return .success(.next)
+        case "previous": return .success(.previous)
+        case "status": return .success(.status)
+        case "events": return .success(.events)
+        case "seek":
+            guard let seconds = number(fields["seconds"]), seconds.isFinite, seconds >= 0, seconds < 1e7 else {
+                return .failure(ControlRequestError("seek needs a number field 'seconds' >= 0"))
+            }
+            return .success(.seek(seconds: seconds))
+        case "volume":
+            guard let percent = number(fields["percent"]), percent.isFinite, (0...150).contains(percent) else {
+                return .failure(ControlRequestError("volume needs a number field 'percent' from 0 to 150"))
+            }
+            return .success(.volume(percent: Int(percent.rounded())))
+        default:
+            let shown = command.count <= 32 && command.allSatisfy { $0.isLetter } ? "'\(command)'" : "given"
+            return .failure(ControlRequestError(
+                "unknown command \(shown); known: \(commandNames.joined(separator: ", "))"))
+        }
+    }
+
+    /// A JSON number as a Double; Booleans (which Foundation also bridges to NSNumber) are not numbers.
+    private static func number(_ value: Any?) -> Double? {
+        // Foundation stores JSON Booleans as NSNumber with the `char` type code "c".
+        guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }
+        return number.doubleValue
+    }
+
+    /// The request as one JSON line, as a client sends it.
+    public var jsonLine: String {
+        switch self {
+        case .seek(let seconds): return #"{"command":"seek","seconds":\#(seconds)}"#
+        case .volume(let percent): return #"{"command":"volume","percent":\#(percent)}"#
+        default: return #"{"command":"\#(name)"}"#
+        }
+    }
+
+    /// The command's name.
+    public var name: String {
+        switch self {
+        case .play: return "play"
+        case .pause: return "pause"
+        case .toggle: return "toggle"
+        case .stop: return "stop"
+        case .next: return "next"
+        case .previous: return "previous"
+        case .seek: return "seek"
+        case .volume: return "volume"
+        case .status: return "status"
+        case .events: return "events"
+        }
+    }
+}
+
+/// Encodes replies as single JSON lines.
+public enum ControlReply {
+    /// `{"ok":true}` with optional extra fields.
+    public static func success(_ fields: [String: Any] = [:]) -> String {
+        var object = fields
+        object["ok"] = true
+        return line(object)
+    }
+
+    /// `{"ok":false,"error":message}`.
+    public static func failure(_ message: String) -> String {
+        line(["ok": false, "error": message])
+    }
+
+    /// One JSON object as a line (sorted keys, no newline inside).
+    public static func line(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+              let text = String(data: data, encoding: .utf8) else {
+            return #"{"error":"internal: reply could not be encoded","ok":false}"#
+        }
+        return text
+    }
+}

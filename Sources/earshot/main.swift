@@ -1,0 +1,147 @@
+// The `earshot` executable: argument handling and wiring only. Everything it does is in EarshotService.
+import EarshotService
+import Foundation
+
+let usage = """
+    earshot: a polite background music player for the Linux desktop
+
+    USAGE
+      earshot play [--sink NAME] [--latency MS] [--role ROLE] [--no-resume] [--resume-window MINUTES] FILE...
+                          play FILEs in order through the sound server, with a control socket;
+                          exits 0 at the end of the queue, non-zero when no file could be played
+      earshot play        (no files) resume the running player, like `earshot resume`
+      earshot pause       pause the running player (idempotent)
+      earshot resume      resume the running player
+      earshot toggle      pause if playing, play otherwise
+      earshot stop        stop; the next play starts the current track again
+      earshot next        next track
+      earshot previous    previous track
+      earshot seek SECONDS
+                          move to SECONDS into the current track
+      earshot volume PERCENT
+                          set the stream volume (0-150)
+      earshot status [--json]
+                          show what the player is doing
+      earshot events      follow the player's event log
+      earshot --help      show this help
+
+    OPTIONS (play)
+      --sink NAME         play on this sink (default: the server's default sink)
+      --latency MS        target latency in milliseconds (default 50; 10-2000)
+      --role ROLE         media.role of the stream (default music)
+      --trigger-role ROLE a stream role that interrupts Earshot (default phone; repeatable)
+      --no-resume         never resume by itself after an interruption
+      --resume-window MINUTES
+                          resume only after interruptions shorter than this (default 30)
+
+    ENVIRONMENT
+      EARSHOT_SOCKET      control socket path (default $XDG_RUNTIME_DIR/earshot/control.sock)
+      PULSE_SERVER        the sound server to use (libpulse's own variable)
+      EARSHOT_LOG         log level: info (default) or debug
+    """
+
+/// Prints `message` to standard error and exits with `code`.
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("earshot: \(message)\n".utf8))
+    exit(code)
+}
+
+/// Parses `earshot play`'s options and files.
+func parsePlay(_ arguments: ArraySlice<String>) -> (PlayerConfiguration, [String]) {
+    var configuration = PlayerConfiguration()
+    var files: [String] = []
+    var triggerRoles: [String] = []
+    var rest = arguments
+    func value(_ option: String) -> String {
+        guard let value = rest.popFirst() else { fail("\(option) needs a value (see earshot --help)") }
+        return value
+    }
+    while let argument = rest.popFirst() {
+        switch argument {
+        case "--sink": configuration.sinkName = value(argument)
+        case "--latency":
+            guard let milliseconds = Int(value(argument)), (10...2000).contains(milliseconds) else {
+                fail("--latency takes milliseconds from 10 to 2000")
+            }
+            configuration.targetLatencyMilliseconds = milliseconds
+        case "--role": configuration.mediaRole = value(argument)
+        case "--trigger-role": triggerRoles.append(value(argument))
+        case "--no-resume": configuration.policy.resumeAfterInterruption = false
+        case "--resume-window":
+            guard let minutes = Double(value(argument)), minutes >= 0, minutes < 100_000 else {
+                fail("--resume-window takes minutes (a number >= 0)")
+            }
+            configuration.policy.resumeWindowMilliseconds = Int64(minutes * 60_000)
+        case "--": files.append(contentsOf: rest); rest = []
+        case let option where option.hasPrefix("--"): fail("unknown option \(option) (see earshot --help)")
+        default: files.append(argument)
+        }
+    }
+    if !triggerRoles.isEmpty { configuration.triggerRoles = Set(triggerRoles) }
+    configuration.showsProgress = isatty(STDOUT_FILENO) == 1
+    configuration.debugLogging = ProcessInfo.processInfo.environment["EARSHOT_LOG"] == "debug"
+    return (configuration, files)
+}
+
+/// Sends one request to the running player and prints its reply; exits non-zero on an error reply.
+func control(_ request: ControlRequest, json: Bool = false) -> Never {
+    let reply: String
+    do {
+        reply = try ControlClient.send(request, path: controlSocketPath())
+    } catch {
+        fail(error.description, code: 1)
+    }
+    let parsed = (try? JSONSerialization.jsonObject(with: Data(reply.utf8))) as? [String: Any]
+    if parsed?["ok"] as? Bool != true {
+        fail((parsed?["error"] as? String) ?? "the player refused the request", code: 1)
+    }
+    if request == .status {
+        if json {
+            print(reply)
+        } else if let status = parsed?["status"] as? [String: Any] {
+            print(StatusText.render(status))
+        }
+    }
+    exit(0)
+}
+
+var arguments = CommandLine.arguments.dropFirst()
+guard let verb = arguments.popFirst() else { print(usage); exit(2) }
+switch verb {
+case "--help", "-h", "help":
+    print(usage)
+case "play":
+    if arguments.isEmpty { control(.play) }
+    let (configuration, files) = parsePlay(arguments)
+    guard !files.isEmpty else { fail("play needs at least one FILE (see earshot --help)") }
+    exit(PlayerService.runForeground(files: files, configuration: configuration))
+case "pause": control(.pause)
+case "resume": control(.play)
+case "toggle": control(.toggle)
+case "stop": control(.stop)
+case "next": control(.next)
+case "previous": control(.previous)
+case "seek":
+    guard let text = arguments.popFirst(), let seconds = Double(text), seconds >= 0, seconds.isFinite else {
+        fail("seek takes SECONDS (a number >= 0)")
+    }
+    control(.seek(seconds: seconds))
+case "volume":
+    guard let text = arguments.popFirst(), let percent = Int(text), (0...150).contains(percent) else {
+        fail("volume takes PERCENT from 0 to 150")
+    }
+    control(.volume(percent: percent))
+case "status":
+    control(.status, json: arguments.contains("--json"))
+case "events":
+    do {
+        try ControlClient.follow(path: controlSocketPath()) { line in
+            if !line.hasPrefix("{") { print(line) }
+            fflush(stdout)
+        }
+    } catch {
+        fail(error.description, code: 1)
+    }
+default:
+    fail("unknown command '\(verb)' (see earshot --help)")
+}

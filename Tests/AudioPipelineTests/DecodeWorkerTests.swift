@@ -1,0 +1,263 @@
+// DecodeWorker with generated files: notice order, skipping a corrupt file, gapless seams, the
+// pause/discard/resume protocol, and the format-change hand-shake. The test thread is the consumer.
+import Foundation
+import Testing
+@testable import AudioPipeline
+
+/// Collects notices from the worker thread for the test thread to inspect.
+final class NoticeLog: Sendable {
+    /// Everything received, in order.
+    private let received = Locked<[DecodeNotice]>([])
+
+    /// Appends one notice (called on the worker thread).
+    func append(_ notice: DecodeNotice) {
+        received.withLock { $0.append(notice) }
+    }
+
+    /// A snapshot of what has arrived.
+    var notices: [DecodeNotice] {
+        received.withLock { $0 }
+    }
+
+    /// Whether some notice satisfies `predicate`.
+    func contains(where predicate: (DecodeNotice) -> Bool) -> Bool {
+        received.withLock { $0.contains(where: predicate) }
+    }
+}
+
+/// Polls `condition` every millisecond until it holds or `seconds` pass; returns whether it held.
+func eventually(within seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: seconds)
+    while Date() < deadline {
+        if condition() {
+            return true
+        }
+        usleep(1_000)
+    }
+    return condition()
+}
+
+/// Reads everything readable from `ring` (in chunks of varying size) and returns the samples.
+func drainReadable(_ ring: FrameRing, chunkFrames: Int = 1_000) -> [Int16] {
+    var samples: [Int16] = []
+    var chunk = [Int16](repeating: 0, count: chunkFrames * 2)
+    while true {
+        let frames = chunk.withUnsafeMutableBytes { ring.copyOut(to: $0.baseAddress!, maxFrames: chunkFrames) }
+        if frames == 0 {
+            return samples
+        }
+        samples.append(contentsOf: chunk[0..<(frames * 2)])
+    }
+}
+
+/// Whether `notice` is a queue-finished notice.
+func isQueueFinished(_ notice: DecodeNotice) -> Bool {
+    if case .queueFinished = notice { return true }
+    return false
+}
+
+/// The decode thread driven the way the service and the output will drive it.
+@Suite("DecodeWorker")
+struct DecodeWorkerTests {
+    /// The decoder's output format for 44.1 kHz files.
+    let stereo44 = AudioFormat(sampleRate: 44_100)
+    /// The decoder's output format for 48 kHz files.
+    let stereo48 = AudioFormat(sampleRate: 48_000)
+
+    @Test("a queue with a corrupt middle file: notices in order, corrupt one skipped, gapless seam")
+    func queueWithCorruptMiddle() throws {
+        let first = try TestAudio.sine(seconds: 1, frequency: 440)
+        let corrupt = try TestAudio.bytesFile("corrupt-middle.mp3", TestAudio.randomBytes(count: 50_000, seed: 9))
+        let last = try TestAudio.sine(seconds: 1.5, frequency: 880)
+        let firstSamples = try TestAudio.decodeAll(try MP3Decoder(path: first))
+        let lastSamples = try TestAudio.decodeAll(try MP3Decoder(path: last))
+        let firstFrames = firstSamples.count / 2
+        let lastFrames = lastSamples.count / 2
+
+        let ring = FrameRing(minimumCapacity: 8_192)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        defer { worker.stop() }
+        worker.load(paths: [first, corrupt, last], startIndex: 0, startFrame: 0)
+
+        var heard: [Int16] = []
+        let finished = eventually(within: 30) {
+            heard += drainReadable(ring, chunkFrames: 777)
+            return log.contains(where: isQueueFinished) && ring.readableFrames == 0
+        }
+        #expect(finished)
+        // Gapless: the ring holds exactly the two good files back to back, nothing between them.
+        #expect(heard.count == firstSamples.count + lastSamples.count)
+        #expect(heard == firstSamples + lastSamples)
+
+        let notices = log.notices
+        guard notices.count == 6 else {
+            Issue.record("expected 6 notices, got \(notices)")
+            return
+        }
+        #expect(notices[0] == .trackStarted(index: 0, ringFrame: 0, format: stereo44, lengthFrames: firstFrames,
+                                            metadata: TrackMetadata()))
+        #expect(notices[1] == .trackDecoded(index: 0, ringFrame: firstFrames))
+        if case .trackFailed(let index, let error) = notices[2] {
+            #expect(index == 1)
+            #expect(error.kind == .notMPEGAudio)
+        } else {
+            Issue.record("third notice should be trackFailed(1), got \(notices[2])")
+        }
+        #expect(notices[3] == .trackStarted(index: 2, ringFrame: firstFrames, format: stereo44,
+                                            lengthFrames: lastFrames, metadata: TrackMetadata()))
+        #expect(notices[4] == .trackDecoded(index: 2, ringFrame: firstFrames + lastFrames))
+        #expect(notices[5] == .queueFinished(ringFrame: firstFrames + lastFrames))
+
+        // Markers map ring frames on both sides of the seam.
+        #expect(worker.locate(ringFrame: 0) == TrackPosition(trackIndex: 0, frame: 0, sampleRate: 44_100))
+        #expect(worker.locate(ringFrame: firstFrames - 1)
+            == TrackPosition(trackIndex: 0, frame: firstFrames - 1, sampleRate: 44_100))
+        #expect(worker.locate(ringFrame: firstFrames) == TrackPosition(trackIndex: 2, frame: 0, sampleRate: 44_100))
+        #expect(worker.locate(ringFrame: firstFrames + 12_345)
+            == TrackPosition(trackIndex: 2, frame: 12_345, sampleRate: 44_100))
+        #expect(worker.locate(ringFrame: -1) == nil)
+        #expect(worker.currentFormat == stereo44)
+    }
+
+    @Test("pause, discard on the consumer side, resume at a frame: the ring continues from that frame")
+    func pauseDiscardResume() throws {
+        let path = try TestAudio.sine(seconds: 2, frequency: 1_000)
+        let reference = try TestAudio.decodeAll(try MP3Decoder(path: path))
+        let ring = FrameRing(minimumCapacity: 4_096)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        defer { worker.stop() }
+
+        // Pausing an idle worker returns at once.
+        worker.pauseProduction()
+        worker.resumeProduction(trackIndex: 0, frame: 0)
+        worker.load(paths: [path], startIndex: 0, startFrame: 0)
+        #expect(eventually { ring.readableFrames == ring.capacity })
+
+        // Play 3000 frames, then the user seeks to frame 50000.
+        var played = [Int16](repeating: 0, count: 3_000 * 2)
+        let copied = played.withUnsafeMutableBytes { ring.copyOut(to: $0.baseAddress!, maxFrames: 3_000) }
+        #expect(copied == 3_000)
+        #expect(played == Array(reference[0..<6_000]))
+
+        worker.pauseProduction()
+        let writtenWhenParked = ring.totalFramesWritten
+        let dropped = ring.discardReadable()
+        #expect(dropped == writtenWhenParked - 3_000)
+        // Parked means parked: nothing arrives while paused.
+        usleep(50_000)
+        #expect(ring.totalFramesWritten == writtenWhenParked)
+        #expect(ring.readableFrames == 0)
+        worker.resumeProduction(trackIndex: 0, frame: 50_000)
+
+        #expect(eventually { ring.readableFrames >= 4_000 })
+        var afterSeek = [Int16](repeating: 0, count: 4_000 * 2)
+        _ = afterSeek.withUnsafeMutableBytes { ring.copyOut(to: $0.baseAddress!, maxFrames: 4_000) }
+        #expect(afterSeek == Array(reference[100_000..<108_000]))
+
+        let started = log.notices.filter { if case .trackStarted = $0 { return true } else { return false } }
+        #expect(started.count == 2)
+        if started.count == 2 {
+            #expect(started[1] == .trackStarted(index: 0, ringFrame: writtenWhenParked, format: stereo44,
+                                                lengthFrames: reference.count / 2, metadata: TrackMetadata()))
+        }
+        #expect(worker.locate(ringFrame: 2_999) == TrackPosition(trackIndex: 0, frame: 2_999, sampleRate: 44_100))
+        #expect(worker.locate(ringFrame: writtenWhenParked + 10)
+            == TrackPosition(trackIndex: 0, frame: 50_010, sampleRate: 44_100))
+    }
+
+    @Test("a rate change between tracks posts formatChange and writes nothing new until continued")
+    func formatChangeWaits() throws {
+        let first = try TestAudio.sine(seconds: 0.5, frequency: 440)
+        let second = try TestAudio.sine(seconds: 0.5, frequency: 440, rate: 48_000)
+        let firstFrames = try TestAudio.decodeAll(try MP3Decoder(path: first)).count / 2
+        let secondReference = try TestAudio.decodeAll(try MP3Decoder(path: second))
+        let ring = FrameRing(minimumCapacity: 8_192)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        defer { worker.stop() }
+        worker.load(paths: [first, second], startIndex: 0, startFrame: 0)
+
+        let change = DecodeNotice.formatChange(from: stereo44, to: stereo48, ringFrame: firstFrames)
+        var heard: [Int16] = []
+        #expect(eventually {
+            heard += drainReadable(ring)
+            return log.notices.contains(change)
+        })
+        // The consumer plays out to the boundary; the worker must not write past it.
+        heard += drainReadable(ring)
+        usleep(100_000)
+        heard += drainReadable(ring)
+        #expect(heard.count == firstFrames * 2)
+        #expect(ring.totalFramesWritten == firstFrames)
+        #expect(worker.currentFormat == stereo44)
+        #expect(log.notices.last == change)
+
+        // Pausing while the worker waits for the hand-shake also works.
+        worker.pauseProduction()
+        worker.resumeProduction(trackIndex: 1, frame: 0)
+        // The resume re-checks the format: still a change, announced again at the same place.
+        #expect(eventually { log.notices.filter { $0 == change }.count == 2 })
+        #expect(ring.totalFramesWritten == firstFrames)
+
+        worker.continueAfterFormatChange()
+        var secondHeard: [Int16] = []
+        #expect(eventually {
+            secondHeard += drainReadable(ring)
+            return log.contains(where: isQueueFinished) && ring.readableFrames == 0
+        })
+        #expect(secondHeard == secondReference)
+        #expect(worker.currentFormat == stereo48)
+        #expect(log.notices.contains(.trackStarted(index: 1, ringFrame: firstFrames, format: stereo48,
+                                                   lengthFrames: secondReference.count / 2,
+                                                   metadata: TrackMetadata())))
+        #expect(worker.locate(ringFrame: firstFrames + 5) == TrackPosition(trackIndex: 1, frame: 5, sampleRate: 48_000))
+        #expect(worker.locate(ringFrame: firstFrames - 1)
+            == TrackPosition(trackIndex: 0, frame: firstFrames - 1, sampleRate: 44_100))
+    }
+
+    @Test("the worker fills the ring ahead, sleeps when it is full, and stop joins it promptly")
+    func fillsAheadAndStops() throws {
+        let path = try TestAudio.sine(seconds: 2)
+        let ring = FrameRing(minimumCapacity: 16_384)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        worker.load(paths: [path], startIndex: 0, startFrame: 0)
+        #expect(eventually { ring.readableFrames == ring.capacity })
+        usleep(50_000)
+        #expect(ring.totalFramesWritten == ring.capacity)
+
+        // Playing a little (below the refill threshold) does not wake the worker for a dribble...
+        var scratch = [Int16](repeating: 0, count: 200)
+        #expect(scratch.withUnsafeMutableBytes { ring.copyOut(to: $0.baseAddress!, maxFrames: 100) } == 100)
+        usleep(50_000)
+        #expect(ring.totalFramesWritten == ring.capacity)
+        // ...but freeing a large part does: the worker refills the ring.
+        #expect(drainReadable(ring).count == (ring.capacity - 100) * 2)
+        #expect(eventually { ring.readableFrames == ring.capacity })
+        #expect(ring.totalFramesWritten == 2 * ring.capacity)
+
+        let start = ContinuousClock.now
+        worker.stop()
+        worker.stop()
+        #expect(ContinuousClock.now - start < .seconds(1))
+        // After stop, control calls return at once.
+        worker.pauseProduction()
+    }
+
+    @Test("resuming beyond the queue, or loading an empty queue, finishes the queue")
+    func emptyAndOutOfRange() throws {
+        let ring = FrameRing(minimumCapacity: 1_024)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        defer { worker.stop() }
+        worker.load(paths: [], startIndex: 0, startFrame: 0)
+        #expect(eventually { log.notices == [.queueFinished(ringFrame: 0)] })
+        worker.load(paths: [try TestAudio.sine(seconds: 0.5)], startIndex: 3, startFrame: 0)
+        #expect(eventually { log.notices.count == 2 })
+        #expect(log.notices.last == .queueFinished(ringFrame: 0))
+        #expect(worker.currentFormat == nil)
+        #expect(worker.locate(ringFrame: 0) == nil)
+    }
+}
