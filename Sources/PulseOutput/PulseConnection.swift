@@ -1,0 +1,382 @@
+// A note on threading
+// ===================
+//
+// libpulse's threaded mainloop runs one thread of its own. Every callback this module registers (context state,
+// subscription events, stream state, write requests, moves, stream events, operation replies and the timeout
+// alarm) runs on that thread with the mainloop lock held. So callbacks:
+//   - never block, never wait and never take the lock (they already hold it);
+//   - only translate what the server said into a Swift value and hand it to a notice handler, or fill in a reply
+//     and signal the mainloop;
+//   - when they need more information (a subscription event only carries an index), start a further
+//     asynchronous operation whose own callback delivers the result. Nothing ever waits inside a callback.
+// The write callback is stricter still (see PlaybackStream.swift): it only copies frames.
+//
+// Public methods are called from ordinary threads. They take the lock, start an operation, and sleep in
+// `pa_threaded_mainloop_wait` (which releases the lock while asleep) until the operation's callback signals.
+// Every wait is bounded: an alarm on the mainloop wakes it after a timeout, operations cancelled by a dying
+// context or stream wake it through their state callback, and an operation still running after the wait is
+// cancelled with the lock held, so its callback can never run against a reply that no longer exists (Waiting.swift).
+// A waiting method called on the mainloop thread (from a notice handler) throws instead of deadlocking.
+//
+// Notice handlers are therefore called on the mainloop thread with the lock held: they must return quickly and
+// must not call waiting methods; hand the notice to your own serial owner (an actor, a queue) and return.
+//
+// The mainloop is stopped (in deinit) without holding the lock: `pa_threaded_mainloop_stop` joins the loop
+// thread, which needs the lock to finish its iteration.
+
+import CPulse
+import Foundation
+
+/// Something that happened to the connection or on the server, as delivered to `PulseConnection`'s notice
+/// handler. Carries no C types and no user content (no stream or track names).
+public enum ConnectionNotice: Sendable, Equatable {
+    /// The connection is ready.
+    case ready
+    /// The connection failed. After `.ready`, this means the server went away (code `.connectionTerminated` when
+    /// the server died): every stream on this connection is gone with it.
+    case failed(PulseError)
+    /// The connection was closed by us (`disconnect()`).
+    case terminated
+    /// A raw subscription event (sink, sink input, card or server), delivered before any follow-up notice.
+    case serverChange(ServerChange)
+    /// The server's information changed (for example its default sink), after a SERVER CHANGE event.
+    case serverInfoChanged(ServerInfo)
+    /// A sink appeared (SINK NEW, then a sink info query).
+    case sinkAdded(SinkSnapshot)
+    /// A sink changed (SINK CHANGE, then a sink info query).
+    case sinkChanged(SinkSnapshot)
+    /// A sink's ports changed in a way a player must react to (a wired jack unplug or replug); follows the
+    /// `.sinkChanged` that revealed it. See `PortClassifier`.
+    case sinkPortChanged(SinkSnapshot, PortChange)
+    /// A sink was removed; the index of the sink that is gone.
+    case sinkRemoved(UInt32)
+    /// A sink input (anyone's playback stream) appeared or changed (then a sink input info query).
+    case sinkInputChanged(SinkInputSnapshot)
+    /// A sink input went away; the index of the stream that is gone.
+    case sinkInputRemoved(UInt32)
+}
+
+/// A connection to the sound server (PulseAudio, or PipeWire through pipewire-pulse): owns libpulse's threaded
+/// mainloop and context, answers queries, and reports server changes through its notice handler.
+///
+/// Create one, call `connect(applicationName:)`, then optionally `subscribe()`. A connection that failed cannot be
+/// reconnected: create a new one.
+public final class PulseConnection: @unchecked Sendable {
+    // Unchecked Sendable: `mainloop`, `noticeHandler` and `operationTimeout` never change after init. `context`
+    // and `knownSinks` are only read or written with the mainloop lock held (callbacks hold it; methods take it).
+
+    /// The threaded mainloop; created and started in init, stopped and freed in deinit.
+    let mainloop: OpaquePointer
+    /// The context, once `connect` created it.
+    private(set) var context: OpaquePointer?
+    /// The last known description of each sink, for classifying port changes. Subscription callbacks only.
+    private var knownSinks: [UInt32: SinkSnapshot] = [:]
+    /// The open streams on this connection, told at once when their sink is removed.
+    private var streams: [ObjectIdentifier: WeakStream] = [:]
+    /// Receives notices on the mainloop thread.
+    private let noticeHandler: @Sendable (ConnectionNotice) -> Void
+    /// How long a public method waits for the server before it gives up with `.timeout`.
+    public let operationTimeout: Duration
+
+    /// Creates a connection (not yet connected) and starts libpulse's mainloop thread.
+    ///
+    /// - Parameters:
+    ///   - operationTimeout: how long any method waits for the server.
+    ///   - noticeHandler: called on the libpulse thread with the lock held; must return quickly and must not call
+    ///     waiting methods of this module.
+    public init(
+        operationTimeout: Duration = .seconds(5),
+        noticeHandler: @escaping @Sendable (ConnectionNotice) -> Void = { _ in }
+    ) throws(PulseError) {
+        guard let loop = pa_threaded_mainloop_new() else {
+            throw PulseError(code: .badState, step: "create mainloop")
+        }
+        // Started before anything can hold the lock; an idle loop just sleeps in poll.
+        guard pa_threaded_mainloop_start(loop) >= 0 else {
+            pa_threaded_mainloop_free(loop)
+            throw PulseError(code: .badState, step: "start mainloop")
+        }
+        self.mainloop = loop
+        self.operationTimeout = operationTimeout
+        self.noticeHandler = noticeHandler
+    }
+
+    deinit {
+        let loop = mainloop
+        let context = self.context
+        let teardown = DetachedHandles(mainloop: loop, context: context)
+        if pa_threaded_mainloop_in_thread(loop) != 0 {
+            // The last reference went away inside a callback: the lock is held, and the loop cannot be stopped
+            // from its own thread. Silence the context now and stop the loop from another thread.
+            teardown.silenceContext()
+            Thread.detachNewThread { teardown.stopAndFree() }
+            return
+        }
+        pa_threaded_mainloop_lock(loop)
+        teardown.silenceContext()
+        pa_threaded_mainloop_unlock(loop)
+        teardown.stopAndFree()
+    }
+
+    /// Connects to the default server (the `PULSE_SERVER` environment variable, else the session's server), or to
+    /// `server` when given, and waits until the connection is ready or has failed. Never spawns a server.
+    public func connect(applicationName: String, server: String? = nil) throws(PulseError) {
+        try lockedForWaiting("connect") { () throws(PulseError) in
+            guard context == nil else {
+                throw PulseError(code: .badState, step: "connect (already connected once)")
+            }
+            guard let api = pa_threaded_mainloop_get_api(mainloop) else {
+                throw PulseError(code: .badState, step: "connect (no mainloop api)")
+            }
+            let properties = pa_proplist_new()
+            defer { pa_proplist_free(properties) }
+            pa_proplist_sets(properties, PA_PROP_APPLICATION_NAME, applicationName)
+            guard let newContext = pa_context_new_with_proplist(api, applicationName, properties) else {
+                throw PulseError(code: .badState, step: "create context")
+            }
+            context = newContext
+            pa_context_set_state_callback(newContext, { context, userdata in
+                guard let context, let userdata else { return }
+                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+                connection.contextStateChanged(pa_context_get_state(context))
+            }, Unmanaged.passUnretained(self).toOpaque())
+
+            // A background service must not start a sound server of its own.
+            guard pa_context_connect(newContext, server, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0 else {
+                throw PulseError.lastError(of: newContext, step: "connect")
+            }
+            let settled = waitLocked(timeout: operationTimeout) {
+                let state = pa_context_get_state(newContext)
+                return state == PA_CONTEXT_READY || state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED
+            }
+            let state = pa_context_get_state(newContext)
+            if state == PA_CONTEXT_READY {
+                return
+            }
+            if !settled {
+                // Leave no half-open connection behind that could report "ready" later.
+                pa_context_set_state_callback(newContext, nil, nil)
+                pa_context_disconnect(newContext)
+                throw PulseError(code: .timeout, step: "connect")
+            }
+            throw PulseError.lastError(of: newContext, step: "connect")
+        }
+    }
+
+    /// Whether the connection is ready (connected and not failed).
+    public var isReady: Bool {
+        withLock {
+            guard let context else { return false }
+            return pa_context_get_state(context) == PA_CONTEXT_READY
+        }
+    }
+
+    /// Closes the connection; the notice handler receives `.terminated`. Streams on it fail.
+    public func disconnect() {
+        withLock {
+            if let context {
+                pa_context_disconnect(context)
+            }
+        }
+    }
+
+    /// Asks the server about itself.
+    public func serverInfo() throws(PulseError) -> ServerInfo {
+        let info: ServerInfo? = try perform("get server info", initial: nil) { reply in
+            pa_context_get_server_info(context, { _, info, userdata in
+                guard let reply = Reply<ServerInfo?>.from(userdata) else { return }
+                reply.value = info.map { ServerInfo($0.pointee) }
+                reply.finish(succeeded: info != nil)
+            }, reply.userdata)
+        }
+        guard let info else { throw PulseError(code: .noEntity, step: "get server info") }
+        return info
+    }
+
+    /// Lists the server's sinks.
+    public func sinks() throws(PulseError) -> [SinkSnapshot] {
+        try perform("list sinks", initial: [SinkSnapshot]()) { reply in
+            pa_context_get_sink_info_list(context, { _, info, endOfList, userdata in
+                guard let reply = Reply<[SinkSnapshot]>.from(userdata) else { return }
+                if let info {
+                    reply.value.append(SinkSnapshot(info.pointee))
+                } else {
+                    // endOfList is 1 at the end of a good list and negative on error.
+                    reply.finish(succeeded: endOfList > 0)
+                }
+            }, reply.userdata)
+        }
+    }
+
+    /// Lists the server's sink inputs (every client's playback streams, ours included).
+    public func sinkInputs() throws(PulseError) -> [SinkInputSnapshot] {
+        try perform("list sink inputs", initial: [SinkInputSnapshot]()) { reply in
+            pa_context_get_sink_input_info_list(context, { _, info, endOfList, userdata in
+                guard let reply = Reply<[SinkInputSnapshot]>.from(userdata) else { return }
+                if let info {
+                    reply.value.append(SinkInputSnapshot(info.pointee))
+                } else {
+                    reply.finish(succeeded: endOfList > 0)
+                }
+            }, reply.userdata)
+        }
+    }
+
+    /// Subscribes to sink, sink input, card and server events. From then on the notice handler receives
+    /// `.serverChange` for each event and, after a follow-up query, `.sinkAdded`, `.sinkChanged`,
+    /// `.sinkPortChanged`, `.sinkRemoved`, `.sinkInputChanged`, `.sinkInputRemoved` and `.serverInfoChanged`.
+    public func subscribe() throws(PulseError) {
+        try lockedForWaiting("subscribe") { () throws(PulseError) in
+            // Seed the port comparison with the current sinks, so the first SINK CHANGE can be classified.
+            let current = try performLocked("list sinks", initial: [SinkSnapshot]()) { reply in
+                pa_context_get_sink_info_list(context, { _, info, endOfList, userdata in
+                    guard let reply = Reply<[SinkSnapshot]>.from(userdata) else { return }
+                    if let info {
+                        reply.value.append(SinkSnapshot(info.pointee))
+                    } else {
+                        reply.finish(succeeded: endOfList > 0)
+                    }
+                }, reply.userdata)
+            }
+            for sink in current {
+                knownSinks[sink.index] = sink
+            }
+            guard let context else { throw PulseError(code: .badState, step: "subscribe") }
+            pa_context_set_subscribe_callback(context, { _, event, index, userdata in
+                guard let userdata else { return }
+                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+                connection.serverChanged(rawEvent: event.rawValue, index: index)
+            }, Unmanaged.passUnretained(self).toOpaque())
+            let mask = PA_SUBSCRIPTION_MASK_SINK.rawValue | PA_SUBSCRIPTION_MASK_SINK_INPUT.rawValue
+                | PA_SUBSCRIPTION_MASK_CARD.rawValue | PA_SUBSCRIPTION_MASK_SERVER.rawValue
+            try performLocked("subscribe", initial: ()) { reply in
+                pa_context_subscribe(context, pa_subscription_mask_t(rawValue: mask), { _, success, userdata in
+                    Reply<Void>.from(userdata)?.finish(succeeded: success != 0)
+                }, reply.userdata)
+            }
+        }
+    }
+
+    // MARK: - Callbacks (mainloop thread, lock held)
+
+    /// Hands a notice to the owner's handler. Mainloop thread only.
+    func deliver(_ notice: ConnectionNotice) {
+        noticeHandler(notice)
+    }
+
+    private func contextStateChanged(_ state: pa_context_state_t) {
+        switch state {
+        case PA_CONTEXT_READY:
+            deliver(.ready)
+        case PA_CONTEXT_FAILED:
+            deliver(.failed(PulseError.lastError(of: context, step: "connection")))
+        case PA_CONTEXT_TERMINATED:
+            deliver(.terminated)
+        default:
+            break
+        }
+        // Whoever waits in connect() or for an operation re-checks the state.
+        pa_threaded_mainloop_signal(mainloop, 0)
+    }
+
+    private func serverChanged(rawEvent: UInt32, index: UInt32) {
+        let change = ServerChange(rawEvent: rawEvent, index: index)
+        deliver(.serverChange(change))
+        guard let context else { return }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        // Follow-ups are asynchronous operations; their callbacks deliver. Operations still pending when the
+        // context goes away are cancelled by libpulse and never call back.
+        switch (change.facility, change.kind) {
+        case (.sinkInput, .new), (.sinkInput, .change):
+            release(pa_context_get_sink_input_info(context, index, { _, info, _, userdata in
+                // A failed lookup (the stream is already gone) is followed by its own REMOVE event.
+                guard let info, let userdata else { return }
+                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+                connection.deliver(.sinkInputChanged(SinkInputSnapshot(info.pointee)))
+            }, me))
+        case (.sinkInput, .remove):
+            deliver(.sinkInputRemoved(index))
+        case (.sink, .new):
+            release(pa_context_get_sink_info_by_index(context, index, { _, info, _, userdata in
+                guard let info, let userdata else { return }
+                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+                connection.sinkDescribed(SinkSnapshot(info.pointee), isNew: true)
+            }, me))
+        case (.sink, .change):
+            release(pa_context_get_sink_info_by_index(context, index, { _, info, _, userdata in
+                guard let info, let userdata else { return }
+                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+                connection.sinkDescribed(SinkSnapshot(info.pointee), isNew: false)
+            }, me))
+        case (.sink, .remove):
+            knownSinks[index] = nil
+            // SINK REMOVE arrives before the stream's moved callback (PulseAudio 16: 1-6 ms before; PipeWire:
+            // before WirePlumber relinks the stream), so the streams on that sink start their safety hold now.
+            for entry in streams.values {
+                entry.stream?.sinkWasRemoved(index)
+            }
+            deliver(.sinkRemoved(index))
+        case (.server, _):
+            release(pa_context_get_server_info(context, { _, info, userdata in
+                guard let info, let userdata else { return }
+                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+                connection.deliver(.serverInfoChanged(ServerInfo(info.pointee)))
+            }, me))
+        default:
+            // CARD events carry nothing a player acts on by themselves: a jack change also changes the sink.
+            break
+        }
+    }
+
+    /// Lets `stream` hear about the removal of its sink. Lock held.
+    func register(_ stream: PlaybackStream) {
+        streams[ObjectIdentifier(stream)] = WeakStream(stream: stream)
+    }
+
+    /// Forgets `stream`. Lock held.
+    func unregister(_ stream: PlaybackStream) {
+        streams[ObjectIdentifier(stream)] = nil
+    }
+
+    private func sinkDescribed(_ sink: SinkSnapshot, isNew: Bool) {
+        let previous = knownSinks[sink.index]
+        knownSinks[sink.index] = sink
+        deliver(isNew ? .sinkAdded(sink) : .sinkChanged(sink))
+        if let previous, let change = PortClassifier.classify(previous: previous, current: sink) {
+            deliver(.sinkPortChanged(sink, change))
+        }
+    }
+}
+
+/// A stream the connection must not keep alive.
+private struct WeakStream {
+    /// The stream, while it exists.
+    weak var stream: PlaybackStream?
+}
+
+/// The raw handles of a connection being torn down, passed to the thread that frees them.
+private struct DetachedHandles: @unchecked Sendable {
+    // Unchecked Sendable: ownership moves here from the dying connection; nothing else touches them afterwards.
+    /// The mainloop to stop and free.
+    let mainloop: OpaquePointer
+    /// The context to disconnect and release, if one was created.
+    let context: OpaquePointer?
+
+    /// Removes our callbacks (their userdata is the dying connection) and disconnects. Lock held.
+    func silenceContext() {
+        guard let context else { return }
+        pa_context_set_state_callback(context, nil, nil)
+        pa_context_set_subscribe_callback(context, nil, nil)
+        // Disconnecting cancels every pending operation, so no reply callback can run later.
+        pa_context_disconnect(context)
+    }
+
+    /// Stops the loop (lock not held: stopping joins the loop thread), then frees context and loop.
+    func stopAndFree() {
+        pa_threaded_mainloop_stop(mainloop)
+        if let context {
+            pa_context_unref(context)
+        }
+        pa_threaded_mainloop_free(mainloop)
+    }
+}
