@@ -1,4 +1,5 @@
 // The `earshot` executable: argument handling and wiring only. Everything it does is in EarshotService.
+import AudioPipeline
 import EarshotService
 import Foundation
 
@@ -23,6 +24,8 @@ let usage = """
       earshot status [--json]
                           show what the player is doing
       earshot events      follow the player's event log
+      earshot decode FILE decode FILE as fast as possible, discard the audio and print frames and seconds
+                          (used by scripts/bench to compare with `mpg123 -t`)
       earshot --help      show this help
 
     OPTIONS (play)
@@ -115,6 +118,14 @@ case "play":
     let (configuration, files) = parsePlay(arguments)
     guard !files.isEmpty else { fail("play needs at least one FILE (see earshot --help)") }
     exit(PlayerService.runForeground(files: files, configuration: configuration))
+case "decode":
+    guard let file = arguments.popFirst() else { fail("decode needs a FILE") }
+    do {
+        let result = try DecodeBenchmark.run(path: file)
+        print("frames=\(result.frames) seconds=\(result.seconds)")
+    } catch {
+        fail(error.description, code: 1)
+    }
 case "pause": control(.pause)
 case "resume": control(.play)
 case "toggle": control(.toggle)
@@ -136,8 +147,7 @@ case "status":
 case "events":
     do {
         try ControlClient.follow(path: controlSocketPath()) { line in
-            if !line.hasPrefix("{") { print(line) }
-            fflush(stdout)
+            if !line.hasPrefix("{") { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
         }
     } catch {
         fail(error.description, code: 1)

@@ -1,0 +1,32 @@
+// Decoding alone, as fast as possible: what `scripts/bench` compares with `mpg123 -t`.
+import AudioPipeline
+import Foundation
+
+/// Decodes a whole file into a scratch buffer and times it.
+public enum DecodeBenchmark {
+    /// Frames decoded and wall-clock seconds spent.
+    public struct Result: Sendable {
+        /// Frames decoded.
+        public var frames: Int
+        /// Seconds from opening the file to the end of decoding.
+        public var seconds: Double
+    }
+
+    /// Opens `path` and decodes all of it.
+    public static func run(path: String) throws(MPG123Error) -> Result {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let decoder = try MP3Decoder(path: path)
+        let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 65_536 * 2)
+        defer { buffer.deallocate() }
+        var frames = 0
+        decoding: while true {
+            switch try decoder.decode(into: buffer) {
+            case .frames(let count): frames += count
+            case .formatChanged: continue
+            case .finished: break decoding
+            }
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        return Result(frames: frames, seconds: seconds)
+    }
+}

@@ -1,0 +1,594 @@
+// The executor: the one serial owner of the player's state.
+//
+// Every input (libpulse notices from its thread, decoder notices from the decode thread, control requests
+// from client threads, the position tick) is put into one ordered inbox and handled here, one at a time:
+// events go through `PlayerState.apply`, the resulting commands are performed on the output, and what
+// really happened (cork acknowledged, stream opened, command failed) is fed back as events. Handling is
+// synchronous inside the actor (no suspension points), so no two inputs ever interleave.
+import AudioPipeline
+import EarshotCore
+import Foundation
+import PulseOutput
+
+/// A one-shot reply box a control client's thread waits on.
+final class ReplySlot: @unchecked Sendable {
+    // Unchecked Sendable: `reply` is written once before `ready.signal()` and read only after `ready.wait()`.
+    private var reply = ControlReply.failure("the player did not answer in time")
+    private let ready = DispatchSemaphore(value: 0)
+
+    func fulfil(_ text: String) {
+        reply = text
+        ready.signal()
+    }
+
+    func wait(seconds: Int) -> String {
+        if ready.wait(timeout: .now() + .seconds(seconds)) == .timedOut {
+            return ControlReply.failure("the player did not answer in time")
+        }
+        return reply
+    }
+}
+
+/// Milliseconds on the monotonic clock: the moments stamped on events.
+func monotonicMoment() -> Moment {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Moment(milliseconds: Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)
+}
+
+/// The player: state, decoder, output and the rules that join them.
+actor Player {
+    /// Everything that can happen to the player, in one ordered stream.
+    enum Input: Sendable {
+        case decode(DecodeNotice)
+        case stream(StreamNotice, generation: Int)
+        case connection(ConnectionNotice, generation: Int)
+        case reconnected(PulseConnection, generation: Int)
+        case tick
+        case request(ControlRequest, ReplySlot)
+        case shutdown(signal: Int32)
+    }
+
+    /// What is known of a track once the decoder opened it.
+    private struct TrackInfo {
+        var format: AudioFormat
+        var lengthFrames: Int?
+        var metadata: TrackMetadata
+    }
+
+    private let configuration: PlayerConfiguration
+    private let log: EventLog
+    private let inbox: AsyncStream<Input>.Continuation
+    private let ring: FrameRing
+    private let worker: DecodeWorker
+
+    private var rules: PlayerState
+    private var translator: ServerEventTranslator
+    private var paths: [String] = []
+    private var tracks: [Int: TrackInfo] = [:]
+    private var workerLoaded = false
+
+    private var connection: PulseConnection?
+    private var connectionGeneration = 0
+    private var reconnecting = false
+    private var serverName: String?
+    private var stream: PlaybackStream?
+    private var streamGeneration = 0
+    private var underrunsOfClosedStreams = 0
+
+    /// The last position the listener heard.
+    private var heard: TrackPosition?
+    /// After a reposition, ring frames before `ringFrame` belong to audio that was dropped: until the
+    /// listener hears past it, the position is the reposition's target.
+    private var repositionFloor: (ringFrame: Int, position: TrackPosition)?
+    /// A format change waits until the listener has heard everything before `ringFrame`.
+    private var pendingFormatChange: (format: AudioFormat, ringFrame: Int)?
+    /// Where the queue's audio ends in the ring, once the decoder has finished it.
+    private var queueEndRingFrame: Int?
+    /// The track whose title the stream's media name shows.
+    private var announcedTrack: Int?
+    private var anyTrackStarted = false
+    private var exitCode: Int32?
+    private var progressShown = false
+
+    init(configuration: PlayerConfiguration, log: EventLog, inbox: AsyncStream<Input>.Continuation) {
+        self.configuration = configuration
+        self.log = log
+        self.inbox = inbox
+        // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
+        ring = FrameRing(minimumCapacity: 131_072)
+        worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
+        rules = PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true))
+        translator = ServerEventTranslator(triggerRoles: configuration.triggerRoles)
+    }
+
+    // MARK: Running
+
+    /// Connects, queues `files`, plays them, and handles inputs until the queue ends or a signal arrives.
+    /// Returns the process exit code.
+    func run(files: [String], inputs: AsyncStream<Input>) async -> Int32 {
+        guard connect() else {
+            FileHandle.standardError.write(Data("earshot: cannot connect to the sound server\n".utf8))
+            return 1
+        }
+        paths = files
+        dispatch(.queueReplaced(trackCount: files.count, startIndex: 0))
+        dispatch(.userPlay)
+        for await input in inputs {
+            handle(input)
+            if let exitCode {
+                finishProgressLine()
+                log.record("service", ["state": "finished", "underruns": "\(underrunsOfClosedStreams + (stream?.underrunCount ?? 0))"])
+                return exitCode
+            }
+        }
+        return exitCode ?? 0
+    }
+
+    private func handle(_ input: Input) {
+        switch input {
+        case .decode(let notice): decoderNoticed(notice)
+        case .stream(let notice, let generation):
+            guard generation == streamGeneration, stream != nil else { return }
+            streamNoticed(notice)
+        case .connection(let notice, let generation):
+            guard generation == connectionGeneration, connection != nil else { return }
+            connectionNoticed(notice)
+        case .reconnected(let newConnection, let generation):
+            guard generation == connectionGeneration else { return }
+            reconnecting = false
+            connection = newConnection
+            serverName = (try? newConnection.serverInfo())?.displayName
+            log.record("server", ["state": "connected"])
+            dispatch(.outputAppeared)
+        case .tick: tick()
+        case .request(let request, let slot): slot.fulfil(answer(request))
+        case .shutdown(let signal): shutdown(signal: signal)
+        }
+    }
+
+    // MARK: The rules
+
+    /// Applies `event`, logs it, and performs the resulting commands.
+    private func dispatch(_ event: Event) {
+        let commands = rules.apply(event)
+        let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
+        log.record("event", ["kind": event.description, "playback": rules.playback.description, "commands": named])
+        for command in commands { perform(command) }
+        if case .stopped = rules.playback, exitCode == nil {
+            switch event {
+            case .trackEnded(_, nil), .trackFailed(_, _, nil) where rules.queue.index == 0:
+                // The queue ran out: the foreground player's work is done.
+                exitCode = anyTrackStarted ? 0 : 1
+            default: break
+            }
+        }
+    }
+
+    private func perform(_ command: Command) {
+        switch command {
+        case .cork:
+            guard let stream else { return }
+            do {
+                try stream.cork()
+                dispatch(.streamCorked)
+            } catch {
+                log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])
+                dispatch(.outputCommandFailed)
+            }
+        case .uncork:
+            // Without a stream the uncork waits: `ensureStream` uncorks when the stream opens.
+            guard let stream else { return }
+            do {
+                try stream.uncork()
+                dispatch(.streamUncorked)
+            } catch {
+                log.record("output", ["command": "uncork", "error": "\(error.code.rawValue)"])
+                dispatch(.outputCommandFailed)
+            }
+        case .flush:
+            reposition(to: currentHeardPosition() ?? TrackPosition(trackIndex: rules.queue.index, frame: 0,
+                                                                     sampleRate: 44_100))
+        case .clearServerMute:
+            try? stream?.setMuted(false)
+        case .openStream:
+            if connection == nil && !connect() {
+                dispatch(.outputCommandFailed)
+                return
+            }
+            ensureStream()
+        case .playTrack(let index):
+            reposition(to: TrackPosition(trackIndex: index, frame: 0, sampleRate: tracks[index]?.format.sampleRate
+                                             ?? 44_100))
+        case .seek(let milliseconds):
+            let index = rules.queue.index
+            let rate = tracks[index]?.format.sampleRate ?? heard?.sampleRate ?? 44_100
+            var frame = milliseconds * rate / 1000
+            if let length = tracks[index]?.lengthFrames { frame = min(frame, max(length - 1, 0)) }
+            reposition(to: TrackPosition(trackIndex: index, frame: frame, sampleRate: rate))
+        case .setVolume(let percent):
+            try? stream?.setVolume(percent: percent)
+        }
+    }
+
+    // MARK: Output
+
+    /// Connects to the sound server (blocking, with libpulse's timeout) and subscribes to its changes.
+    private func connect() -> Bool {
+        connectionGeneration += 1
+        let generation = connectionGeneration
+        guard let candidate = Self.makeConnection(generation: generation, inbox: inbox) else { return false }
+        connection = candidate
+        serverName = (try? candidate.serverInfo())?.displayName
+        log.record("server", ["state": "connected"])
+        return true
+    }
+
+    /// A connected, subscribed connection whose notices go to the inbox tagged with `generation`.
+    private static func makeConnection(
+        generation: Int, inbox: AsyncStream<Input>.Continuation
+    ) -> PulseConnection? {
+        do {
+            let connection = try PulseConnection(operationTimeout: .seconds(3)) { notice in
+                inbox.yield(.connection(notice, generation: generation))
+            }
+            try connection.connect(applicationName: "Earshot")
+            try connection.subscribe()
+            return connection
+        } catch {
+            return nil
+        }
+    }
+
+    /// Opens the stream when there is a connection and the audio's format is known, and uncorks it if the
+    /// rules say the player is playing.
+    private func ensureStream() {
+        guard stream == nil, let connection, let format = worker.currentFormat else { return }
+        streamGeneration += 1
+        let generation = streamGeneration
+        let inbox = self.inbox
+        let properties = StreamProperties(mediaRole: configuration.mediaRole, mediaName: title(of: heard?.trackIndex))
+        var opened: PlaybackStream?
+        for sinkName in [configuration.sinkName, nil] where opened == nil {
+            opened = try? PlaybackStream(
+                connection: connection, sampleRate: format.sampleRate, ring: ring, properties: properties,
+                targetLatencyMilliseconds: configuration.targetLatencyMilliseconds, sinkName: sinkName
+            ) { notice in inbox.yield(.stream(notice, generation: generation)) }
+            if sinkName == nil { break }
+        }
+        guard let opened else {
+            log.record("output", ["command": "openStream", "error": "failed"])
+            dispatch(.outputCommandFailed)
+            return
+        }
+        stream = opened
+        if queueEndRingFrame != nil { opened.setEndOfData(true) }
+        if rules.volumePercent != 100 { try? opened.setVolume(percent: rules.volumePercent) }
+        followOurSink()
+        if let inputs = try? connection.sinkInputs() {
+            for input in inputs { dispatchAll(translator.sinkInputChanged(input, at: monotonicMoment())) }
+        }
+        dispatch(.streamOpened)
+        if rules.isPlaying {
+            // The decoder is ~1000x real time; give it a moment to put more than one server buffer into the
+            // ring, so the first write callbacks do not find it short.
+            let wanted = format.sampleRate * configuration.targetLatencyMilliseconds * 2 / 1000
+            for _ in 0..<100 where ring.readableFrames < wanted && queueEndRingFrame == nil { usleep(2000) }
+            perform(.uncork)
+        }
+    }
+
+    /// Tells the translator which sink our stream is on now.
+    private func followOurSink() {
+        guard let stream, let connection, let sinkIndex = stream.sinkIndex,
+              let sink = (try? connection.sinks())?.first(where: { $0.index == sinkIndex }) else { return }
+        dispatchAll(translator.ourStreamIsOn(sink, sinkInputIndex: stream.sinkInputIndex, at: monotonicMoment()))
+    }
+
+    private func dispatchAll(_ events: [Event]) {
+        for event in events { dispatch(event) }
+    }
+
+    /// Closes our stream (keeping its underrun count).
+    private func closeStream() {
+        guard let closing = stream else { return }
+        underrunsOfClosedStreams += closing.underrunCount
+        closing.close()
+        stream = nil
+        streamGeneration += 1
+    }
+
+    /// The position the listener last heard, read from the stream's timing now when there is a stream.
+    private func currentHeardPosition() -> TrackPosition? {
+        guard let stream, let frame = stream.heardRingFrame() else { return heard }
+        if let floor = repositionFloor, frame < floor.ringFrame { return floor.position }
+        return worker.locate(ringFrame: frame) ?? heard
+    }
+
+    /// Drops what is queued but unheard and continues decoding at `position`.
+    private func reposition(to position: TrackPosition) {
+        guard !paths.isEmpty else { return }
+        if !workerLoaded {
+            workerLoaded = true
+            worker.load(paths: paths, startIndex: position.trackIndex, startFrame: position.frame)
+        } else {
+            worker.pauseProduction()
+            if let stream {
+                do {
+                    try stream.flush()
+                } catch {
+                    log.record("output", ["command": "flush", "error": "\(error.code.rawValue)"])
+                }
+            } else {
+                // No stream, so no consumer: this context may empty the ring.
+                _ = ring.discardReadable()
+            }
+            worker.resumeProduction(trackIndex: position.trackIndex, frame: position.frame)
+        }
+        repositionFloor = (ring.totalFramesWritten, position)
+        heard = position
+        pendingFormatChange = nil
+        queueEndRingFrame = nil
+        stream?.setEndOfData(false)
+    }
+
+    // MARK: Notices
+
+    private func decoderNoticed(_ notice: DecodeNotice) {
+        switch notice {
+        case .trackStarted(let index, _, let format, let lengthFrames, let metadata):
+            tracks[index] = TrackInfo(format: format, lengthFrames: lengthFrames, metadata: metadata)
+            anyTrackStarted = true
+            if stream == nil && rules.playback != .idle && rules.playback != .stopped { ensureStream() }
+        case .trackFailed(let index, let error):
+            let failure = Self.failure(of: error.kind)
+            FileHandle.standardError.write(Data(
+                "earshot: track \(index + 1) of \(paths.count) skipped: \(error.description)\n".utf8))
+            dispatch(.trackFailed(index: index, failure: failure, next: index + 1 < paths.count ? index + 1 : nil))
+        case .trackDecoded:
+            break
+        case .formatChange(_, let format, let ringFrame):
+            log.record("output", ["formatChange": "\(format.sampleRate)Hz"])
+            pendingFormatChange = (format, ringFrame)
+            // Let the stream run dry at the boundary instead of padding it with silence.
+            stream?.setEndOfData(true)
+            if stream == nil { applyFormatChange() }
+        case .queueFinished(let ringFrame):
+            queueEndRingFrame = ringFrame
+            stream?.setEndOfData(true)
+        }
+    }
+
+    private static func failure(of kind: MPG123Error.Kind) -> TrackFailure {
+        switch kind {
+        case .cannotOpen: return .unreadable
+        case .empty, .noAudio, .notMPEGAudio: return .notMPEGAudio
+        case .unsupportedFormat: return .unsupportedFormat
+        case .decodeFailed, .seekFailed, .libraryFailure: return .decodeFailed
+        }
+    }
+
+    /// Reopens the stream at the new format once everything before the boundary was heard.
+    private func applyFormatChange() {
+        guard pendingFormatChange != nil else { return }
+        pendingFormatChange = nil
+        let wasOpen = stream != nil
+        closeStream()
+        worker.continueAfterFormatChange()
+        if wasOpen || rules.isPlaying {
+            // `ensureStream` opens at the worker's format; wait briefly for the worker to switch to it.
+            for _ in 0..<50 where worker.currentFormat == nil { usleep(1000) }
+            ensureStream()
+        }
+    }
+
+    private func streamNoticed(_ notice: StreamNotice) {
+        let now = monotonicMoment()
+        switch notice {
+        case .ready, .started, .underflow, .drained:
+            break
+        case .corkRequested:
+            dispatch(.interruptionBegan(.serverCorkRequest, at: now))
+        case .uncorkRequested:
+            dispatch(.interruptionEnded(.serverCorkRequest, resumeAllowed: true, at: now))
+        case .unknownEvent:
+            log.record("notice", ["kind": "unknownStreamEvent", "action": "ignored"])
+        case .moved(_, let oldSinkStillExists):
+            // The stream corked itself inside the moved callback (safety hold); now decide.
+            followOurSink()
+            if oldSinkStillExists {
+                dispatch(.routeChanged)
+                _ = try? stream?.releaseSafetyHold()
+            } else {
+                dispatch(.outputLost(.deviceRemoved))
+            }
+        case .failed, .killed:
+            log.record("output", ["stream": "failed"])
+            closeStream()
+            dispatchAll(translator.ourStreamIsGone(at: now))
+            dispatch(.outputLost(.streamFailed))
+        }
+    }
+
+    private func connectionNoticed(_ notice: ConnectionNotice) {
+        let now = monotonicMoment()
+        switch notice {
+        case .ready, .serverChange, .sinkPortChanged:
+            // Port changes are classified by the translator from whole sink snapshots (`sinkChanged`).
+            break
+        case .serverInfoChanged(let info):
+            serverName = info.displayName
+        case .failed, .terminated:
+            serverLost(at: now)
+        case .sinkAdded(let sink):
+            dispatchAll(translator.sinkAdded(sink))
+        case .sinkChanged(let sink):
+            dispatchAll(translator.sinkChanged(sink))
+        case .sinkRemoved(let index):
+            dispatchAll(translator.sinkRemoved(index))
+        case .sinkInputChanged(let input):
+            dispatchAll(translator.sinkInputChanged(input, at: now))
+        case .sinkInputRemoved(let index):
+            dispatchAll(translator.sinkInputRemoved(index, at: now))
+        }
+    }
+
+    /// The server went away: pause with the position kept, forget its streams, and reconnect in the background.
+    private func serverLost(at now: Moment) {
+        log.record("server", ["state": "lost"])
+        // The stream and its timing died with the server: the last heard position comes from the last tick.
+        closeStream()
+        connection = nil
+        connectionGeneration += 1
+        dispatch(.outputLost(.serverLost))
+        // Interruptions reported by the dead server can never end by themselves.
+        dispatchAll(translator.ourStreamIsGone(at: now))
+        if rules.interruptions.contains(.serverCorkRequest) {
+            dispatch(.interruptionEnded(.serverCorkRequest, resumeAllowed: false, at: now))
+        }
+        startReconnecting()
+    }
+
+    private func startReconnecting() {
+        guard !reconnecting else { return }
+        reconnecting = true
+        let generation = connectionGeneration
+        let inbox = self.inbox
+        Thread.detachNewThread {
+            var delay: UInt32 = 200_000
+            while true {
+                usleep(delay)
+                if let connection = Player.makeConnection(generation: generation, inbox: inbox) {
+                    inbox.yield(.reconnected(connection, generation: generation))
+                    return
+                }
+                delay = min(delay * 2, 3_000_000)
+            }
+        }
+    }
+
+    // MARK: Time
+
+    private func tick() {
+        if let stream, let frame = stream.heardRingFrame() {
+            let position: TrackPosition?
+            if let floor = repositionFloor, frame < floor.ringFrame {
+                position = floor.position
+            } else {
+                repositionFloor = nil
+                position = worker.locate(ringFrame: frame)
+            }
+            if let position { heard = position }
+            if let position, position.trackIndex > rules.queue.index, rules.playback != .idle {
+                dispatch(.trackEnded(index: rules.queue.index, next: position.trackIndex))
+            }
+            if let change = pendingFormatChange, frame >= change.ringFrame { applyFormatChange() }
+            if let end = queueEndRingFrame, ring.totalFramesRead >= end, rules.isPlaying {
+                // Everything was handed to the server: let it play the tail out (below the prebuffer a stream
+                // would otherwise wait for more), then the queue has ended.
+                queueEndRingFrame = nil
+                _ = try? stream.drain()
+                dispatch(.trackEnded(index: rules.queue.index, next: nil))
+            }
+        }
+        if let index = heard?.trackIndex, index != announcedTrack, let stream {
+            announcedTrack = index
+            try? stream.updateMediaName(title(of: index))
+        }
+        if configuration.showsProgress { showProgress() }
+    }
+
+    private func title(of index: Int?) -> String {
+        guard let index, let metadata = tracks[index]?.metadata else { return "Earshot" }
+        return metadata.title ?? "Earshot"
+    }
+
+    private func showProgress() {
+        guard rules.playback != .idle else { return }
+        let index = rules.queue.index
+        let position = positionMilliseconds
+        let length = durationMilliseconds
+        let width = 24
+        let filled = length.map { $0 > 0 ? min(width, position * width / $0) : 0 } ?? 0
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let state = rules.isPlaying ? "playing" : rules.playback.description
+        let line = "\r[\(index + 1)/\(paths.count)] \(StatusText.clock(position)) / "
+            + "\(length.map(StatusText.clock) ?? "--:--") [\(bar)] \(state)\u{1B}[K"
+        FileHandle.standardOutput.write(Data(line.utf8))
+        progressShown = true
+    }
+
+    private func finishProgressLine() {
+        if progressShown { FileHandle.standardOutput.write(Data("\n".utf8)) }
+    }
+
+    // MARK: Control
+
+    private var positionMilliseconds: Int {
+        guard let heard, heard.trackIndex == rules.queue.index, heard.sampleRate > 0 else { return 0 }
+        return heard.frame * 1000 / heard.sampleRate
+    }
+
+    private var durationMilliseconds: Int? {
+        guard let info = tracks[rules.queue.index], let length = info.lengthFrames else { return nil }
+        return length * 1000 / info.format.sampleRate
+    }
+
+    private func answer(_ request: ControlRequest) -> String {
+        switch request {
+        case .play: dispatch(.userPlay)
+        case .pause: dispatch(.userPause)
+        case .toggle: dispatch(.userToggle)
+        case .stop: dispatch(.userStop)
+        case .next: dispatch(.userNext)
+        case .previous: dispatch(.userPrevious)
+        case .seek(let seconds): dispatch(.userSeek(milliseconds: Int(seconds * 1000)))
+        case .volume(let percent): dispatch(.userVolume(percent: percent))
+        case .status, .events: break
+        }
+        return ControlReply.success(["status": status()])
+    }
+
+    /// The status object of replies: kinds, states and numbers, never user content.
+    private func status() -> [String: Any] {
+        var pauseReason: Any = NSNull()
+        var lossReason: Any = NSNull()
+        if case .paused(let reason) = rules.playback {
+            pauseReason = reason.description
+            if case .outputLost(let cause) = reason { lossReason = cause.description }
+        }
+        var lastError: Any = NSNull()
+        if let failure = rules.lastFailure {
+            lastError = ["trackIndex": failure.index, "kind": failure.failure.description]
+        }
+        return [
+            "playback": rules.playback == .idle ? "stopped" : rules.playback.name,
+            "pauseReason": pauseReason,
+            "outputLostReason": lossReason,
+            "waitingForInterruptionEnd": rules.waitingForInterruptionEnd,
+            "activeInterruptions": rules.interruptions.map(\.description).sorted(),
+            "resumeIntent": rules.resumeIntent.description,
+            "positionMs": positionMilliseconds,
+            "durationMs": durationMilliseconds.map { $0 as Any } ?? NSNull(),
+            "trackIndex": rules.queue.index,
+            "trackCount": rules.queue.trackCount,
+            "sink": stream?.sinkName.map { $0 as Any } ?? NSNull(),
+            "corked": stream?.isCorked ?? true,
+            "streamOpen": stream != nil,
+            "underruns": underrunsOfClosedStreams + (stream?.underrunCount ?? 0),
+            "server": serverName.map { $0 as Any } ?? NSNull(),
+            "volume": rules.volumePercent,
+            "lastError": lastError,
+        ]
+    }
+
+    private func shutdown(signal: Int32) {
+        log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
+        try? stream?.cork()
+        closeStream()
+        worker.stop()
+        connection?.disconnect()
+        connection = nil
+        exitCode = signal == SIGINT ? 130 : 0
+    }
+}

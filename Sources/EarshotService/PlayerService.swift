@@ -1,0 +1,58 @@
+// Starting the player in the foreground: the control socket, signals, and the run loop.
+import Foundation
+
+/// Entry points of the service for the `earshot` executable.
+public enum PlayerService {
+    /// Plays `files` in the foreground until the queue ends or SIGINT/SIGTERM; returns the exit code.
+    public static func runForeground(files: [String], configuration: PlayerConfiguration) -> Int32 {
+        let log = EventLog(echoToStandardError: !configuration.showsProgress || configuration.debugLogging)
+        let (inputs, inbox) = AsyncStream<Player.Input>.makeStream(bufferingPolicy: .unbounded)
+        let player = Player(configuration: configuration, log: log, inbox: inbox)
+
+        let server: ControlServer
+        do {
+            server = try ControlServer(path: configuration.socketPath, log: log) { request in
+                let slot = ReplySlot()
+                inbox.yield(.request(request, slot))
+                return slot.wait(seconds: 10)
+            }
+        } catch {
+            FileHandle.standardError.write(Data("earshot: \(error.description)\n".utf8))
+            return 1
+        }
+
+        var signalSources: [DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { inbox.yield(.shutdown(signal: number)) }
+            source.resume()
+            signalSources.append(source)
+        }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(50))
+                inbox.yield(.tick)
+            }
+        }
+
+        let done = DispatchSemaphore(value: 0)
+        let result = ExitCodeBox()
+        Task {
+            result.code = await player.run(files: files, inputs: inputs)
+            done.signal()
+        }
+        done.wait()
+        ticker.cancel()
+        server.shutdown()
+        for source in signalSources { source.cancel() }
+        log.record("service", ["state": "stopped", "exit": "\(result.code)"])
+        return result.code
+    }
+}
+
+/// Carries the exit code from the player's task to the main thread.
+private final class ExitCodeBox: @unchecked Sendable {
+    // Unchecked Sendable: written once before the semaphore is signalled, read after it is waited on.
+    var code: Int32 = 0
+}

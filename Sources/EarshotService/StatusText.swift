@@ -1,0 +1,37 @@
+// Renders a status reply for people: `earshot status` without --json.
+
+/// Formats the status object of a reply.
+public enum StatusText {
+    /// A few lines: playback, position, output.
+    public static func render(_ status: [String: Any]) -> String {
+        let playback = status["playback"] as? String ?? "unknown"
+        var first = playback
+        if let reason = status["pauseReason"] as? String { first += " (\(reason))" }
+        if status["waitingForInterruptionEnd"] as? Bool == true { first += ", waiting for the interruption to end" }
+        var lines = [first]
+        if let index = status["trackIndex"] as? Int, let count = status["trackCount"] as? Int, count > 0 {
+            let position = clock(status["positionMs"] as? Int ?? 0)
+            let length = (status["durationMs"] as? Int).map(clock) ?? "--:--"
+            lines.append("track \(index + 1)/\(count)  \(position) / \(length)")
+        }
+        let sink = status["sink"] as? String ?? "none"
+        let corked = status["corked"] as? Bool == true ? "corked" : "running"
+        let server = status["server"] as? String ?? "not connected"
+        lines.append("output: \(sink) (\(corked)) on \(server)")
+        if let interruptions = status["activeInterruptions"] as? [String], !interruptions.isEmpty {
+            lines.append("interruptions: \(interruptions.joined(separator: ", "))")
+        }
+        lines.append("volume \(status["volume"] as? Int ?? 100)%, underruns \(status["underruns"] as? Int ?? 0)")
+        if let failure = status["lastError"] as? [String: Any], let kind = failure["kind"] as? String {
+            lines.append("last error: track \((failure["trackIndex"] as? Int ?? 0) + 1): \(kind)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `m:ss` for a position in milliseconds.
+    public static func clock(_ milliseconds: Int) -> String {
+        let seconds = max(milliseconds, 0) / 1000
+        let remainder = seconds % 60
+        return "\(seconds / 60):\(remainder < 10 ? "0" : "")\(remainder)"
+    }
+}
