@@ -403,7 +403,9 @@ public final class DecodeWorker: @unchecked Sendable {
             return
         }
         do {
-            let decoder = try MP3Decoder(path: queue[start.index])
+            // Later tracks are decoded at the rate already in the ring (converted by libmpg123 when theirs
+            // differs), so the output's stream never has to change rate in the middle of a queue.
+            let decoder = try MP3Decoder(path: queue[start.index], outputRate: work.ringFormat?.sampleRate)
             if start.frame > 0 {
                 try decoder.seek(toFrame: start.frame)
             }

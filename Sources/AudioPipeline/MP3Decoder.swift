@@ -150,7 +150,10 @@ public final class MP3Decoder {
     /// Throws `.cannotOpen` for missing, unreadable or non-regular paths, `.empty` for zero bytes,
     /// `.noAudio` for tag-only files, `.notMPEGAudio` for other data and `.unsupportedFormat` for rates
     /// this build cannot deliver.
-    public init(path: String) throws(MPG123Error) {
+    ///
+    /// With `outputRate` (44100 or 48000) every track is delivered at that rate, converted by libmpg123 when
+    /// its own rate differs: a queue then plays on one stream, with no gap for a rate change between tracks.
+    public init(path: String, outputRate: Int? = nil) throws(MPG123Error) {
         guard libraryReady else {
             throw MPG123Error(kind: .libraryFailure, message: "mpg123_init failed")
         }
@@ -163,11 +166,12 @@ public final class MP3Decoder {
         handle = newHandle
 
         do throws(MPG123Error) {
-            try Self.configure(newHandle)
+            let rates = outputRate.map { [$0] } ?? Self.nativeOutputRates
+            try Self.configure(newHandle, rates: rates)
             if mpg123_open(newHandle, path) != MPG123_OK.rawValue {
                 throw MPG123Error(kind: .cannotOpen, message: Self.handleMessage(newHandle))
             }
-            let opened = try Self.detectFormat(newHandle)
+            let opened = try Self.detectFormat(newHandle, rates: rates)
             format = opened.format
             nativeSampleRate = opened.nativeRate
             lengthFrames = Self.measureLength(newHandle)
@@ -291,7 +295,7 @@ public final class MP3Decoder {
     }
 
     /// Sets the handle's flags and the table of output formats it may choose from.
-    private static func configure(_ handle: OpaquePointer) throws(MPG123Error) {
+    private static func configure(_ handle: OpaquePointer, rates: [Int]) throws(MPG123Error) {
         // ADD_FLAGS, never FLAGS: replacing the defaults loses flags libmpg123 needs to resync and
         // to set up the output for damaged files.
         let flags = Int(MPG123_QUIET.rawValue | MPG123_GAPLESS.rawValue)
@@ -302,8 +306,8 @@ public final class MP3Decoder {
             throw MPG123Error(kind: .libraryFailure, message: handleMessage(handle))
         }
         // Only stereo is allowed, so mono streams are duplicated into both channels by libmpg123.
-        // Only these two rates are allowed, so any other native rate goes through its resampler.
-        for rate in nativeOutputRates {
+        // Only these rates are allowed, so any other native rate goes through its resampler.
+        for rate in rates {
             let accepted = mpg123_format(handle, rate, Int32(MPG123_STEREO.rawValue),
                                          Int32(MPG123_ENC_SIGNED_16.rawValue))
             guard accepted == MPG123_OK.rawValue else {
@@ -313,7 +317,7 @@ public final class MP3Decoder {
     }
 
     /// Parses up to the first audio frame and returns the output format libmpg123 settled on.
-    private static func detectFormat(_ handle: OpaquePointer) throws(MPG123Error)
+    private static func detectFormat(_ handle: OpaquePointer, rates: [Int]) throws(MPG123Error)
         -> (format: AudioFormat, nativeRate: Int) {
         var rate = 0
         var channels: Int32 = 0
@@ -335,7 +339,7 @@ public final class MP3Decoder {
             }
             throw decodingError(handle, result: result)
         }
-        let format = try validated(rate: rate, channels: channels, encoding: encoding)
+        let format = try validated(rate: rate, channels: channels, encoding: encoding, rates: rates)
         return (format, nativeRate ?? format.sampleRate)
     }
 
@@ -347,13 +351,15 @@ public final class MP3Decoder {
         guard mpg123_getformat(handle, &rate, &channels, &encoding) == MPG123_OK.rawValue else {
             throw decodingError(handle, result: MPG123_ERR.rawValue)
         }
-        return try validated(rate: rate, channels: channels, encoding: encoding)
+        return try validated(rate: rate, channels: channels, encoding: encoding, rates: nativeOutputRates)
     }
 
     /// Turns libmpg123's format triple into an `AudioFormat`, refusing anything unexpected.
-    private static func validated(rate: Int, channels: Int32, encoding: Int32) throws(MPG123Error) -> AudioFormat {
+    private static func validated(
+        rate: Int, channels: Int32, encoding: Int32, rates: [Int]
+    ) throws(MPG123Error) -> AudioFormat {
         // The format table allows nothing else; this guards against a library that ignores it.
-        guard nativeOutputRates.contains(rate),
+        guard rates.contains(rate),
               channels == Int32(MPG123_STEREO.rawValue),
               encoding == Int32(MPG123_ENC_SIGNED_16.rawValue) else {
             throw MPG123Error(kind: .unsupportedFormat,

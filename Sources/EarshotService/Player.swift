@@ -482,7 +482,11 @@ actor Player {
             if let position, position.trackIndex > rules.queue.index, rules.playback != .idle {
                 dispatch(.trackEnded(index: rules.queue.index, next: position.trackIndex))
             }
-            if let change = pendingFormatChange, frame >= change.ringFrame { applyFormatChange() }
+            if let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame, rules.isPlaying {
+                // Everything in the old format was handed over: play it out, then switch.
+                _ = try? stream.drain()
+                applyFormatChange()
+            }
             if let end = queueEndRingFrame, ring.totalFramesRead >= end, rules.isPlaying {
                 // Everything was handed to the server: let it play the tail out (below the prebuffer a stream
                 // would otherwise wait for more), then the queue has ended.

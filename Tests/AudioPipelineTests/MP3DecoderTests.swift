@@ -60,6 +60,17 @@ struct MP3DecoderTests {
         #expect(Signal.dominant(of: [220, 440, 880], in: Signal.channel(samples, 0), rate: 48_000) == 440)
     }
 
+    @Test("a chosen output rate converts a 48 kHz file to 44.1 kHz, keeping pitch and duration")
+    func chosenOutputRate() throws {
+        let path = try TestAudio.sine(seconds: 1, frequency: 660, rate: 48_000)
+        let decoder = try MP3Decoder(path: path, outputRate: 44_100)
+        #expect(decoder.format == AudioFormat(sampleRate: 44_100))
+        #expect(decoder.nativeSampleRate == 48_000)
+        let samples = try TestAudio.decodeAll(decoder)
+        #expect(abs(samples.count / 2 - 44_100) <= 64)
+        #expect(abs(Signal.zeroCrossingFrequency(Signal.channel(samples, 0), rate: 44_100) - 660) < 10)
+    }
+
     @Test("MPEG-2 and 2.5 rates are converted to 44100 Hz, keeping pitch and duration",
           arguments: [22_050, 16_000, 8_000])
     func convertsLowRates(rate: Int) throws {
