@@ -193,10 +193,13 @@ actor Player {
             try? stream?.setMuted(false)
         case .openStream:
             if connection == nil && !connect() {
-                dispatch(.outputCommandFailed)
+                // Still no server: the output is lost for that reason, and the reconnection carries on.
+                startReconnecting()
+                dispatch(.outputLost(.serverLost))
                 return
             }
-            ensureStream()
+            // The reducer's own `uncork` follows when it wants one.
+            ensureStream(uncorkingIfPlaying: false)
         case .playTrack(let index):
             reposition(to: TrackPosition(trackIndex: index, frame: 0, sampleRate: tracks[index]?.format.sampleRate
                                              ?? 44_100))
@@ -219,6 +222,9 @@ actor Player {
         let generation = connectionGeneration
         guard let candidate = Self.makeConnection(generation: generation, inbox: inbox) else { return false }
         connection = candidate
+        // A background reconnection still running belongs to an older generation: its result is dropped, and a
+        // later loss starts a new one.
+        reconnecting = false
         serverName = (try? candidate.serverInfo())?.displayName
         log.record("server", ["state": "connected"])
         return true
@@ -242,7 +248,7 @@ actor Player {
 
     /// Opens the stream when there is a connection and the audio's format is known, and uncorks it if the
     /// rules say the player is playing.
-    private func ensureStream() {
+    private func ensureStream(uncorkingIfPlaying: Bool = true) {
         guard stream == nil, let connection, let format = worker.currentFormat else { return }
         streamGeneration += 1
         let generation = streamGeneration
@@ -269,7 +275,7 @@ actor Player {
             for input in inputs { dispatchAll(translator.sinkInputChanged(input, at: monotonicMoment())) }
         }
         dispatch(.streamOpened)
-        if rules.isPlaying {
+        if uncorkingIfPlaying && rules.isPlaying {
             // The decoder is ~1000x real time; give it a moment to put more than one server buffer into the
             // ring, so the first write callbacks do not find it short.
             let wanted = format.sampleRate * configuration.targetLatencyMilliseconds * 2 / 1000
@@ -308,11 +314,14 @@ actor Player {
     /// Drops what is queued but unheard and continues decoding at `position`.
     private func reposition(to position: TrackPosition) {
         guard !paths.isEmpty else { return }
+        // Read before production restarts: ring frames from here on are the new position's.
+        var floorFrame = ring.totalFramesWritten
         if !workerLoaded {
             workerLoaded = true
             worker.load(paths: paths, startIndex: position.trackIndex, startFrame: position.frame)
         } else {
             worker.pauseProduction()
+            defer { worker.resumeProduction(trackIndex: position.trackIndex, frame: position.frame) }
             if let stream {
                 do {
                     try stream.flush()
@@ -323,9 +332,9 @@ actor Player {
                 // No stream, so no consumer: this context may empty the ring.
                 _ = ring.discardReadable()
             }
-            worker.resumeProduction(trackIndex: position.trackIndex, frame: position.frame)
+            floorFrame = ring.totalFramesWritten
         }
-        repositionFloor = (ring.totalFramesWritten, position)
+        repositionFloor = (floorFrame, position)
         heard = position
         pendingFormatChange = nil
         queueEndRingFrame = nil
@@ -462,7 +471,7 @@ actor Player {
                     inbox.yield(.reconnected(connection, generation: generation))
                     return
                 }
-                delay = min(delay * 2, 3_000_000)
+                delay = min(delay * 2, 1_000_000)
             }
         }
     }

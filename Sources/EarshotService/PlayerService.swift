@@ -21,6 +21,13 @@ public enum PlayerService {
             return 1
         }
 
+        // A parent may hand us SIGINT/SIGTERM blocked (test runners do): unblock them, or a stop request would
+        // never arrive.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
         var signalSources: [DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
