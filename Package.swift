@@ -15,6 +15,9 @@ let package = Package(
         // warning for pkg-config's -pthread; the headers live in the default include path on Debian.
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CMPG123", providers: [.apt(["libmpg123-dev"])]),
+        .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
+        // The MPRIS object's sd-bus vtables: C macros Swift cannot express, forwarding to Swift callbacks.
+        .target(name: "CMPRISShim", linkerSettings: [.linkedLibrary("systemd")]),
 
         // The rulebook: events, state, commands and one `apply`. Standard library only.
         .target(name: "EarshotCore"),
@@ -25,14 +28,19 @@ let package = Package(
         // The libpulse adapter: mainloop, context, stream, subscription, translation to events.
         .target(name: "PulseOutput", dependencies: ["CPulse", "AudioPipeline", "EarshotCore"]),
 
-        // The serial owner of the state, the control socket and the event log.
-        .target(name: "EarshotService", dependencies: ["EarshotCore", "AudioPipeline", "PulseOutput"]),
+        // The serial owner of the state, the control socket, the event log, persistence and MPRIS.
+        .target(
+            name: "EarshotService",
+            dependencies: ["EarshotCore", "AudioPipeline", "PulseOutput", "CSystemd", "CMPRISShim"]
+        ),
 
         // Wiring and argument handling only.
         .executableTarget(name: "earshot", dependencies: ["EarshotService", "EarshotCore", "AudioPipeline"]),
 
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
         .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline"]),
+        // Configuration, state file and MPRIS (against a private dbus-daemon, driven by playerctl).
+        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotCore"]),
         // Integration tests: need the private sound server that scripts/test starts.
         .testTarget(name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore"]),
         // End-to-end tests: run the built `earshot` binary against the private server and record sinks.

@@ -1,0 +1,635 @@
+// MPRIS2 on the session bus, through libsystemd's sd-bus: bus name `org.mpris.MediaPlayer2.earshot`,
+// object `/org/mpris/MediaPlayer2`, interfaces `org.mpris.MediaPlayer2` and `org.mpris.MediaPlayer2.Player`.
+//
+// A note on threading
+// -------------------
+// sd-bus objects are not thread-safe, so one thread, the bus thread this class starts, is the only one that
+// touches the `sd_bus` after `start()` returns. It loops: publish what other threads queued, let
+// `sd_bus_process` dispatch one message, and when there is nothing to do, `poll` both the bus socket and a
+// wake-up pipe.
+//
+// - Incoming method calls and property writes call the owner's `handler` ON THE BUS THREAD. The handler may
+//   block briefly (the player answers Pause once the stream is really corked); while it does, the bus thread
+//   serves nothing else. It must not wait for anything that itself waits for the bus thread (`stop()`).
+// - Property reads are answered on the bus thread from the last published snapshot; `Position` calls the
+//   `positionProvider` there, so that closure must be quick and must not wait on the player's actor.
+// - `update(_:)` and `emitSeeked(positionMicroseconds:)` may be called from any thread, including from
+//   inside the handler: they store the request under `lock`, write a byte to the wake-up pipe, and return.
+//   The bus thread then compares the new snapshot with the published one and emits one PropertiesChanged
+//   naming exactly the properties that changed. Snapshots are coalesced (only the newest matters);
+//   Seeked signals are kept in order.
+// - If the connection drops (the session bus restarted), the bus thread closes it and reconnects with
+//   backoff (0.1 s doubling to 2 s), registering the object and the name again. Clients re-read everything
+//   when the name reappears, so nothing is replayed.
+import CMPRISShim
+import CSystemd
+import Foundation
+
+/// Publishes the player on the session bus as an MPRIS2 media player and turns clients' requests into
+/// `MPRISCommand`s. It knows nothing of the player: it calls `handler` and shows what `update` tells it.
+public final class MPRISServer: @unchecked Sendable {
+    // Unchecked Sendable: the properties under "Shared" are guarded by `lock`; those under "Bus thread" are
+    // touched only by the bus thread once it runs (`start()` hands them over before starting it); the rest
+    // are immutable.
+
+    /// The well-known bus name.
+    public static let busName = "org.mpris.MediaPlayer2.earshot"
+    /// The object path MPRIS clients look at.
+    public static let objectPath = "/org/mpris/MediaPlayer2"
+    /// The root interface.
+    public static let rootInterface = "org.mpris.MediaPlayer2"
+    /// The player interface.
+    public static let playerInterface = "org.mpris.MediaPlayer2.Player"
+    /// The `mpris:trackid` of "no track" (the MPRIS specification's reserved path).
+    public static let noTrackId = "/org/mpris/MediaPlayer2/TrackList/NoTrack"
+
+    private let handler: @Sendable (MPRISCommand) -> MPRISReply
+    private let positionProvider: @Sendable () -> Int64
+    private let busAddress: String?
+    private let log: EventLog?
+    /// The C vtables' userdata: this object (unretained) and the three entry points. Freed in deinit.
+    private let callbacks: UnsafeMutablePointer<EarshotMPRISCallbacks>
+    /// The wake-up pipe: [read end, write end], both non-blocking.
+    private let wakePipe: [Int32]
+    private let finished = DispatchSemaphore(value: 0)
+
+    // Shared: guarded by `lock`.
+    private let lock = NSLock()
+    private var pendingSnapshot: MPRISSnapshot?
+    private var pendingSeeks: [Int64] = []
+    private var started = false
+    private var stopRequested = false
+    private var connected = false
+    private var busThread: Thread?
+
+    // Bus thread.
+    private var bus: OpaquePointer?
+    private var published = MPRISSnapshot()
+
+    /// A server that connects to `busAddress` (a D-Bus address such as `unix:path=/run/user/1000/bus`), or
+    /// when nil to the user's session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`).
+    /// `handler` answers clients' requests on the bus thread; `positionProvider` gives the position in
+    /// microseconds when a client reads `Position`. `log`, when given, records connection changes (kinds only).
+    public init(
+        busAddress: String? = nil, log: EventLog? = nil,
+        positionProvider: @escaping @Sendable () -> Int64 = { 0 },
+        handler: @escaping @Sendable (MPRISCommand) -> MPRISReply
+    ) {
+        self.busAddress = busAddress
+        self.log = log
+        self.positionProvider = positionProvider
+        self.handler = handler
+        var descriptors: [Int32] = [-1, -1]
+        if pipe(&descriptors) == 0 {
+            for descriptor in descriptors {
+                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(descriptor, F_SETFL, O_NONBLOCK)
+            }
+        }
+        wakePipe = descriptors
+        callbacks = .allocate(capacity: 1)
+        // The closures capture nothing (C function pointers cannot): each recovers the server from `owner`.
+        callbacks.initialize(to: EarshotMPRISCallbacks(
+            owner: nil,
+            method: { message, owner, error in
+                guard let message, let owner, let error else { return -EINVAL }
+                let server = Unmanaged<MPRISServer>.fromOpaque(owner).takeUnretainedValue()
+                return server.methodCalled(
+                    OpaquePointer(message), error: error.assumingMemoryBound(to: sd_bus_error.self))
+            },
+            get: { interface, property, reply, owner, error in
+                guard let interface, let property, let reply, let owner, let error else { return -EINVAL }
+                let server = Unmanaged<MPRISServer>.fromOpaque(owner).takeUnretainedValue()
+                return server.propertyRead(
+                    interface: String(cString: interface), property: String(cString: property),
+                    reply: OpaquePointer(reply), error: error.assumingMemoryBound(to: sd_bus_error.self))
+            },
+            set: { interface, property, value, owner, error in
+                guard let interface, let property, let value, let owner, let error else { return -EINVAL }
+                let server = Unmanaged<MPRISServer>.fromOpaque(owner).takeUnretainedValue()
+                return server.propertyWritten(
+                    interface: String(cString: interface), property: String(cString: property),
+                    value: OpaquePointer(value), error: error.assumingMemoryBound(to: sd_bus_error.self))
+            }))
+        // Unretained: the bus thread holds the server strongly for as long as the vtables are registered.
+        callbacks.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit {
+        callbacks.deinitialize(count: 1)
+        callbacks.deallocate()
+        for descriptor in wakePipe where descriptor >= 0 { close(descriptor) }
+    }
+
+    // MARK: Owner's side (any thread)
+
+    /// Connects, registers the object, takes the bus name, and starts the bus thread. Throws if the first
+    /// connection fails (no session bus, or the name is taken by another Earshot); later drops are retried.
+    public func start() throws(MPRISError) {
+        lock.lock()
+        defer { lock.unlock() }
+        // Started once: a stopped server is not restarted (its thread and name are gone).
+        guard !started, !stopRequested else { return }
+        guard wakePipe[0] >= 0 else { throw MPRISError(operation: "create the wake-up pipe", code: EMFILE) }
+        if let snapshot = pendingSnapshot {
+            published = snapshot
+            pendingSnapshot = nil
+        }
+        // The first connection is made here, on the caller's thread, so its failure can be thrown; the bus is
+        // handed to the bus thread below and never touched here again.
+        bus = try connect()
+        connected = true
+        started = true
+        let thread = Thread { [self] in
+            runBusThread()
+            finished.signal()
+        }
+        thread.name = "earshot-mpris"
+        busThread = thread
+        thread.start()
+        log?.record("mpris", ["state": "connected"])
+    }
+
+    /// Stops the bus thread, releasing the name. Waits for the thread unless called on it (from the handler).
+    public func stop() {
+        lock.lock()
+        let wasRunning = started && !stopRequested
+        stopRequested = true
+        let thread = busThread
+        lock.unlock()
+        guard wasRunning else { return }
+        wake()
+        if let thread, Thread.current !== thread { finished.wait() }
+    }
+
+    /// Whether the server is connected to the bus now (false while it is reconnecting).
+    public var isConnected: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return connected
+    }
+
+    /// Publishes `snapshot`: the bus thread emits PropertiesChanged for the properties that differ from the
+    /// previous snapshot. Returns at once. Before `start()`, sets what is shown from the start.
+    public func update(_ snapshot: MPRISSnapshot) {
+        lock.lock()
+        pendingSnapshot = snapshot
+        lock.unlock()
+        wake()
+    }
+
+    /// Emits `Seeked(positionMicroseconds)`: after a seek, or when the position jumped in a way a client
+    /// extrapolating from the last position could not guess. Returns at once.
+    public func emitSeeked(positionMicroseconds: Int64) {
+        lock.lock()
+        pendingSeeks.append(positionMicroseconds)
+        lock.unlock()
+        wake()
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        // A full pipe already holds a wake-up, so a failed write loses nothing.
+        _ = write(wakePipe[1], &byte, 1)
+    }
+
+    // MARK: Connection (bus thread, or `start()` before it)
+
+    private func connect() throws(MPRISError) -> OpaquePointer {
+        var newBus: OpaquePointer?
+        if let busAddress {
+            var result = sd_bus_new(&newBus)
+            guard result >= 0, let created = newBus else { throw MPRISError(operation: "create a bus", code: -result) }
+            result = sd_bus_set_address(created, busAddress)
+            if result >= 0 { result = sd_bus_set_bus_client(created, 1) }
+            if result >= 0 { result = sd_bus_start(created) }
+            guard result >= 0 else {
+                sd_bus_unref(created)
+                throw MPRISError(operation: "connect to the session bus", code: -result)
+            }
+        } else {
+            let result = sd_bus_open_user(&newBus)
+            guard result >= 0, newBus != nil else {
+                throw MPRISError(operation: "connect to the session bus", code: -result)
+            }
+        }
+        guard let newBus else { throw MPRISError(operation: "connect to the session bus", code: EIO) }
+        let root = earshot_mpris_root_vtable().assumingMemoryBound(to: sd_bus_vtable.self)
+        let player = earshot_mpris_player_vtable().assumingMemoryBound(to: sd_bus_vtable.self)
+        // No slots kept: the registrations live exactly as long as the connection.
+        var result = sd_bus_add_object_vtable(newBus, nil, Self.objectPath, Self.rootInterface, root, callbacks)
+        if result >= 0 {
+            result = sd_bus_add_object_vtable(newBus, nil, Self.objectPath, Self.playerInterface, player, callbacks)
+        }
+        guard result >= 0 else {
+            sd_bus_flush_close_unref(newBus)
+            throw MPRISError(operation: "register the MPRIS object", code: -result)
+        }
+        // No ALLOW_REPLACEMENT and no QUEUE: one Earshot per session owns the name; a second one is told.
+        result = sd_bus_request_name(newBus, Self.busName, 0)
+        guard result >= 0 else {
+            sd_bus_flush_close_unref(newBus)
+            throw MPRISError(operation: "request the name \(Self.busName)", code: -result)
+        }
+        return newBus
+    }
+
+    private func disconnect() {
+        guard let bus else { return }
+        sd_bus_flush_close_unref(bus)
+        self.bus = nil
+        lock.lock()
+        connected = false
+        lock.unlock()
+    }
+
+    // MARK: The bus thread
+
+    private func runBusThread() {
+        var backoffMilliseconds: Int32 = 100
+        while !isStopRequested() {
+            guard let bus else {
+                // Reconnecting: sleep on the wake-up pipe so `stop()` is not kept waiting.
+                waitForWakeUp(descriptor: -1, events: 0, timeoutMilliseconds: backoffMilliseconds)
+                if isStopRequested() { break }
+                do throws(MPRISError) {
+                    self.bus = try connect()
+                    lock.lock()
+                    connected = true
+                    lock.unlock()
+                    backoffMilliseconds = 100
+                    log?.record("mpris", ["state": "reconnected"])
+                } catch {
+                    backoffMilliseconds = min(backoffMilliseconds * 2, 2000)
+                }
+                continue
+            }
+            publishPending()
+            let processed = sd_bus_process(bus, nil)
+            if processed < 0 || sd_bus_is_open(bus) <= 0 {
+                log?.record("mpris", ["state": "lost", "error": processed < 0 ? "\(-processed)" : "closed"])
+                disconnect()
+                continue
+            }
+            if processed > 0 { continue }
+            let events = sd_bus_get_events(bus)
+            var deadline: UInt64 = 0
+            guard events >= 0, sd_bus_get_timeout(bus, &deadline) >= 0 else {
+                disconnect()
+                continue
+            }
+            waitForWakeUp(
+                descriptor: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: events),
+                timeoutMilliseconds: Self.relativeMilliseconds(untilMonotonicMicroseconds: deadline))
+        }
+        publishPending()
+        disconnect()
+    }
+
+    private func isStopRequested() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return stopRequested
+    }
+
+    /// Polls the bus socket (when `descriptor` >= 0) and the wake-up pipe; drains the pipe.
+    private func waitForWakeUp(descriptor: Int32, events: Int16, timeoutMilliseconds: Int32) {
+        var descriptors = [
+            pollfd(fd: wakePipe[0], events: Int16(POLLIN), revents: 0),
+            pollfd(fd: descriptor, events: events, revents: 0),
+        ]
+        let count = poll(&descriptors, descriptor >= 0 ? 2 : 1, timeoutMilliseconds)
+        if count > 0 && descriptors[0].revents != 0 {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            while read(wakePipe[0], &buffer, buffer.count) > 0 {}
+        }
+    }
+
+    /// sd-bus gives an absolute CLOCK_MONOTONIC deadline in microseconds (UINT64_MAX for none); poll wants
+    /// relative milliseconds, rounded up so the loop does not spin just before the deadline.
+    private static func relativeMilliseconds(untilMonotonicMicroseconds deadline: UInt64) -> Int32 {
+        if deadline == UInt64.max { return -1 }
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        guard deadline > nowMicroseconds else { return 0 }
+        return Int32(clamping: (deadline - nowMicroseconds + 999) / 1000)
+    }
+
+    /// Emits what other threads queued: one PropertiesChanged for the newest snapshot, then the Seeked signals.
+    private func publishPending() {
+        lock.lock()
+        let snapshot = pendingSnapshot
+        let seeks = pendingSeeks
+        pendingSnapshot = nil
+        pendingSeeks = []
+        lock.unlock()
+        if let snapshot {
+            let changed = snapshot.changedProperties(since: published)
+            // Published before emitting: sd-bus builds the signal by calling our getters, which read it.
+            published = snapshot
+            if let bus, !changed.isEmpty { emitPropertiesChanged(changed, on: bus) }
+        }
+        if let bus {
+            for position in seeks { emitSeekedSignal(position, on: bus) }
+        }
+    }
+
+    private func emitPropertiesChanged(_ names: [String], on bus: OpaquePointer) {
+        var strings: [UnsafeMutablePointer<CChar>?] = names.map { strdup($0) }
+        strings.append(nil)
+        defer { for string in strings { free(string) } }
+        // A failure means the connection is going away; the loop notices it on the next process.
+        _ = sd_bus_emit_properties_changed_strv(bus, Self.objectPath, Self.playerInterface, &strings)
+    }
+
+    private func emitSeekedSignal(_ position: Int64, on bus: OpaquePointer) {
+        var signal: OpaquePointer?
+        guard sd_bus_message_new_signal(bus, &signal, Self.objectPath, Self.playerInterface, "Seeked") >= 0,
+              let signal else { return }
+        defer { sd_bus_message_unref(signal) }
+        var value = position
+        guard sd_bus_message_append_basic(signal, BusType.int64, &value) >= 0 else { return }
+        _ = sd_bus_send(bus, signal, nil)
+    }
+
+    // MARK: Methods (bus thread)
+
+    private func methodCalled(_ message: OpaquePointer, error: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
+        let interface = sd_bus_message_get_interface(message).map { String(cString: $0) } ?? ""
+        let member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? ""
+        let command: MPRISCommand
+        switch (interface, member) {
+        case (Self.rootInterface, "Raise"):
+            // CanRaise is false: a service has no window. The call is still answered, as the spec asks.
+            return replyEmpty(to: message)
+        case (Self.rootInterface, "Quit"): command = .quit
+        case (Self.playerInterface, "Next"): command = .next
+        case (Self.playerInterface, "Previous"): command = .previous
+        case (Self.playerInterface, "Pause"): command = .pause
+        case (Self.playerInterface, "PlayPause"): command = .playPause
+        case (Self.playerInterface, "Stop"): command = .stop
+        case (Self.playerInterface, "Play"): command = .play
+        case (Self.playerInterface, "Seek"):
+            guard let offset = readInt64(message) else { return invalidArguments(error, "Seek needs an offset (x)") }
+            command = .seek(offsetMicroseconds: offset)
+        case (Self.playerInterface, "SetPosition"):
+            guard let trackId = readString(message, type: BusType.objectPath), let position = readInt64(message) else {
+                return invalidArguments(error, "SetPosition needs a track id (o) and a position (x)")
+            }
+            // The MPRIS rules: a stale track id, a negative position or one past the end is ignored.
+            let current = published.trackId ?? Self.noTrackId
+            let pastEnd = published.lengthMicroseconds.map { position > $0 } ?? false
+            if trackId != current || position < 0 || pastEnd { return replyEmpty(to: message) }
+            command = .setPosition(trackId: trackId, positionMicroseconds: position)
+        case (Self.playerInterface, "OpenUri"):
+            guard let uri = readString(message, type: BusType.string) else {
+                return invalidArguments(error, "OpenUri needs a URI (s)")
+            }
+            switch MPRISURI.localFile(uri) {
+            case .file(let path): command = .openUri(path: path)
+            case .refused(let reason): return invalidArguments(error, reason)
+            }
+        default:
+            return sd_bus_error_set(error, "org.freedesktop.DBus.Error.UnknownMethod", "unknown method \(member)")
+        }
+        switch handler(command) {
+        case .done: return replyEmpty(to: message)
+        case .refused(let reason): return sd_bus_error_set(error, "org.freedesktop.DBus.Error.Failed", reason)
+        }
+    }
+
+    private func replyEmpty(to call: OpaquePointer) -> Int32 {
+        var reply: OpaquePointer?
+        let result = sd_bus_message_new_method_return(call, &reply)
+        guard result >= 0, let reply else { return result }
+        defer { sd_bus_message_unref(reply) }
+        let sent = sd_bus_send(nil, reply, nil)
+        return sent < 0 ? sent : 1
+    }
+
+    private func invalidArguments(_ error: UnsafeMutablePointer<sd_bus_error>, _ message: String) -> Int32 {
+        sd_bus_error_set(error, "org.freedesktop.DBus.Error.InvalidArgs", message)
+    }
+
+    private func readInt64(_ message: OpaquePointer) -> Int64? {
+        var value: Int64 = 0
+        return sd_bus_message_read_basic(message, BusType.int64, &value) > 0 ? value : nil
+    }
+
+    private func readDouble(_ message: OpaquePointer) -> Double? {
+        var value: Double = 0
+        return sd_bus_message_read_basic(message, BusType.double, &value) > 0 ? value : nil
+    }
+
+    private func readBoolean(_ message: OpaquePointer) -> Bool? {
+        var value: Int32 = 0
+        return sd_bus_message_read_basic(message, BusType.boolean, &value) > 0 ? value != 0 : nil
+    }
+
+    /// Reads a string-like argument; sd-bus hands out a pointer into the message, copied here.
+    private func readString(_ message: OpaquePointer, type: CChar) -> String? {
+        var pointer: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, type, &pointer) > 0, let pointer else { return nil }
+        return String(cString: pointer)
+    }
+
+    // MARK: Properties (bus thread)
+
+    private func propertyRead(
+        interface: String, property: String, reply: OpaquePointer, error: UnsafeMutablePointer<sd_bus_error>
+    ) -> Int32 {
+        let writer = BusWriter(message: reply)
+        do throws(BusWriter.Failure) {
+            switch (interface, property) {
+            case (Self.rootInterface, "CanQuit"): try writer.boolean(true)
+            case (Self.rootInterface, "CanRaise"): try writer.boolean(false)
+            case (Self.rootInterface, "HasTrackList"): try writer.boolean(false)
+            case (Self.rootInterface, "Identity"): try writer.string("Earshot")
+            case (Self.rootInterface, "DesktopEntry"): try writer.string("earshot")
+            case (Self.rootInterface, "SupportedUriSchemes"): try writer.strings(["file"])
+            case (Self.rootInterface, "SupportedMimeTypes"): try writer.strings(["audio/mpeg"])
+            case (Self.playerInterface, "PlaybackStatus"): try writer.string(published.playbackStatus.rawValue)
+            case (Self.playerInterface, "LoopStatus"): try writer.string("None")
+            case (Self.playerInterface, "Rate"), (Self.playerInterface, "MinimumRate"),
+                 (Self.playerInterface, "MaximumRate"):
+                try writer.double(1.0)
+            case (Self.playerInterface, "Shuffle"): try writer.boolean(false)
+            case (Self.playerInterface, "Metadata"): try writeMetadata(writer)
+            case (Self.playerInterface, "Volume"): try writer.double(published.volume)
+            case (Self.playerInterface, "Position"): try writer.int64(max(0, positionProvider()))
+            case (Self.playerInterface, "CanGoNext"): try writer.boolean(published.canGoNext)
+            case (Self.playerInterface, "CanGoPrevious"): try writer.boolean(published.canGoPrevious)
+            case (Self.playerInterface, "CanPlay"): try writer.boolean(published.canPlay)
+            case (Self.playerInterface, "CanPause"): try writer.boolean(published.canPause)
+            case (Self.playerInterface, "CanSeek"): try writer.boolean(published.canSeek)
+            case (Self.playerInterface, "CanControl"): try writer.boolean(true)
+            default:
+                return sd_bus_error_set(
+                    error, "org.freedesktop.DBus.Error.UnknownProperty", "unknown property \(property)")
+            }
+        } catch {
+            return error.code
+        }
+        return 1
+    }
+
+    private func writeMetadata(_ writer: BusWriter) throws(BusWriter.Failure) {
+        let snapshot = published
+        var trackId = snapshot.trackId ?? Self.noTrackId
+        // An invalid object path would make the whole reply fail; fall back to "no track" instead.
+        if sd_bus_object_path_is_valid(trackId) == 0 { trackId = Self.noTrackId }
+        try writer.container(BusType.array, "{sv}") { () throws(BusWriter.Failure) in
+            try writer.entry("mpris:trackid", BusType.objectPath) { () throws(BusWriter.Failure) in
+                try writer.objectPath(trackId)
+            }
+            if let length = snapshot.lengthMicroseconds, length > 0 {
+                try writer.entry("mpris:length", BusType.int64) { () throws(BusWriter.Failure) in
+                    try writer.int64(length)
+                }
+            }
+            if let title = snapshot.title {
+                try writer.entry("xesam:title", BusType.string) { () throws(BusWriter.Failure) in
+                    try writer.string(title)
+                }
+            }
+            if !snapshot.artists.isEmpty {
+                try writer.entry("xesam:artist", "as") { () throws(BusWriter.Failure) in
+                    try writer.strings(snapshot.artists)
+                }
+            }
+            if let album = snapshot.album {
+                try writer.entry("xesam:album", BusType.string) { () throws(BusWriter.Failure) in
+                    try writer.string(album)
+                }
+            }
+            if let path = snapshot.filePath {
+                try writer.entry("xesam:url", BusType.string) { () throws(BusWriter.Failure) in
+                    try writer.string(MPRISURI.fileURI(for: path))
+                }
+            }
+        }
+    }
+
+    private func propertyWritten(
+        interface: String, property: String, value: OpaquePointer, error: UnsafeMutablePointer<sd_bus_error>
+    ) -> Int32 {
+        let notSupported = "org.freedesktop.DBus.Error.NotSupported"
+        switch (interface, property) {
+        case (Self.playerInterface, "Volume"):
+            guard let volume = readDouble(value), !volume.isNaN else {
+                return invalidArguments(error, "Volume must be a number")
+            }
+            // The MPRIS rule: a negative volume means 0.
+            return answer(handler(.setVolume(max(0, volume))), error: error)
+        case (Self.playerInterface, "Rate"):
+            guard let rate = readDouble(value) else { return invalidArguments(error, "Rate must be a number") }
+            // The MPRIS rule: a rate of 0.0 acts as Pause.
+            if rate == 0 { return answer(handler(.pause), error: error) }
+            if rate == 1 { return 1 }
+            return sd_bus_error_set(error, notSupported, "Earshot plays at rate 1.0 only")
+        case (Self.playerInterface, "LoopStatus"):
+            guard let status = readString(value, type: BusType.string) else {
+                return invalidArguments(error, "LoopStatus must be a string")
+            }
+            if status == "None" { return 1 }
+            return sd_bus_error_set(error, notSupported, "Earshot does not loop")
+        case (Self.playerInterface, "Shuffle"):
+            guard let shuffle = readBoolean(value) else { return invalidArguments(error, "Shuffle must be a boolean") }
+            if !shuffle { return 1 }
+            return sd_bus_error_set(error, notSupported, "Earshot does not shuffle")
+        default:
+            return sd_bus_error_set(error, "org.freedesktop.DBus.Error.PropertyReadOnly", "\(property) is read-only")
+        }
+    }
+
+    private func answer(_ reply: MPRISReply, error: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
+        switch reply {
+        case .done: return 1
+        case .refused(let reason): return sd_bus_error_set(error, "org.freedesktop.DBus.Error.Failed", reason)
+        }
+    }
+}
+
+/// D-Bus type codes as sd-bus's `char` parameters.
+private enum BusType {
+    static let boolean = code("b")
+    static let int64 = code("x")
+    static let double = code("d")
+    static let string = code("s")
+    static let objectPath = code("o")
+    static let array = code("a")
+    static let dictionaryEntry = code("e")
+    static let variant = code("v")
+
+    private static func code(_ letter: Unicode.Scalar) -> CChar {
+        CChar(truncatingIfNeeded: UInt8(ascii: letter))
+    }
+}
+
+/// Appends values to one sd-bus message with the non-variadic calls (`sd_bus_message_append` is variadic and
+/// cannot be called from Swift). Every call checks sd-bus's result; the first failure aborts the reply.
+private struct BusWriter {
+    /// An sd-bus failure: a negative errno.
+    struct Failure: Error {
+        var code: Int32
+    }
+
+    let message: OpaquePointer
+
+    private func check(_ result: Int32) throws(Failure) {
+        if result < 0 { throw Failure(code: result) }
+    }
+
+    func boolean(_ value: Bool) throws(Failure) {
+        // D-Bus booleans are 32-bit on the wire and an `int` in sd-bus's API.
+        var flag: Int32 = value ? 1 : 0
+        try check(sd_bus_message_append_basic(message, BusType.boolean, &flag))
+    }
+
+    func int64(_ value: Int64) throws(Failure) {
+        var number = value
+        try check(sd_bus_message_append_basic(message, BusType.int64, &number))
+    }
+
+    func double(_ value: Double) throws(Failure) {
+        var number = value
+        try check(sd_bus_message_append_basic(message, BusType.double, &number))
+    }
+
+    /// For strings sd-bus takes the characters themselves, not a pointer to a pointer.
+    func string(_ value: String) throws(Failure) {
+        try check(value.withCString { sd_bus_message_append_basic(message, BusType.string, $0) })
+    }
+
+    func objectPath(_ value: String) throws(Failure) {
+        try check(value.withCString { sd_bus_message_append_basic(message, BusType.objectPath, $0) })
+    }
+
+    func strings(_ values: [String]) throws(Failure) {
+        try container(BusType.array, "s") { () throws(Failure) in
+            for value in values { try string(value) }
+        }
+    }
+
+    /// Opens a container of `type` holding `contents`, runs `body`, and closes it.
+    func container(_ type: CChar, _ contents: String, _ body: () throws(Failure) -> Void) throws(Failure) {
+        try check(sd_bus_message_open_container(message, type, contents))
+        try body()
+        try check(sd_bus_message_close_container(message))
+    }
+
+    /// One `{sv}` entry of a metadata dictionary: `key` and a variant of `signature` written by `body`.
+    func entry(_ key: String, _ signature: CChar, _ body: () throws(Failure) -> Void) throws(Failure) {
+        let letter = String(UnicodeScalar(UInt8(truncatingIfNeeded: signature)))
+        try entry(key, letter, body)
+    }
+
+    /// One `{sv}` entry whose variant has the signature `signature`.
+    func entry(_ key: String, _ signature: String, _ body: () throws(Failure) -> Void) throws(Failure) {
+        try container(BusType.dictionaryEntry, "sv") { () throws(Failure) in
+            try string(key)
+            try container(BusType.variant, signature, body)
+        }
+    }
+}

@@ -1,0 +1,196 @@
+// The data the MPRIS adapter exchanges with its owner: commands in, replies back, snapshots to publish.
+// Plain Swift values: the adapter knows MPRIS and sd-bus, the owner knows the player, and these types are
+// all they share.
+import Foundation
+
+/// A request a desktop client (playerctl, media keys, WirePlumber, a shell applet) made over MPRIS.
+public enum MPRISCommand: Hashable, Sendable {
+    /// `Play`: start or resume. Never toggles.
+    case play
+    /// `Pause`: pause. Never toggles; pausing a paused player changes nothing.
+    case pause
+    /// `PlayPause`: toggle.
+    case playPause
+    /// `Stop`.
+    case stop
+    /// `Next`.
+    case next
+    /// `Previous`.
+    case previous
+    /// `Seek`: move by `offsetMicroseconds` (negative is backwards) within the current track.
+    case seek(offsetMicroseconds: Int64)
+    /// `SetPosition`: move to `positionMicroseconds` in the track `trackId`. The adapter has already checked
+    /// that `trackId` is the current track's and the position is not negative (the MPRIS rules); the
+    /// position may still be past the end if the length is unknown.
+    case setPosition(trackId: String, positionMicroseconds: Int64)
+    /// `OpenUri`: play this file. The adapter has already checked that the URI is a `file://` URI naming a
+    /// readable regular file; `path` is its decoded absolute path.
+    case openUri(path: String)
+    /// A write of the `Volume` property (1.0 is 100%; never negative, never NaN).
+    case setVolume(Double)
+    /// `Quit`: the service should shut down. Reply first, then shut down from elsewhere.
+    case quit
+}
+
+/// The owner's answer to an `MPRISCommand`.
+public enum MPRISReply: Equatable, Sendable {
+    /// Done: the method returns normally.
+    case done
+    /// Refused: the caller gets a D-Bus error (`org.freedesktop.DBus.Error.Failed`) with this message.
+    case refused(String)
+}
+
+/// What the MPRIS object shows: the player's state as clients see it.
+public struct MPRISSnapshot: Equatable, Sendable {
+    /// `PlaybackStatus`.
+    public enum PlaybackStatus: String, Equatable, Sendable {
+        /// Playing.
+        case playing = "Playing"
+        /// Paused, including paused by an interruption or a lost output.
+        case paused = "Paused"
+        /// Stopped, or nothing queued.
+        case stopped = "Stopped"
+    }
+
+    /// `PlaybackStatus`.
+    public var playbackStatus: PlaybackStatus
+    /// `mpris:trackid`: a D-Bus object path naming the current track (see `trackId(_:)`), nil for none.
+    /// A change of this value is a track change: PlaybackStatus and Metadata are announced together.
+    public var trackId: String?
+    /// `xesam:title`.
+    public var title: String?
+    /// `xesam:artist` (omitted when empty).
+    public var artists: [String]
+    /// `xesam:album`.
+    public var album: String?
+    /// The current file's absolute path, published as `xesam:url` (a `file://` URI).
+    public var filePath: String?
+    /// `mpris:length` in microseconds, nil when unknown.
+    public var lengthMicroseconds: Int64?
+    /// `Volume`: 1.0 is 100%.
+    public var volume: Double
+    /// `CanGoNext`.
+    public var canGoNext: Bool
+    /// `CanGoPrevious`.
+    public var canGoPrevious: Bool
+    /// `CanPlay`.
+    public var canPlay: Bool
+    /// `CanPause`.
+    public var canPause: Bool
+    /// `CanSeek`.
+    public var canSeek: Bool
+
+    /// A snapshot; the defaults describe a stopped player with nothing queued.
+    public init(
+        playbackStatus: PlaybackStatus = .stopped, trackId: String? = nil, title: String? = nil,
+        artists: [String] = [], album: String? = nil, filePath: String? = nil, lengthMicroseconds: Int64? = nil,
+        volume: Double = 1.0, canGoNext: Bool = false, canGoPrevious: Bool = false, canPlay: Bool = false,
+        canPause: Bool = false, canSeek: Bool = false
+    ) {
+        self.playbackStatus = playbackStatus
+        self.trackId = trackId
+        self.title = title
+        self.artists = artists
+        self.album = album
+        self.filePath = filePath
+        self.lengthMicroseconds = lengthMicroseconds
+        self.volume = volume
+        self.canGoNext = canGoNext
+        self.canGoPrevious = canGoPrevious
+        self.canPlay = canPlay
+        self.canPause = canPause
+        self.canSeek = canSeek
+    }
+
+    /// A track id for `number`, e.g. `/org/earshot/track/3`. Clients treat a new id as a new track, so the
+    /// owner should make `number` unique per queued item (for example a counter bumped whenever the queue is
+    /// replaced, combined with the index), not just the queue index.
+    public static func trackId(_ number: Int) -> String {
+        "/org/earshot/track/\(number)"
+    }
+
+    /// Whether the metadata differs from `other`'s (track id included).
+    func metadataDiffers(from other: MPRISSnapshot) -> Bool {
+        trackId != other.trackId || title != other.title || artists != other.artists || album != other.album
+            || filePath != other.filePath || lengthMicroseconds != other.lengthMicroseconds
+    }
+
+    /// The `org.mpris.MediaPlayer2.Player` properties whose values differ from `old`, in a fixed order.
+    /// A track change always names PlaybackStatus with Metadata, so clients see the two in one signal.
+    func changedProperties(since old: MPRISSnapshot) -> [String] {
+        var names: [String] = []
+        if playbackStatus != old.playbackStatus || trackId != old.trackId { names.append("PlaybackStatus") }
+        if metadataDiffers(from: old) { names.append("Metadata") }
+        if volume != old.volume { names.append("Volume") }
+        if canGoNext != old.canGoNext { names.append("CanGoNext") }
+        if canGoPrevious != old.canGoPrevious { names.append("CanGoPrevious") }
+        if canPlay != old.canPlay { names.append("CanPlay") }
+        if canPause != old.canPause { names.append("CanPause") }
+        if canSeek != old.canSeek { names.append("CanSeek") }
+        return names
+    }
+}
+
+/// Why the MPRIS server could not start.
+public struct MPRISError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The step that failed, e.g. "connect to the session bus", "request the name".
+    public var operation: String
+    /// The system's error number (positive).
+    public var code: Int32
+
+    /// An error for `operation` with errno value `code`.
+    public init(operation: String, code: Int32) {
+        self.operation = operation
+        self.code = code
+    }
+
+    /// One line, e.g. `MPRIS: cannot request the name org.mpris.MediaPlayer2.earshot: File exists`.
+    public var description: String {
+        "MPRIS: cannot \(operation): \(String(cString: strerror(code)))"
+    }
+}
+
+/// Turning an `OpenUri` argument into a local file, by the rules Earshot announces (`file` scheme only).
+enum MPRISURI {
+    /// What an `OpenUri` argument turned out to be.
+    enum Outcome: Equatable {
+        /// A readable regular file at this absolute path.
+        case file(String)
+        /// Not acceptable; the message says why, for the caller.
+        case refused(String)
+    }
+
+    /// The absolute path a `file://` URI names, if it is a readable regular file; otherwise a message for the
+    /// caller saying what is wrong.
+    static func localFile(_ uri: String) -> Outcome {
+        guard let components = URLComponents(string: uri), let scheme = components.scheme else {
+            return .refused("OpenUri: not a valid URI")
+        }
+        guard scheme.lowercased() == "file" else {
+            return .refused("OpenUri: only file:// URIs are supported, not \(scheme):")
+        }
+        if let host = components.host, !host.isEmpty, host != "localhost" {
+            return .refused("OpenUri: only local files can be opened (the URI names host \(host))")
+        }
+        let path = components.path
+        guard path.hasPrefix("/") else { return .refused("OpenUri: the URI has no absolute path") }
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            return .refused("OpenUri: cannot open the file: \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { return .refused("OpenUri: not a regular file") }
+        guard access(path, R_OK) == 0 else {
+            return .refused("OpenUri: the file is not readable: \(String(cString: strerror(errno)))")
+        }
+        return .file(path)
+    }
+
+    /// A `file://` URI for an absolute `path`, percent-encoding what needs it.
+    static func fileURI(for path: String) -> String {
+        var components = URLComponents()
+        components.scheme = "file"
+        components.host = ""
+        components.path = path
+        return components.string ?? "file://" + path
+    }
+}

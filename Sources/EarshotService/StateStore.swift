@@ -1,0 +1,322 @@
+// The state that survives restarts: queue, current track, position and volume, in
+// `$XDG_STATE_HOME/earshot/state.json` (default `~/.local/state/earshot/state.json`).
+//
+// Writes are atomic: the new state goes to a temporary file in the same directory, is flushed to disk
+// (fsync), renamed over `state.json`, and then the directory itself is flushed so the rename survives a
+// power cut. A reader therefore sees either the old file or the new one, never a half-written one, even if
+// the service is killed mid-write; a leftover temporary file is simply ignored (and removed on the next
+// load). The directory is private (0700) and the file 0600: a queue of file paths is personal.
+//
+// A file that cannot be read or decoded is not fatal: it is moved aside as `state.json.corrupt-<UTC time>`
+// for the user to inspect, and the caller starts empty. The reason given never quotes the file's content.
+import Foundation
+
+/// What Earshot saves between runs.
+public struct PersistedState: Codable, Equatable, Sendable {
+    /// The format version this build writes and reads.
+    public static let currentVersion = 1
+
+    /// The format version of the file.
+    public var version: Int
+    /// The queue, as file paths.
+    public var queue: [String]
+    /// The index of the current track in `queue` (0 when the queue is empty).
+    public var trackIndex: Int
+    /// How far into the current track the listener was, in milliseconds.
+    public var positionMilliseconds: Int
+    /// The stream volume, in percent (0...150).
+    public var volumePercent: Int
+
+    /// A state in the current format.
+    public init(
+        queue: [String], trackIndex: Int, positionMilliseconds: Int, volumePercent: Int,
+        version: Int = PersistedState.currentVersion
+    ) {
+        self.version = version
+        self.queue = queue
+        self.trackIndex = trackIndex
+        self.positionMilliseconds = positionMilliseconds
+        self.volumePercent = volumePercent
+    }
+
+    /// Why this state cannot be used, or nil when it can. Never quotes the values themselves.
+    var inconsistency: String? {
+        if version != Self.currentVersion { return "unsupported format version" }
+        if queue.isEmpty ? trackIndex != 0 : !queue.indices.contains(trackIndex) {
+            return "track index outside the queue"
+        }
+        if positionMilliseconds < 0 { return "negative position" }
+        if !(0...150).contains(volumePercent) { return "volume outside 0...150" }
+        return nil
+    }
+}
+
+/// What `StateStore.load()` found.
+public enum StateLoadResult: Equatable, Sendable {
+    /// No state file: a first start.
+    case empty
+    /// The saved state.
+    case restored(PersistedState)
+    /// The file could not be used; it was moved to `keptAs` (a full path). `reason` never quotes its content.
+    case corrupt(reason: String, keptAs: String)
+}
+
+/// Why the state could not be saved.
+public struct StateStoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The step that failed, e.g. "create directory", "write", "rename".
+    public var operation: String
+    /// The path involved.
+    public var path: String
+    /// The system's error number.
+    public var code: Int32
+
+    /// An error for `operation` on `path` with `errno` value `code`.
+    public init(operation: String, path: String, code: Int32) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+    }
+
+    /// One line, e.g. `cannot save state (rename /home/u/.local/state/earshot/state.json): No space left on device`.
+    public var description: String {
+        "cannot save state (\(operation) \(path)): \(String(cString: strerror(code)))"
+    }
+}
+
+/// Loads and saves `PersistedState` in one directory. Thread-safe: saves and loads are serialized.
+public final class StateStore: @unchecked Sendable {
+    // Unchecked Sendable: the stored properties are immutable; `lock` serializes all file-system work, so two
+    // saves never race on the temporary file or the rename.
+    private let lock = NSLock()
+
+    /// The directory holding the state file.
+    public let directory: String
+    /// The state file's full path.
+    public var filePath: String { directory + "/" + Self.fileName }
+
+    /// The state file's name.
+    public static let fileName = "state.json"
+    /// The prefix of temporary files; anything starting with it is a leftover of an interrupted save.
+    static let temporaryPrefix = "state.json.tmp-"
+    /// The prefix of files moved aside as corrupt.
+    public static let corruptPrefix = "state.json.corrupt-"
+    /// The largest state file the store reads (a queue of ~100k paths); a larger one is reported as corrupt.
+    static let maximumFileBytes = 64 << 20
+
+    /// A store in `directory`, which is created (mode 0700) on the first save.
+    public init(directory: String) {
+        var trimmed = directory
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        self.directory = trimmed
+    }
+
+    /// The store in `$XDG_STATE_HOME/earshot`, or `~/.local/state/earshot` (the XDG default).
+    public convenience init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.init(directory: XDGDirectory.stateHome(environment: environment) + "/earshot")
+    }
+
+    // MARK: Loading
+
+    /// Reads the saved state. A missing file is `.empty`; a file that cannot be read, decoded or trusted is
+    /// moved aside and reported as `.corrupt`. Also removes temporary files left by interrupted saves.
+    public func load() -> StateLoadResult {
+        lock.lock()
+        defer { lock.unlock() }
+        removeLeftoverTemporaryFiles()
+        let reason: String
+        switch readStateFile() {
+        case .missing:
+            return .empty
+        case .bytes(let data):
+            switch decode(data) {
+            case .usable(let state): return .restored(state)
+            case .unusable(let problem): reason = problem
+            }
+        case .unreadable(let problem):
+            reason = problem
+        }
+        let kept = moveAside()
+        return .corrupt(reason: reason, keptAs: kept ?? filePath)
+    }
+
+    private enum ReadOutcome {
+        case missing
+        case bytes(Data)
+        case unreadable(String)
+    }
+
+    private func readStateFile() -> ReadOutcome {
+        let descriptor = open(filePath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if descriptor < 0 {
+            if errno == ENOENT { return .missing }
+            return .unreadable("cannot open: \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            return .unreadable("cannot stat: \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { return .unreadable("not a regular file") }
+        var contents = Data()
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .unreadable("cannot read: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { return .bytes(contents) }
+            contents.append(contentsOf: chunk[..<count])
+            if contents.count > Self.maximumFileBytes { return .unreadable("larger than 64 MiB") }
+        }
+    }
+
+    private enum DecodeOutcome {
+        case usable(PersistedState)
+        case unusable(String)
+    }
+
+    /// The state in `data`, or a reason that names at most a field, never a value.
+    private func decode(_ data: Data) -> DecodeOutcome {
+        if data.isEmpty { return .unusable("empty file") }
+        let state: PersistedState
+        do {
+            state = try JSONDecoder().decode(PersistedState.self, from: data)
+        } catch DecodingError.keyNotFound(let key, _) {
+            return .unusable("missing field \"\(key.stringValue)\"")
+        } catch DecodingError.typeMismatch(_, let context) {
+            return .unusable("wrong type for \(Self.fieldName(context.codingPath))")
+        } catch DecodingError.valueNotFound(_, let context) {
+            return .unusable("null for \(Self.fieldName(context.codingPath))")
+        } catch {
+            return .unusable("not valid JSON")
+        }
+        if let problem = state.inconsistency { return .unusable(problem) }
+        return .usable(state)
+    }
+
+    /// The top-level field a coding path is under (our own key names, never data).
+    private static func fieldName(_ path: [any CodingKey]) -> String {
+        guard let first = path.first, first.intValue == nil else { return "the top level" }
+        return "field \"\(first.stringValue)\""
+    }
+
+    /// Renames the state file to `state.json.corrupt-<UTC time>` (with a counter if that exists); returns the
+    /// new path, or nil if it could not be moved (it is then left where it is).
+    private func moveAside() -> String? {
+        let stamp = Self.utcStamp()
+        for attempt in 0..<100 {
+            let candidate = directory + "/" + Self.corruptPrefix + stamp + (attempt == 0 ? "" : "-\(attempt)")
+            // link + unlink rather than rename: rename would silently replace an earlier corrupt file.
+            if link(filePath, candidate) == 0 {
+                unlink(filePath)
+                syncDirectory()
+                return candidate
+            }
+            if errno == EEXIST { continue }
+            // Hard links can be refused (some file systems, or a directory in the way): fall back to rename.
+            if access(candidate, F_OK) != 0, rename(filePath, candidate) == 0 {
+                syncDirectory()
+                return candidate
+            }
+            return nil
+        }
+        return nil
+    }
+
+    /// The current UTC time as `20260130T075000Z` (no colons: they are awkward in file names).
+    static func utcStamp() -> String {
+        var seconds = time(nil)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d%02d%02dT%02d%02d%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+
+    private func removeLeftoverTemporaryFiles() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(Self.temporaryPrefix) {
+            unlink(directory + "/" + name)
+        }
+    }
+
+    // MARK: Saving
+
+    /// Writes `state` atomically (temporary file, fsync, rename, fsync of the directory). Blocks for the
+    /// duration of the disk flushes: typically milliseconds, longer on a busy disk.
+    public func save(_ state: PersistedState) throws(StateStoreError) {
+        let encoder = JSONEncoder()
+        // Sorted keys and unescaped slashes: a user inspecting the file should find it readable.
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var data = try? encoder.encode(state) else {
+            throw StateStoreError(operation: "encode", path: filePath, code: EINVAL)
+        }
+        data.append(0x0A)
+        lock.lock()
+        defer { lock.unlock() }
+        try createDirectory()
+        let temporary = directory + "/" + Self.temporaryPrefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw StateStoreError(operation: "create", path: temporary, code: errno) }
+        var written = false
+        defer {
+            if !written { unlink(temporary) }
+        }
+        do {
+            defer { close(descriptor) }
+            try writeAll(data, to: descriptor, path: temporary)
+            guard fsync(descriptor) == 0 else {
+                throw StateStoreError(operation: "fsync", path: temporary, code: errno)
+            }
+        }
+        guard rename(temporary, filePath) == 0 else {
+            throw StateStoreError(operation: "rename", path: filePath, code: errno)
+        }
+        written = true
+        syncDirectory()
+    }
+
+    private func writeAll(_ data: Data, to descriptor: Int32, path: String) throws(StateStoreError) {
+        var offset = 0
+        while offset < data.count {
+            let count = data.withUnsafeBytes { buffer in
+                write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StateStoreError(operation: "write", path: path, code: errno)
+            }
+            offset += count
+        }
+    }
+
+    /// Creates the directory and its parents; the earshot directory itself is made (or made again) 0700.
+    private func createDirectory() throws(StateStoreError) {
+        var path = ""
+        for component in directory.split(separator: "/") {
+            path += "/" + component
+            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                throw StateStoreError(operation: "create directory", path: path, code: errno)
+            }
+        }
+        var status = stat()
+        guard stat(directory, &status) == 0 else {
+            throw StateStoreError(operation: "create directory", path: directory, code: errno)
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw StateStoreError(operation: "create directory", path: directory, code: ENOTDIR)
+        }
+        // An existing directory may have been created with the umask's wider mode by something else.
+        if status.st_mode & 0o777 != 0o700 && status.st_uid == getuid() { chmod(directory, 0o700) }
+    }
+
+    /// Flushes the directory entry changes (rename, unlink) to disk. Best effort: a failure here cannot undo
+    /// the rename, and the file itself is already safe.
+    private func syncDirectory() {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
+    }
+}

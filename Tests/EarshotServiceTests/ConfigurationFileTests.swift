@@ -1,0 +1,227 @@
+// The configuration file: defaults, every key, and every way a file is refused (with the key and the path).
+import EarshotCore
+import Foundation
+import Testing
+
+@testable import EarshotService
+
+@Suite("Configuration file")
+struct ConfigurationFileTests {
+    /// Writes `text` as `earshot/config.json` under a fresh XDG_CONFIG_HOME; returns the environment and path.
+    private func configHome(with text: String?) throws -> (environment: [String: String], path: String) {
+        let home = try TemporaryDirectory.make()
+        let environment = ["XDG_CONFIG_HOME": home, "HOME": "/nonexistent"]
+        let path = ConfigurationFile.path(environment: environment)
+        if let text {
+            try FileManager.default.createDirectory(atPath: home + "/earshot", withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        }
+        return (environment, path)
+    }
+
+    private func load(_ text: String) throws -> PlayerConfiguration {
+        let (environment, _) = try configHome(with: text)
+        return try ConfigurationFile.load(environment: environment)
+    }
+
+    /// Loads `text`, expecting a refusal; returns the error.
+    private func refusal(_ text: String) throws -> ConfigurationError {
+        let (environment, path) = try configHome(with: text)
+        do {
+            _ = try ConfigurationFile.load(environment: environment)
+        } catch {
+            #expect(error.path == path)
+            #expect(error.description.hasSuffix(" in \(path)") || error.description.contains(" in \(path) ("))
+            return error
+        }
+        Issue.record("the file was accepted: \(text)")
+        return ConfigurationError(.invalidJSON, path: "")
+    }
+
+    private func expectDefaults(_ configuration: PlayerConfiguration) {
+        #expect(configuration.sinkName == nil)
+        #expect(configuration.targetLatencyMilliseconds == 50)
+        #expect(configuration.mediaRole == "music")
+        #expect(configuration.triggerRoles == ["phone"])
+        #expect(configuration.policy == ResumePolicy(resumeAfterInterruption: true,
+                                                     resumeWindowMilliseconds: 30 * 60 * 1000))
+        #expect(configuration.debugLogging == false)
+    }
+
+    @Test("a missing file means the defaults")
+    func missingFileMeansDefaults() throws {
+        let (environment, path) = try configHome(with: nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        expectDefaults(try ConfigurationFile.load(environment: environment))
+    }
+
+    @Test("an empty object means the defaults")
+    func emptyObjectMeansDefaults() throws {
+        expectDefaults(try load("{}"))
+    }
+
+    @Test("Config/config.json documents exactly the defaults")
+    func shippedFileIsTheDefaults() throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let shipped = try Data(contentsOf: repository.appendingPathComponent("Config/config.json"))
+        let configuration = try ConfigurationFile.parse(shipped, path: "Config/config.json")
+        expectDefaults(configuration)
+        // Every key is documented.
+        let object = try #require(try JSONSerialization.jsonObject(with: shipped) as? [String: Any])
+        #expect(Set(object.keys) == Set(ConfigurationFile.knownKeys + [ConfigurationFile.commentKey]))
+    }
+
+    @Test("every key is applied")
+    func everyKeyIsApplied() throws {
+        let configuration = try load("""
+            {
+              "//": "a comment",
+              "triggerRoles": ["phone", "alarm"],
+              "resumeAfterInterruption": false,
+              "resumeWindowMinutes": 2.5,
+              "mediaRole": "video",
+              "targetLatencyMilliseconds": 120,
+              "logLevel": "debug",
+              "sink": "headphones"
+            }
+            """)
+        #expect(configuration.triggerRoles == ["phone", "alarm"])
+        #expect(configuration.policy.resumeAfterInterruption == false)
+        #expect(configuration.policy.resumeWindowMilliseconds == 150_000)
+        #expect(configuration.mediaRole == "video")
+        #expect(configuration.targetLatencyMilliseconds == 120)
+        #expect(configuration.debugLogging == true)
+        #expect(configuration.sinkName == "headphones")
+    }
+
+    @Test("each key alone changes only itself")
+    func eachKeyAlone() throws {
+        #expect(try load(#"{"triggerRoles": []}"#).triggerRoles == [])
+        #expect(try load(#"{"resumeAfterInterruption": false}"#).policy.resumeAfterInterruption == false)
+        #expect(try load(#"{"resumeWindowMinutes": 0}"#).policy.resumeWindowMilliseconds == 0)
+        #expect(try load(#"{"resumeWindowMinutes": 1440}"#).policy.resumeWindowMilliseconds == 86_400_000)
+        #expect(try load(#"{"mediaRole": "video"}"#).mediaRole == "video")
+        #expect(try load(#"{"targetLatencyMilliseconds": 10}"#).targetLatencyMilliseconds == 10)
+        #expect(try load(#"{"targetLatencyMilliseconds": 2000}"#).targetLatencyMilliseconds == 2000)
+        #expect(try load(#"{"logLevel": "info"}"#).debugLogging == false)
+        #expect(try load(#"{"sink": null}"#).sinkName == nil)
+        let onlySink = try load(#"{"sink": "speakers"}"#)
+        #expect(onlySink.sinkName == "speakers")
+        #expect(onlySink.targetLatencyMilliseconds == 50 && onlySink.triggerRoles == ["phone"])
+    }
+
+    @Test("an unknown key is refused, naming the key and the file")
+    func unknownKey() throws {
+        let error = try refusal(#"{"resumeWindow": 10}"#)
+        #expect(error.problem == .unknownKeys(["resumeWindow"]))
+        #expect(error.key == "resumeWindow")
+        #expect(error.description.hasPrefix(#"config.json: unknown key "resumeWindow" in \#(error.path)"#))
+    }
+
+    @Test("several unknown keys are all named")
+    func severalUnknownKeys() throws {
+        let error = try refusal(#"{"zeta": 1, "mediaRole": "music", "Sink": "x"}"#)
+        #expect(error.problem == .unknownKeys(["Sink", "zeta"]))
+        #expect(error.description.contains(#"unknown keys "Sink", "zeta""#))
+    }
+
+    @Test("a wrong type is refused, naming the key", arguments: [
+        (#"{"triggerRoles": "phone"}"#, "triggerRoles"),
+        (#"{"triggerRoles": ["phone", 3]}"#, "triggerRoles"),
+        (#"{"resumeAfterInterruption": "yes"}"#, "resumeAfterInterruption"),
+        (#"{"resumeAfterInterruption": 1}"#, "resumeAfterInterruption"),
+        (#"{"resumeWindowMinutes": "30"}"#, "resumeWindowMinutes"),
+        (#"{"resumeWindowMinutes": true}"#, "resumeWindowMinutes"),
+        (#"{"mediaRole": 5}"#, "mediaRole"),
+        (#"{"targetLatencyMilliseconds": 50.5}"#, "targetLatencyMilliseconds"),
+        (#"{"targetLatencyMilliseconds": "50"}"#, "targetLatencyMilliseconds"),
+        (#"{"logLevel": false}"#, "logLevel"),
+        (#"{"sink": ["a"]}"#, "sink"),
+        (#"{"logLevel": null}"#, "logLevel"),
+        (#"{"//": 1}"#, "//"),
+    ])
+    func wrongType(text: String, key: String) throws {
+        let error = try refusal(text)
+        guard case .wrongType(let named, _) = error.problem else {
+            Issue.record("expected a wrong type, got \(error)")
+            return
+        }
+        #expect(named == key)
+        #expect(error.description.hasPrefix(#"config.json: key "\#(key)" must be "#))
+    }
+
+    @Test("a value out of range is refused, naming the key", arguments: [
+        (#"{"targetLatencyMilliseconds": 9}"#, "targetLatencyMilliseconds"),
+        (#"{"targetLatencyMilliseconds": 2001}"#, "targetLatencyMilliseconds"),
+        (#"{"resumeWindowMinutes": -1}"#, "resumeWindowMinutes"),
+        (#"{"resumeWindowMinutes": 1441}"#, "resumeWindowMinutes"),
+        (#"{"logLevel": "verbose"}"#, "logLevel"),
+        (#"{"triggerRoles": [""]}"#, "triggerRoles"),
+        (#"{"mediaRole": ""}"#, "mediaRole"),
+        (#"{"sink": ""}"#, "sink"),
+    ])
+    func outOfRange(text: String, key: String) throws {
+        let error = try refusal(text)
+        guard case .outOfRange(let named, _) = error.problem else {
+            Issue.record("expected out of range, got \(error)")
+            return
+        }
+        #expect(named == key)
+        #expect(error.description.hasPrefix(#"config.json: key "\#(key)" is out of range"#))
+    }
+
+    @Test("the latency range is stated in the message")
+    func latencyMessage() throws {
+        let error = try refusal(#"{"targetLatencyMilliseconds": 5}"#)
+        #expect(error.description.contains("an integer from 10 to 2000"))
+    }
+
+    @Test("invalid JSON is refused, naming the file", arguments: [#"{"sink": "#, "", "sink = headphones", "{'a': 1}"])
+    func invalidJSON(text: String) throws {
+        let error = try refusal(text)
+        #expect(error.problem == .invalidJSON)
+        #expect(error.description == "config.json: not valid JSON in \(error.path)")
+    }
+
+    @Test("JSON that is not an object is refused")
+    func notAnObject() throws {
+        #expect(try refusal(#"["sink"]"#).problem == .notAnObject)
+        #expect(try refusal("42").problem == .notAnObject)
+    }
+
+    @Test("a directory in place of the file is reported as unreadable")
+    func directoryInPlace() throws {
+        let (environment, path) = try configHome(with: nil)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        #expect(throws: ConfigurationError(.unreadable(reason: "not a regular file"), path: path)) {
+            try ConfigurationFile.load(environment: environment)
+        }
+    }
+
+    @Test("the path follows XDG_CONFIG_HOME, else HOME; a relative XDG_CONFIG_HOME is ignored")
+    func pathRules() {
+        #expect(ConfigurationFile.path(environment: ["XDG_CONFIG_HOME": "/x/conf/", "HOME": "/home/u"])
+                    == "/x/conf/earshot/config.json")
+        #expect(ConfigurationFile.path(environment: ["HOME": "/home/u"]) == "/home/u/.config/earshot/config.json")
+        #expect(ConfigurationFile.path(environment: ["XDG_CONFIG_HOME": "", "HOME": "/home/u"])
+                    == "/home/u/.config/earshot/config.json")
+        #expect(ConfigurationFile.path(environment: ["XDG_CONFIG_HOME": "conf", "HOME": "/home/u"])
+                    == "/home/u/.config/earshot/config.json")
+        // No HOME at all (some service managers): the password database's entry.
+        #expect(ConfigurationFile.path(environment: [:]).hasSuffix("/.config/earshot/config.json"))
+    }
+}
+
+/// Fresh directories under the system's temporary directory, for one test each.
+enum TemporaryDirectory {
+    /// Creates a new empty directory and returns its path.
+    static func make() throws -> String {
+        var base = NSTemporaryDirectory()
+        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        var template = Array((base + "/earshot-tests.XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw CocoaError(.fileWriteUnknown) }
+        return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+}
