@@ -156,6 +156,8 @@ public final class DecodeWorker: @unchecked Sendable {
         var joinClaimed = false
         /// The format of the frames last written to the ring.
         var currentFormat: AudioFormat?
+        /// The worker ran past the last track (`.queueFinished`) and idles until the queue grows or restarts.
+        var exhaustedAt: Int?
     }
 
     /// The worker thread's own decoding state; never shared.
@@ -209,6 +211,20 @@ public final class DecodeWorker: @unchecked Sendable {
         control.broadcast()
         control.unlock()
         ring.wakeProducer()
+    }
+
+    /// Adds `paths` to the end of the queue without disturbing what is being decoded. A worker that had
+    /// already finished the queue carries on with the first new track, right after what is in the ring.
+    public func append(paths: [String]) {
+        guard !paths.isEmpty else { return }
+        control.lock()
+        state.queue += paths
+        if let next = state.exhaustedAt, state.restart == nil {
+            state.exhaustedAt = nil
+            state.restart = StartPoint(index: next, frame: 0)
+        }
+        control.broadcast()
+        control.unlock()
     }
 
     /// Parks the worker and returns once it has finished any write in progress and will write no more.
@@ -342,6 +358,7 @@ public final class DecodeWorker: @unchecked Sendable {
             }
             if let restart = state.restart {
                 state.restart = nil
+                state.exhaustedAt = nil
                 // A new start point supersedes the track being decoded and any pending format change.
                 state.awaitingFormatContinue = false
                 work.awaitingActivation = nil
@@ -399,7 +416,16 @@ public final class DecodeWorker: @unchecked Sendable {
     /// Opens the track at `start` and seeks; a failure is reported and the next track is tried.
     private func open(_ start: StartPoint, queue: [String], _ work: inout WorkerState) {
         guard start.index >= 0, start.index < queue.count else {
-            notify(.queueFinished(ringFrame: ring.totalFramesWritten))
+            // The queue may have grown since `queue` was read: then try again with the longer one.
+            control.lock()
+            let grown = start.index >= 0 && start.index < state.queue.count
+            if !grown { state.exhaustedAt = start.index }
+            control.unlock()
+            if grown {
+                work.next = start
+            } else {
+                notify(.queueFinished(ringFrame: ring.totalFramesWritten))
+            }
             return
         }
         do {

@@ -127,6 +127,11 @@ public enum Event: Hashable, Sendable {
     case externalPause
     /// The queue was replaced by `trackCount` tracks, positioned at `startIndex`.
     case queueReplaced(trackCount: Int, startIndex: Int)
+    /// Tracks were added to the end of the queue, which now holds `trackCount`.
+    case queueExtended(trackCount: Int)
+    /// A saved queue of `trackCount` tracks was restored at track `index` (and a saved position in it).
+    /// Starting the service is like a replug: it never makes a sound by itself.
+    case queueRestored(trackCount: Int, index: Int)
 
     // From the decoder, in the order the listener hears them.
 
@@ -168,6 +173,8 @@ extension Event: CustomStringConvertible {
         case .userVolume(let percent): return "userVolume(\(percent)%)"
         case .externalPause: return "externalPause"
         case .queueReplaced(let count, let start): return "queueReplaced(\(count) tracks, at \(start))"
+        case .queueExtended(let count): return "queueExtended(\(count) tracks)"
+        case .queueRestored(let count, let index): return "queueRestored(\(count) tracks, at \(index))"
         case .trackEnded(let index, let next): return "trackEnded(\(index), next: \(next.map(String.init) ?? "none"))"
         case .trackFailed(let index, let failure, let next):
             return "trackFailed(\(index), \(failure), next: \(next.map(String.init) ?? "none"))"

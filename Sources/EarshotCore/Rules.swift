@@ -38,6 +38,18 @@ extension PlayerState {
             return [.setVolume(percent: volumePercent)]
         case .queueReplaced(let trackCount, let startIndex):
             return replaceQueue(trackCount: trackCount, startIndex: startIndex)
+        case .queueExtended(let trackCount):
+            guard trackCount > queue.trackCount else { return [] }
+            if playback == .idle {
+                // A first queue is ready but, as any new queue, never starts by itself.
+                playback = .stopped
+                queue = QueueCursor(trackCount: trackCount, index: 0)
+            } else {
+                queue.trackCount = trackCount
+            }
+            return []
+        case .queueRestored(let trackCount, let index):
+            return restoreQueue(trackCount: trackCount, index: index)
         case .trackEnded(let index, let next):
             // Rule 13: the next track already follows without a gap; only the cursor moves.
             guard playback != .idle, index == queue.index else { return [] }
@@ -194,6 +206,14 @@ extension PlayerState {
         // A new queue is ready but never starts by itself.
         playback = .stopped
         resumeIntent = .none
+        return []
+    }
+
+    private mutating func restoreQueue(trackCount: Int, index: Int) -> [Command] {
+        // Only a fresh player restores: anything else already has a queue the user chose.
+        guard playback == .idle, trackCount > 0, (0..<trackCount).contains(index) else { return [] }
+        queue = QueueCursor(trackCount: trackCount, index: index)
+        playback = .paused(.restored)
         return []
     }
 

@@ -12,6 +12,8 @@ public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
     case resumeDeclined
     /// The output went away.
     case outputLost(OutputLossReason)
+    /// The service started with a saved queue and position, and waits for a play.
+    case restored
 
     /// The reason's name as it appears in status: `user`, `interruption`, `resumeDeclined`, `outputLost`.
     public var description: String {
@@ -20,6 +22,7 @@ public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
         case .interruption: return "interruption"
         case .resumeDeclined: return "resumeDeclined"
         case .outputLost: return "outputLost"
+        case .restored: return "restored"
         }
     }
 }

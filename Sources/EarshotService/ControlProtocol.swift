@@ -28,10 +28,19 @@ public enum ControlRequest: Equatable, Sendable {
     case status
     /// Keep the connection open and receive every event-log line as it happens.
     case events
+    /// Replace the queue with `paths` (and play them when `play`).
+    case load(paths: [String], play: Bool)
+    /// Append `paths` to the queue.
+    case add(paths: [String])
+    /// Empty the queue.
+    case clear
+    /// List the queue.
+    case queue
 
     /// The command names the protocol accepts.
     public static let commandNames = [
         "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "status", "events",
+        "load", "add", "clear", "queue",
     ]
 }
 
@@ -83,6 +92,15 @@ extension ControlRequest {
         case "previous": return .success(.previous)
         case "status": return .success(.status)
         case "events": return .success(.events)
+        case "clear": return .success(.clear)
+        case "queue": return .success(.queue)
+        case "load", "add":
+            guard let paths = fields["paths"] as? [String], !paths.isEmpty, paths.allSatisfy({ !$0.isEmpty }) else {
+                return .failure(ControlRequestError("\(command) needs a non-empty string array field 'paths'"))
+            }
+            if command == "add" { return .success(.add(paths: paths)) }
+            let play = fields["play"].map { ($0 as? Bool) ?? false } ?? true
+            return .success(.load(paths: paths, play: play))
         case "seek":
             guard let seconds = number(fields["seconds"]), seconds.isFinite, seconds >= 0, seconds < 1e7 else {
                 return .failure(ControlRequestError("seek needs a number field 'seconds' >= 0"))
@@ -112,6 +130,8 @@ extension ControlRequest {
         switch self {
         case .seek(let seconds): return #"{"command":"seek","seconds":\#(seconds)}"#
         case .volume(let percent): return #"{"command":"volume","percent":\#(percent)}"#
+        case .load(let paths, let play): return ControlReply.line(["command": "load", "paths": paths, "play": play])
+        case .add(let paths): return ControlReply.line(["command": "add", "paths": paths])
         default: return #"{"command":"\#(name)"}"#
         }
     }
@@ -129,6 +149,10 @@ extension ControlRequest {
         case .volume: return "volume"
         case .status: return "status"
         case .events: return "events"
+        case .load: return "load"
+        case .add: return "add"
+        case .clear: return "clear"
+        case .queue: return "queue"
         }
     }
 }

@@ -9,24 +9,50 @@ import AudioPipeline
 import EarshotCore
 import Foundation
 import PulseOutput
+import Synchronization
 
-/// A one-shot reply box a control client's thread waits on.
-final class ReplySlot: @unchecked Sendable {
+/// A one-shot reply box a client's thread (control socket or D-Bus) waits on.
+final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
     // Unchecked Sendable: `reply` is written once before `ready.signal()` and read only after `ready.wait()`.
-    private var reply = ControlReply.failure("the player did not answer in time")
+    private var reply: Reply
     private let ready = DispatchSemaphore(value: 0)
 
-    func fulfil(_ text: String) {
-        reply = text
+    /// A slot that answers `timeoutReply` when nobody fulfils it in time.
+    init(timeoutReply: Reply) {
+        reply = timeoutReply
+    }
+
+    func fulfil(_ value: Reply) {
+        reply = value
         ready.signal()
     }
 
-    func wait(seconds: Int) -> String {
-        if ready.wait(timeout: .now() + .seconds(seconds)) == .timedOut {
-            return ControlReply.failure("the player did not answer in time")
-        }
+    func wait(seconds: Int) -> Reply {
+        if ready.wait(timeout: .now() + .seconds(seconds)) == .timedOut { return reply }
         return reply
     }
+}
+
+/// The position in microseconds, written by the player's tick and read by the D-Bus thread without hopping
+/// to the actor.
+final class PositionCell: Sendable {
+    private let microseconds = Atomic<Int64>(0)
+
+    func store(_ value: Int64) {
+        microseconds.store(value, ordering: .relaxed)
+    }
+
+    func load() -> Int64 {
+        microseconds.load(ordering: .relaxed)
+    }
+}
+
+/// How the player was started.
+enum PlayerMode: Sendable {
+    /// `earshot play FILE...`: play the files and exit at the end of the queue.
+    case foreground(files: [String])
+    /// `earshot serve`: a long-running service that restores its saved queue, paused.
+    case service
 }
 
 /// Milliseconds on the monotonic clock: the moments stamped on events.
@@ -45,7 +71,8 @@ actor Player {
         case connection(ConnectionNotice, generation: Int)
         case reconnected(PulseConnection, generation: Int)
         case tick
-        case request(ControlRequest, ReplySlot)
+        case request(ControlRequest, ReplySlot<String>)
+        case mpris(MPRISCommand, ReplySlot<MPRISReply>)
         case shutdown(signal: Int32)
     }
 
@@ -57,6 +84,10 @@ actor Player {
     }
 
     private let configuration: PlayerConfiguration
+    private let mode: PlayerMode
+    private let store: StateStore?
+    private let mpris: MPRISServer?
+    private let positionCell: PositionCell
     private let log: EventLog
     private let inbox: AsyncStream<Input>.Continuation
     private let ring: FrameRing
@@ -90,9 +121,22 @@ actor Player {
     private var anyTrackStarted = false
     private var exitCode: Int32?
     private var progressShown = false
+    /// Bumped whenever the queue is replaced, so MPRIS track ids of a new queue differ from the old ones.
+    private var queueGeneration = 0
+    /// Ticks since the state was last saved.
+    private var ticksSinceSave = 0
+    /// What was last saved, to save only changes.
+    private var lastSaved: PersistedState?
 
-    init(configuration: PlayerConfiguration, log: EventLog, inbox: AsyncStream<Input>.Continuation) {
+    init(
+        configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, store: StateStore?,
+        mpris: MPRISServer?, positionCell: PositionCell, inbox: AsyncStream<Input>.Continuation
+    ) {
         self.configuration = configuration
+        self.mode = mode
+        self.store = store
+        self.mpris = mpris
+        self.positionCell = positionCell
         self.log = log
         self.inbox = inbox
         // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
@@ -104,16 +148,25 @@ actor Player {
 
     // MARK: Running
 
-    /// Connects, queues `files`, plays them, and handles inputs until the queue ends or a signal arrives.
-    /// Returns the process exit code.
-    func run(files: [String], inputs: AsyncStream<Input>) async -> Int32 {
-        guard connect() else {
-            FileHandle.standardError.write(Data("earshot: cannot connect to the sound server\n".utf8))
-            return 1
+    /// Connects, then either plays `files` (foreground) or restores the saved queue (service), and handles
+    /// inputs until the work is done or a signal arrives. Returns the process exit code.
+    func run(inputs: AsyncStream<Input>) async -> Int32 {
+        switch mode {
+        case .foreground(let files):
+            guard connect() else {
+                FileHandle.standardError.write(Data("earshot: cannot connect to the sound server\n".utf8))
+                return 1
+            }
+            replaceQueue(with: files, play: true)
+        case .service:
+            if !connect() {
+                // The service waits for the server to appear.
+                log.record("server", ["state": "unavailable", "action": "waiting"])
+                startReconnecting()
+            }
+            restoreSavedState()
         }
-        paths = files
-        dispatch(.queueReplaced(trackCount: files.count, startIndex: 0))
-        dispatch(.userPlay)
+        publish()
         for await input in inputs {
             handle(input)
             if let exitCode {
@@ -143,8 +196,11 @@ actor Player {
             dispatch(.outputAppeared)
         case .tick: tick()
         case .request(let request, let slot): slot.fulfil(answer(request))
+        case .mpris(let command, let slot): slot.fulfil(answer(command))
         case .shutdown(let signal): shutdown(signal: signal)
         }
+        if case .tick = input {} else { saveState() }
+        publish()
     }
 
     // MARK: The rules
@@ -155,7 +211,7 @@ actor Player {
         let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
         log.record("event", ["kind": event.description, "playback": rules.playback.description, "commands": named])
         for command in commands { perform(command) }
-        if case .stopped = rules.playback, exitCode == nil {
+        if case .stopped = rules.playback, exitCode == nil, case .foreground = mode {
             switch event {
             case .trackEnded(_, nil), .trackFailed(_, _, nil) where rules.queue.index == 0:
                 // The queue ran out: the foreground player's work is done.
@@ -203,12 +259,14 @@ actor Player {
         case .playTrack(let index):
             reposition(to: TrackPosition(trackIndex: index, frame: 0, sampleRate: tracks[index]?.format.sampleRate
                                              ?? 44_100))
+            mpris?.emitSeeked(positionMicroseconds: 0)
         case .seek(let milliseconds):
             let index = rules.queue.index
             let rate = tracks[index]?.format.sampleRate ?? heard?.sampleRate ?? 44_100
             var frame = milliseconds * rate / 1000
             if let length = tracks[index]?.lengthFrames { frame = min(frame, max(length - 1, 0)) }
             reposition(to: TrackPosition(trackIndex: index, frame: frame, sampleRate: rate))
+            mpris?.emitSeeked(positionMicroseconds: Int64(frame) * 1_000_000 / Int64(max(rate, 1)))
         case .setVolume(let percent):
             try? stream?.setVolume(percent: percent)
         }
@@ -276,12 +334,17 @@ actor Player {
         }
         dispatch(.streamOpened)
         if uncorkingIfPlaying && rules.isPlaying {
-            // The decoder is ~1000x real time; give it a moment to put more than one server buffer into the
-            // ring, so the first write callbacks do not find it short.
-            let wanted = format.sampleRate * configuration.targetLatencyMilliseconds * 2 / 1000
-            for _ in 0..<100 where ring.readableFrames < wanted && queueEndRingFrame == nil { usleep(2000) }
+            waitForDecodedAudio()
             perform(.uncork)
         }
+    }
+
+    /// Gives the decoder (~1000x real time) a moment to put two server buffers into the ring after it was
+    /// emptied, so the write callbacks of a running stream do not find it short. At most 200 ms.
+    private func waitForDecodedAudio() {
+        let rate = worker.currentFormat?.sampleRate ?? 44_100
+        let wanted = rate * configuration.targetLatencyMilliseconds * 2 / 1000
+        for _ in 0..<100 where ring.readableFrames < wanted && queueEndRingFrame == nil { usleep(2000) }
     }
 
     /// Tells the translator which sink our stream is on now.
@@ -313,7 +376,6 @@ actor Player {
 
     /// Drops what is queued but unheard and continues decoding at `position`.
     private func reposition(to position: TrackPosition) {
-        guard !paths.isEmpty else { return }
         // Read before production restarts: ring frames from here on are the new position's.
         var floorFrame = ring.totalFramesWritten
         if !workerLoaded {
@@ -321,7 +383,11 @@ actor Player {
             worker.load(paths: paths, startIndex: position.trackIndex, startFrame: position.frame)
         } else {
             worker.pauseProduction()
-            defer { worker.resumeProduction(trackIndex: position.trackIndex, frame: position.frame) }
+            defer {
+                // The queue may have changed: the worker takes the current one, and the resume says where in it.
+                worker.load(paths: paths, startIndex: position.trackIndex, startFrame: position.frame)
+                worker.resumeProduction(trackIndex: position.trackIndex, frame: position.frame)
+            }
             if let stream {
                 do {
                     try stream.flush()
@@ -339,6 +405,7 @@ actor Player {
         pendingFormatChange = nil
         queueEndRingFrame = nil
         stream?.setEndOfData(false)
+        if rules.isPlaying { waitForDecodedAudio() }
     }
 
     // MARK: Notices
@@ -508,8 +575,14 @@ actor Player {
             announcedTrack = index
             try? stream.updateMediaName(title(of: index))
         }
+        positionCell.store(Int64(positionMilliseconds) * 1000)
+        ticksSinceSave += 1
+        if rules.isPlaying && ticksSinceSave >= Self.ticksBetweenSaves { saveState() }
         if configuration.showsProgress { showProgress() }
     }
+
+    /// While playing, the position is saved this often (ticks of 50 ms): a kill loses at most 2 s.
+    private static let ticksBetweenSaves = 40
 
     private func title(of index: Int?) -> String {
         guard let index, let metadata = tracks[index]?.metadata else { return "Earshot" }
@@ -549,6 +622,12 @@ actor Player {
 
     private func answer(_ request: ControlRequest) -> String {
         switch request {
+        case .load(let newPaths, let play): replaceQueue(with: newPaths, play: play)
+        case .add(let newPaths): appendToQueue(newPaths)
+        case .clear: replaceQueue(with: [], play: false)
+        case .queue:
+            // The user's own terminal asks: the paths are theirs to see (never logged).
+            return ControlReply.success(["queue": paths, "current": rules.queue.index])
         case .play: dispatch(.userPlay)
         case .pause: dispatch(.userPause)
         case .toggle: dispatch(.userToggle)
@@ -597,11 +676,149 @@ actor Player {
 
     private func shutdown(signal: Int32) {
         log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
+        saveState()
+        mpris?.stop()
         try? stream?.cork()
         closeStream()
         worker.stop()
         connection?.disconnect()
         connection = nil
-        exitCode = signal == SIGINT ? 130 : 0
+        if case .foreground = mode {
+            exitCode = signal == SIGINT ? 130 : 0
+        } else {
+            exitCode = 0
+        }
+    }
+
+    // MARK: Queue and persistence
+
+    /// Replaces the queue with `newPaths`, playing them when `play`.
+    private func replaceQueue(with newPaths: [String], play: Bool) {
+        paths = newPaths
+        tracks = [:]
+        queueGeneration += 1
+        announcedTrack = nil
+        // The decoder moves to the new queue at once, whatever the rules decide next, so nothing decoded from
+        // the old queue is queued after it.
+        if workerLoaded || !newPaths.isEmpty {
+            reposition(to: TrackPosition(trackIndex: 0, frame: 0, sampleRate: 44_100))
+        }
+        dispatch(.queueReplaced(trackCount: newPaths.count, startIndex: 0))
+        if play { dispatch(.userPlay) }
+        saveState()
+    }
+
+    /// Appends `newPaths` to the queue; decoding continues into them without a gap.
+    private func appendToQueue(_ newPaths: [String]) {
+        paths += newPaths
+        if workerLoaded { worker.append(paths: newPaths) }
+        if queueEndRingFrame != nil {
+            queueEndRingFrame = nil
+            stream?.setEndOfData(false)
+        }
+        dispatch(.queueExtended(trackCount: paths.count))
+        saveState()
+    }
+
+    /// Restores the saved queue, paused at the saved position; a corrupt state file is reported and set aside.
+    private func restoreSavedState() {
+        guard let store else { return }
+        switch store.load() {
+        case .empty:
+            log.record("state", ["restored": "nothing"])
+        case .corrupt(let reason, let keptAs):
+            let name = (keptAs as NSString).lastPathComponent
+            log.record("state", ["restored": "corrupt", "keptAs": name])
+            FileHandle.standardError.write(Data(
+                "earshot: the saved state could not be read (\(reason)); kept aside as \(name), starting empty\n".utf8))
+        case .restored(let saved):
+            paths = saved.queue
+            dispatch(.userVolume(percent: saved.volumePercent))
+            dispatch(.queueRestored(trackCount: saved.queue.count, index: saved.trackIndex))
+            guard rules.playback == .paused(.restored) else { return }
+            // The saved position is in milliseconds; the decoder needs frames at the track's output rate.
+            let rate = (try? MP3Decoder(path: saved.queue[saved.trackIndex]))?.format.sampleRate ?? 44_100
+            reposition(to: TrackPosition(trackIndex: saved.trackIndex,
+                                         frame: saved.positionMilliseconds * rate / 1000, sampleRate: rate))
+            log.record("state", ["restored": "queue", "tracks": "\(saved.queue.count)"])
+            lastSaved = saved
+        }
+    }
+
+    /// Saves queue, track, position and volume when they changed (atomically, by the store).
+    private func saveState() {
+        ticksSinceSave = 0
+        guard let store else { return }
+        let state = PersistedState(queue: paths, trackIndex: rules.queue.index,
+                                   positionMilliseconds: positionMilliseconds, volumePercent: rules.volumePercent)
+        guard state != lastSaved else { return }
+        do {
+            try store.save(state)
+            lastSaved = state
+        } catch {
+            log.record("state", ["saved": "failed"])
+        }
+    }
+
+    // MARK: MPRIS
+
+    /// Publishes the current state to MPRIS; the adapter sends only what changed.
+    private func publish() {
+        guard let mpris else { return }
+        let status: MPRISSnapshot.PlaybackStatus
+        switch rules.playback {
+        case .playing: status = .playing
+        case .paused: status = .paused
+        case .idle, .stopped: status = .stopped
+        }
+        let index = rules.queue.index
+        let hasTrack = rules.playback != .idle && paths.indices.contains(index)
+        let metadata = tracks[index]?.metadata
+        mpris.update(MPRISSnapshot(
+            playbackStatus: status,
+            trackId: hasTrack ? MPRISSnapshot.trackId(queueGeneration * 100_000 + index) : nil,
+            title: hasTrack ? metadata?.title : nil,
+            artists: hasTrack ? (metadata?.artist).map { [$0] } ?? [] : [],
+            album: hasTrack ? metadata?.album : nil,
+            filePath: hasTrack ? paths[index] : nil,
+            lengthMicroseconds: hasTrack ? durationMilliseconds.map { Int64($0) * 1000 } : nil,
+            volume: Double(rules.volumePercent) / 100,
+            canGoNext: hasTrack && index + 1 < paths.count,
+            canGoPrevious: hasTrack,
+            canPlay: hasTrack,
+            canPause: hasTrack,
+            canSeek: hasTrack))
+    }
+
+    /// Carries out an MPRIS request through the same rules as every other command.
+    private func answer(_ command: MPRISCommand) -> MPRISReply {
+        switch command {
+        case .play: dispatch(.userPlay)
+        case .pause: dispatch(.externalPause)
+        case .playPause: dispatch(.userToggle)
+        case .stop: dispatch(.userStop)
+        case .next: dispatch(.userNext)
+        case .previous: dispatch(.userPrevious)
+        case .seek(let offset):
+            let target = positionMilliseconds + Int(offset / 1000)
+            if let duration = durationMilliseconds, target >= duration {
+                // MPRIS: seeking past the end goes to the next track.
+                dispatch(.userNext)
+            } else {
+                dispatch(.userSeek(milliseconds: max(target, 0)))
+            }
+        case .setPosition(let trackId, let position):
+            guard trackId == MPRISSnapshot.trackId(queueGeneration * 100_000 + rules.queue.index) else {
+                return .done
+            }
+            dispatch(.userSeek(milliseconds: Int(position / 1000)))
+        case .openUri(let path):
+            replaceQueue(with: [path], play: true)
+        case .setVolume(let volume):
+            dispatch(.userVolume(percent: Int((volume * 100).rounded())))
+        case .quit:
+            inbox.yield(.shutdown(signal: SIGTERM))
+        }
+        return .done
     }
 }

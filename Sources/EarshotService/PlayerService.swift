@@ -1,24 +1,53 @@
-// Starting the player in the foreground: the control socket, signals, and the run loop.
+// Starting the player: the control socket, MPRIS, signals, the tick, and the run loop.
 import Foundation
 
 /// Entry points of the service for the `earshot` executable.
 public enum PlayerService {
     /// Plays `files` in the foreground until the queue ends or SIGINT/SIGTERM; returns the exit code.
     public static func runForeground(files: [String], configuration: PlayerConfiguration) -> Int32 {
+        run(mode: .foreground(files: files), configuration: configuration, store: nil, withMPRIS: false)
+    }
+
+    /// Runs the long-lived service (`earshot serve`): restores the saved queue paused, answers the control
+    /// socket and MPRIS, and runs until SIGTERM/SIGINT or MPRIS Quit. Returns the exit code.
+    public static func serve(configuration: PlayerConfiguration) -> Int32 {
+        run(mode: .service, configuration: configuration, store: StateStore(environment: ProcessInfo.processInfo.environment),
+            withMPRIS: true)
+    }
+
+    private static func run(
+        mode: PlayerMode, configuration: PlayerConfiguration, store: StateStore?, withMPRIS: Bool
+    ) -> Int32 {
         let log = EventLog(echoToStandardError: !configuration.showsProgress || configuration.debugLogging)
         let (inputs, inbox) = AsyncStream<Player.Input>.makeStream(bufferingPolicy: .unbounded)
-        let player = Player(configuration: configuration, log: log, inbox: inbox)
 
         let server: ControlServer
         do {
             server = try ControlServer(path: configuration.socketPath, log: log) { request in
-                let slot = ReplySlot()
+                let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
                 inbox.yield(.request(request, slot))
                 return slot.wait(seconds: 10)
             }
         } catch {
             FileHandle.standardError.write(Data("earshot: \(error.description)\n".utf8))
             return 1
+        }
+
+        let positionCell = PositionCell()
+        var mpris: MPRISServer?
+        if withMPRIS {
+            let candidate = MPRISServer(log: log, positionProvider: { positionCell.load() }) { command in
+                let slot = ReplySlot(timeoutReply: MPRISReply.refused("the player did not answer in time"))
+                inbox.yield(.mpris(command, slot))
+                return slot.wait(seconds: 10)
+            }
+            do {
+                try candidate.start()
+                mpris = candidate
+            } catch {
+                // Without a session bus the player still works; media keys and WirePlumber's pause do not.
+                log.record("mpris", ["state": "unavailable"])
+            }
         }
 
         // A parent may hand us SIGINT/SIGTERM blocked (test runners do): unblock them, or a stop request would
@@ -43,10 +72,13 @@ public enum PlayerService {
             }
         }
 
+        let player = Player(configuration: configuration, mode: mode, log: log, store: store, mpris: mpris,
+                            positionCell: positionCell, inbox: inbox)
+        if case .service = mode { log.record("service", ["state": "started"]) }
         let done = DispatchSemaphore(value: 0)
         let result = ExitCodeBox()
         Task {
-            result.code = await player.run(files: files, inputs: inputs)
+            result.code = await player.run(inputs: inputs)
             done.signal()
         }
         done.wait()

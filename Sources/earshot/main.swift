@@ -7,10 +7,17 @@ let usage = """
     earshot: a polite background music player for the Linux desktop
 
     USAGE
+      earshot serve       run the player service in the foreground (systemd runs it; see Config/earshot.service):
+                          restores the saved queue paused, answers the control socket and MPRIS
       earshot play [--sink NAME] [--latency MS] [--role ROLE] [--no-resume] [--resume-window MINUTES] FILE...
                           play FILEs in order through the sound server, with a control socket;
-                          exits 0 at the end of the queue, non-zero when no file could be played
+                          exits 0 at the end of the queue, non-zero when no file could be played;
+                          with a service running, replaces its queue with FILEs and plays them
       earshot play        (no files) resume the running player, like `earshot resume`
+      earshot add FILE|DIR|PLAYLIST.m3u...
+                          append to the running player's queue (directories recursively, in natural order)
+      earshot queue       list the queue
+      earshot clear       empty the queue
       earshot pause       pause the running player (idempotent)
       earshot resume      resume the running player
       earshot toggle      pause if playing, play otherwise
@@ -37,6 +44,11 @@ let usage = """
       --resume-window MINUTES
                           resume only after interruptions shorter than this (default 30)
 
+    FILES
+      $XDG_CONFIG_HOME/earshot/config.json   configuration (see Config/config.json); an unknown key or a wrong
+                          type is an error naming the key, and the service refuses to start (exit 78)
+      $XDG_STATE_HOME/earshot/state.json     queue, track, position and volume, restored paused on start
+
     ENVIRONMENT
       EARSHOT_SOCKET      control socket path (default $XDG_RUNTIME_DIR/earshot/control.sock)
       PULSE_SERVER        the sound server to use (libpulse's own variable)
@@ -49,9 +61,20 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
     exit(code)
 }
 
+/// The configuration file's settings (exit 78, EX_CONFIG, when it is wrong: systemd then stops retrying).
+func loadConfiguration() -> PlayerConfiguration {
+    do {
+        var configuration = try ConfigurationFile.load()
+        configuration.socketPath = controlSocketPath()
+        return configuration
+    } catch {
+        fail(error.description, code: 78)
+    }
+}
+
 /// Parses `earshot play`'s options and files.
 func parsePlay(_ arguments: ArraySlice<String>) -> (PlayerConfiguration, [String]) {
-    var configuration = PlayerConfiguration()
+    var configuration = loadConfiguration()
     var files: [String] = []
     var triggerRoles: [String] = []
     var rest = arguments
@@ -98,6 +121,12 @@ func control(_ request: ControlRequest, json: Bool = false) -> Never {
     if parsed?["ok"] as? Bool != true {
         fail((parsed?["error"] as? String) ?? "the player refused the request", code: 1)
     }
+    if request == .queue, let queue = parsed?["queue"] as? [String] {
+        let current = parsed?["current"] as? Int ?? 0
+        for (index, path) in queue.enumerated() {
+            print("\(index == current ? ">" : " ") \(index + 1). \(path)")
+        }
+    }
     if request == .status {
         if json {
             print(reply)
@@ -113,11 +142,29 @@ guard let verb = arguments.popFirst() else { print(usage); exit(2) }
 switch verb {
 case "--help", "-h", "help":
     print(usage)
+case "serve":
+    var configuration = loadConfiguration()
+    configuration.debugLogging = configuration.debugLogging || ProcessInfo.processInfo.environment["EARSHOT_LOG"] == "debug"
+    exit(PlayerService.serve(configuration: configuration))
 case "play":
     if arguments.isEmpty { control(.play) }
     let (configuration, files) = parsePlay(arguments)
     guard !files.isEmpty else { fail("play needs at least one FILE (see earshot --help)") }
+    if ControlClient.isAnswering(path: configuration.socketPath) {
+        // A service is running: it plays them.
+        let expansion = QueueInput.expand(files)
+        for problem in expansion.problems { FileHandle.standardError.write(Data("earshot: \(problem)\n".utf8)) }
+        guard !expansion.paths.isEmpty else { fail("nothing to play", code: 1) }
+        control(.load(paths: expansion.paths, play: true))
+    }
     exit(PlayerService.runForeground(files: files, configuration: configuration))
+case "add":
+    let expansion = QueueInput.expand(Array(arguments))
+    for problem in expansion.problems { FileHandle.standardError.write(Data("earshot: \(problem)\n".utf8)) }
+    guard !expansion.paths.isEmpty else { fail("nothing to add", code: 1) }
+    control(.add(paths: expansion.paths))
+case "queue": control(.queue)
+case "clear": control(.clear)
 case "decode":
     guard let file = arguments.popFirst() else { fail("decode needs a FILE") }
     do {

@@ -196,6 +196,24 @@ struct DecodeWorkerTests {
         #expect(worker.locate(ringFrame: firstFrames + 5) == TrackPosition(trackIndex: 1, frame: 5, sampleRate: 44_100))
     }
 
+    @Test("appending to a finished queue continues right after what is in the ring")
+    func appendAfterFinish() throws {
+        let first = try TestAudio.sine(seconds: 0.3, frequency: 440)
+        let second = try TestAudio.sine(seconds: 0.3, frequency: 880)
+        let firstFrames = try TestAudio.decodeAll(try MP3Decoder(path: first)).count / 2
+        let ring = FrameRing(minimumCapacity: 65_536)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        defer { worker.stop() }
+        worker.load(paths: [first], startIndex: 0, startFrame: 0)
+        #expect(eventually { log.contains(where: isQueueFinished) })
+        worker.append(paths: [second])
+        #expect(eventually { log.notices.filter(isQueueFinished).count == 2 })
+        #expect(log.notices.contains(.trackStarted(index: 1, ringFrame: firstFrames, format: stereo44,
+                                                   lengthFrames: firstFrames, metadata: TrackMetadata())))
+        #expect(ring.totalFramesWritten == 2 * firstFrames)
+    }
+
     @Test("the worker fills the ring ahead, sleeps when it is full, and stop joins it promptly")
     func fillsAheadAndStops() throws {
         let path = try TestAudio.sine(seconds: 2)

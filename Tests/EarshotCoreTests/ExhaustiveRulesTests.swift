@@ -36,6 +36,7 @@ private enum Alphabet {
             .userPlay, .userPause, .userToggle, .userStop, .userNext, .userPrevious,
             .userSeek(milliseconds: 1_000), .userVolume(percent: 50), .externalPause,
             .queueReplaced(trackCount: 2, startIndex: 0), .queueReplaced(trackCount: 0, startIndex: 0),
+            .queueRestored(trackCount: 2, index: 1), .queueExtended(trackCount: 3),
             .trackEnded(index: 0, next: 1), .trackEnded(index: 1, next: nil),
             .trackFailed(index: 0, failure: .decodeFailed, next: 1),
             .trackFailed(index: 1, failure: .notMPEGAudio, next: nil),
@@ -154,6 +155,8 @@ struct ExhaustiveRulesTests {
         // Update the ghost history.
         if userPlayed { after.silencedUntilUserPlays = false }
         if (userPaused || lostOutput) && !state.isPlaying { after.silencedUntilUserPlays = true }
+        // A restored queue is like a replug: it waits for the user.
+        if case .queueRestored = event, state.playback == .paused(.restored) { after.silencedUntilUserPlays = true }
         if case .interruptionBegan = event, before.interruptions.isEmpty, !state.interruptions.isEmpty {
             after.playingWhenInterruptionBegan = before.isPlaying
             after.userPlayedDuringInterruption = false

@@ -116,6 +116,37 @@ struct UserCommandTests {
         }
     }
 
+    @Test("A restored queue waits, paused, for the user; play then uncorks at the saved position")
+    func restoredQueue() {
+        var store = RuleStore(Given.idle)
+        store.send(.queueRestored(trackCount: 3, index: 2), commands: []) {
+            $0.playback = .paused(.restored)
+            $0.queue = QueueCursor(trackCount: 3, index: 2)
+        }
+        store.send(.outputAppeared, commands: [])
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: []) { $0.interruptions = [Given.call] }
+        store.send(.interruptionEnded(Given.call, resumeAllowed: true, at: Given.at(9)), commands: []) {
+            $0.interruptions = []
+        }
+        store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
+        // Only a fresh player restores; a bad index restores nothing.
+        store.send(.queueRestored(trackCount: 1, index: 0), commands: [])
+        var idle = RuleStore(Given.idle)
+        idle.send(.queueRestored(trackCount: 2, index: 5), commands: [])
+    }
+
+    @Test("Adding tracks grows the queue; an idle player becomes stopped, never playing")
+    func extendQueue() {
+        var idle = RuleStore(Given.idle)
+        idle.send(.queueExtended(trackCount: 2), commands: []) {
+            $0.playback = .stopped
+            $0.queue = QueueCursor(trackCount: 2, index: 0)
+        }
+        var playing = RuleStore(Given.playing)
+        playing.send(.queueExtended(trackCount: 5), commands: []) { $0.queue.trackCount = 5 }
+        playing.send(.queueExtended(trackCount: 4), commands: [])
+    }
+
     @Test("Idle ignores play, pause, stop, next and previous")
     func idleIgnoresTransport() {
         var store = RuleStore(Given.idle)
