@@ -1,0 +1,322 @@
+// Running other programs from the end-to-end tests: short commands (pactl, sox, lame) with a timeout,
+// long-running children (the earshot binary, paplay, parec) that a test stops itself, and polling.
+//
+// Output always goes to files, never pipes: a pipe that nobody drains blocks a chatty child, and a
+// file can still be read after the child was killed.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// An error raised by the end-to-end toolkit; its message says what failed and how to fix it.
+struct ToolkitError: Error, CustomStringConvertible {
+    /// The human-readable explanation shown in the test report.
+    let description: String
+
+    /// Makes an error carrying `description` as its message.
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// The outcome of a command that ran to completion.
+struct CommandResult: Sendable {
+    /// The command line, for messages.
+    let commandLine: String
+    /// The exit status, or the negated signal number when the command was killed by a signal.
+    let status: Int32
+    /// Everything the command wrote to standard output.
+    let standardOutput: String
+    /// Everything the command wrote to standard error.
+    let standardError: String
+
+    /// Whether the command exited with status 0.
+    var succeeded: Bool { status == 0 }
+
+    /// Returns `self` if the command succeeded, and throws an error quoting its standard error otherwise.
+    @discardableResult
+    func requireSuccess() throws -> CommandResult {
+        guard succeeded else {
+            throw ToolkitError("`\(commandLine)` failed with status \(status): \(standardError.trimmed)")
+        }
+        return self
+    }
+}
+
+/// Runs short commands with a timeout and finds programs on `PATH`.
+enum ProcessRunner {
+    /// The folder, private to this test process, that holds captured output files.
+    static let outputDirectory: URL = {
+        let url = TestEnvironment.processTemporaryDirectory.appendingPathComponent("output", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    /// The absolute path of `program`: itself if it contains a slash, else the first match on `PATH`.
+    static func locate(_ program: String) throws -> URL {
+        if program.contains("/") {
+            return URL(fileURLWithPath: program)
+        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for folder in path.split(separator: ":") where !folder.isEmpty {
+            let candidate = URL(fileURLWithPath: String(folder)).appendingPathComponent(program)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) {
+                return candidate
+            }
+        }
+        throw ToolkitError("`\(program)` is not installed (not found on PATH \(path))")
+    }
+
+    /// Runs `program` with `arguments` to completion and returns its status and output (see `ChildProcess`).
+    ///
+    /// - Parameters:
+    ///   - environment: variables set on top of this process's environment.
+    ///   - timeout: how long the command may take; past it the command is killed and an error thrown.
+    /// - Throws: if the program cannot be started or does not finish within `timeout`.
+    ///   A non-zero exit is not an error here: call `requireSuccess()` on the result.
+    static func run(
+        _ program: String,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) throws -> CommandResult {
+        let child = try ChildProcess(program, arguments, environment: environment)
+        guard child.waitForExit(timeout: timeout) else {
+            child.kill()
+            _ = child.waitForExit(timeout: .seconds(5))
+            throw ToolkitError(
+                "`\(child.commandLine)` did not finish within \(timeout); stderr: \(child.standardError().trimmed)")
+        }
+        defer { child.removeOutputFiles() }
+        return CommandResult(
+            commandLine: child.commandLine,
+            status: child.exitStatus ?? -1,
+            standardOutput: child.standardOutput(),
+            standardError: child.standardError())
+    }
+
+    /// Runs `program` like `run(_:_:environment:timeout:)` and throws unless it exits with 0.
+    @discardableResult
+    static func runChecked(
+        _ program: String,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) throws -> CommandResult {
+        try run(program, arguments, environment: environment, timeout: timeout).requireSuccess()
+    }
+}
+
+/// A child process that runs until it exits or the test stops it (earshot, paplay, parec).
+///
+/// Started with `posix_spawn`, not Foundation's `Process`: tests run on threads that block almost every
+/// signal, a spawned child inherits that mask, and such a child ignores SIGTERM and SIGINT (parec did,
+/// and so would earshot). Here the child starts with no signal blocked and every signal at its default.
+/// Standard output and error go to files that can be read at any time, also after it ended; standard
+/// input is `/dev/null`. The child is not stopped when this object goes away: call `terminate`.
+final class ChildProcess: Sendable {
+    /// The command line, for messages.
+    let commandLine: String
+    /// The file receiving the child's standard output.
+    let standardOutputURL: URL
+    /// The file receiving the child's standard error.
+    let standardErrorURL: URL
+    /// The child's process id.
+    let processIdentifier: pid_t
+    /// The raw `waitpid` status once the child has been reaped. Signals are sent under this lock only
+    /// while it is `nil`, so a reaped (and perhaps reused) process id is never signalled.
+    private let reapedStatus = Mutex<Int32?>(nil)
+    /// Signalled once, by the waiter thread, after the child has been reaped.
+    private let exited = DispatchSemaphore(value: 0)
+
+    /// Starts `program` (a name on `PATH` or a path) with `arguments`.
+    ///
+    /// - Parameters:
+    ///   - environment: variables set on top of this process's environment.
+    ///   - unsetting: variables of this process's environment that the child must not see.
+    ///   - standardOutput: where standard output goes; a fresh file in `ProcessRunner.outputDirectory` if `nil`.
+    /// - Throws: if the program is not installed or cannot be started.
+    init(
+        _ program: String,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        unsetting: Set<String> = [],
+        standardOutput: URL? = nil
+    ) throws {
+        let executable = try ProcessRunner.locate(program)
+        let commandLine = ([program] + arguments).joined(separator: " ")
+        self.commandLine = commandLine
+        let stem = "\(executable.lastPathComponent)-\(UUID().uuidString)"
+        standardOutputURL = standardOutput
+            ?? ProcessRunner.outputDirectory.appendingPathComponent("\(stem).stdout")
+        standardErrorURL = ProcessRunner.outputDirectory.appendingPathComponent("\(stem).stderr")
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let writeFlags = O_WRONLY | O_CREAT | O_TRUNC
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, standardOutputURL.path, writeFlags, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, standardErrorURL.path, writeFlags, 0o644)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let variables = ProcessInfo.processInfo.environment.filter { !unsetting.contains($0.key) }
+            .merging(environment) { _, new in new }
+        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var spawned: pid_t = 0
+        let result = posix_spawn(&spawned, executable.path, &actions, &attributes, argv, envp)
+        guard result == 0 else {
+            throw ToolkitError("cannot start `\(commandLine)`: \(String(cString: strerror(result)))")
+        }
+        let pid = spawned
+        processIdentifier = pid
+
+        // The waiter thread (it keeps `self` alive until the child ends) first waits without reaping, so
+        // that `signal` can never hit a recycled process id.
+        Thread.detachNewThread { [self] in
+            var information = siginfo_t()
+            while waitid(P_PID, id_t(pid), &information, WEXITED | WNOWAIT) != 0, errno == EINTR {}
+            var status: Int32 = 0
+            reapedStatus.withLock { reaped in
+                while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+                reaped = status
+            }
+            exited.signal()
+        }
+    }
+
+    /// Whether the child is still running (has not been reaped).
+    var isRunning: Bool { reapedStatus.withLock { $0 == nil } }
+
+    /// The exit status once the child has ended (the negated signal number if a signal ended it), else `nil`.
+    var exitStatus: Int32? {
+        reapedStatus.withLock { status in
+            // Decoded by hand: the W* macros are not imported into Swift.
+            status.map { ($0 & 0x7f) == 0 ? ($0 >> 8) & 0xff : -($0 & 0x7f) }
+        }
+    }
+
+    /// What the child has written to standard output so far.
+    func standardOutput() -> String {
+        (try? String(contentsOf: standardOutputURL, encoding: .utf8)) ?? ""
+    }
+
+    /// What the child has written to standard error so far.
+    func standardError() -> String {
+        (try? String(contentsOf: standardErrorURL, encoding: .utf8)) ?? ""
+    }
+
+    /// Deletes the files that captured the child's output (a `standardOutput` given to `init` included).
+    func removeOutputFiles() {
+        try? FileManager.default.removeItem(at: standardOutputURL)
+        try? FileManager.default.removeItem(at: standardErrorURL)
+    }
+
+    /// Sends `signalNumber` (for example `SIGINT`) to the child if it is still running.
+    func signal(_ signalNumber: Int32) {
+        reapedStatus.withLock { status in
+            if status == nil {
+                _ = Glibc.kill(processIdentifier, signalNumber)
+            }
+        }
+    }
+
+    /// Kills the child at once with `SIGKILL`.
+    func kill() {
+        signal(SIGKILL)
+    }
+
+    /// Blocks until the child exits or `timeout` passes; returns whether it exited.
+    func waitForExit(timeout: Duration) -> Bool {
+        guard exited.wait(timeout: .now() + timeout.timeInterval) == .success else { return false }
+        // Leave the semaphore signalled so that later waits return at once.
+        exited.signal()
+        return true
+    }
+
+    /// Waits, without blocking a thread, until the child exits or `timeout` passes; returns whether it exited.
+    func exit(within timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while isRunning {
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    /// Stops the child: `SIGTERM`, then `SIGKILL` if it is still running after `grace`.
+    ///
+    /// - Returns: the exit status (negated signal number if a signal ended it).
+    @discardableResult
+    func terminate(grace: Duration = .seconds(5)) async -> Int32 {
+        signal(SIGTERM)
+        if await !exit(within: grace) {
+            kill()
+            _ = await exit(within: .seconds(10))
+        }
+        return exitStatus ?? -1
+    }
+}
+
+/// Polls `condition` until it returns `true`, failing loudly if `timeout` passes first.
+///
+/// - Parameters:
+///   - description: what is awaited, for the error message ("the music stream is corked").
+///   - timeout: how long to wait; be generous, the test machine may be loaded.
+///   - interval: the pause between polls.
+///   - condition: checked once at once and then after every `interval`; an error it throws ends the wait.
+/// - Returns: how long the wait took.
+@discardableResult
+func waitUntil(
+    _ description: String,
+    timeout: Duration,
+    interval: Duration = .milliseconds(20),
+    _ condition: () async throws -> Bool
+) async throws -> Duration {
+    let start = ContinuousClock.now
+    let deadline = start + timeout
+    while true {
+        if try await condition() {
+            return ContinuousClock.now - start
+        }
+        if ContinuousClock.now >= deadline {
+            throw ToolkitError("timed out after \(timeout) waiting until \(description)")
+        }
+        try await Task.sleep(for: interval)
+    }
+}
+
+extension Duration {
+    /// This duration in seconds, as a `Double`.
+    var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
+    }
+
+    /// This duration in seconds, as Dispatch expects it.
+    var timeInterval: DispatchTimeInterval {
+        .nanoseconds(Int(min(seconds * 1e9, Double(Int.max / 2))))
+    }
+}
+
+extension String {
+    /// This text without leading and trailing white space and newlines.
+    var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
+}

@@ -1,0 +1,217 @@
+// Driving and inspecting the private sound server with pactl and paplay, the way a user's system would:
+// unplugging and replugging devices, moving streams, placing phone calls.
+//
+// Sinks are always named, never remembered by index: indices change when a module is reloaded.
+// Lists come from `pactl --format=json` (pactl 16 and later, also against pipewire-pulse).
+
+import Foundation
+
+/// A sink as `pactl list sinks` reports it.
+struct Sink: Sendable, Equatable {
+    /// The sink's index now (it changes across reloads: do not keep it).
+    let index: Int
+    /// The sink's name, for example `headphones`.
+    let name: String
+    /// The index of the module that created the sink, if any.
+    let ownerModule: Int?
+    /// The sink's state: `RUNNING`, `IDLE` or `SUSPENDED`.
+    let state: String
+}
+
+/// A playback stream as `pactl list sink-inputs` reports it.
+struct SinkInput: Sendable, Equatable {
+    /// The sink input's index.
+    let index: Int
+    /// The name of the sink it plays on, or `nil` if that sink vanished while listing.
+    let sinkName: String?
+    /// Whether the stream is corked (paused) by its client.
+    let corked: Bool
+    /// Whether the server has muted it (module-role-cork mutes the streams it corks).
+    let muted: Bool
+    /// The stream volume in percent, averaged over channels.
+    let volumePercent: Int
+    /// All stream properties, such as `media.role` and `application.name`.
+    let properties: [String: String]
+
+    /// The `media.role` property (`music`, `phone`, ...), if set.
+    var role: String? { properties["media.role"] }
+    /// The `application.name` property, if set.
+    var applicationName: String? { properties["application.name"] }
+    /// The `application.process.id` property: the playing process, if known.
+    var processID: Int32? { properties["application.process.id"].flatMap { Int32($0) } }
+    /// The `media.name` property, if set.
+    var mediaName: String? { properties["media.name"] }
+}
+
+/// pactl and paplay wrappers for the end-to-end tests.
+enum ServerControl {
+    /// The human-readable descriptions the standard layout gives its sinks (see Config/pulse-test.pa).
+    static let standardSinkDescriptions = [
+        TestEnvironment.headphones: "Headphones", TestEnvironment.speakers: "Speakers",
+    ]
+
+    /// Runs `pactl` with `arguments` and returns its standard output; throws if it fails.
+    @discardableResult
+    static func pactl(_ arguments: [String]) throws -> String {
+        try ProcessRunner.runChecked("pactl", arguments, timeout: .seconds(20)).standardOutput
+    }
+
+    /// Runs `pactl --format=json` with `arguments` and returns the decoded array of objects.
+    private static func pactlJSON(_ arguments: [String]) throws -> [[String: Any]] {
+        let output = try pactl(["--format=json"] + arguments)
+        guard let data = output.data(using: .utf8),
+              let objects = try JSONSerialization.jsonObject(with: data) as? [[String: Any]]
+        else {
+            let command = (["pactl", "--format=json"] + arguments).joined(separator: " ")
+            throw ToolkitError("unexpected output of `\(command)`: \(output)")
+        }
+        return objects
+    }
+
+    /// The sinks that exist now.
+    static func sinks() throws -> [Sink] {
+        try pactlJSON(["list", "sinks"]).compactMap { object in
+            guard let index = object["index"] as? Int, let name = object["name"] as? String else { return nil }
+            return Sink(
+                index: index, name: name, ownerModule: integer(object["owner_module"]),
+                state: object["state"] as? String ?? "")
+        }
+    }
+
+    /// Whether a sink called `name` exists now.
+    static func sinkExists(_ name: String) throws -> Bool {
+        try sinks().contains { $0.name == name }
+    }
+
+    /// The index of the module that created the sink called `name` (its null-sink module).
+    static func sinkModuleIndex(name: String) throws -> Int {
+        guard let sink = try sinks().first(where: { $0.name == name }) else {
+            throw ToolkitError("no sink called \(name)")
+        }
+        guard let module = sink.ownerModule else {
+            throw ToolkitError("sink \(name) has no owner module")
+        }
+        return module
+    }
+
+    /// The name of the default sink.
+    static func defaultSink() throws -> String {
+        try pactl(["get-default-sink"]).trimmed
+    }
+
+    /// Makes the sink called `name` the default sink.
+    static func setDefaultSink(_ name: String) throws {
+        try pactl(["set-default-sink", name])
+    }
+
+    /// "Unplugs" the device `sink`: unloads its null-sink module, as a USB or Bluetooth removal does.
+    static func unplug(sink: String) throws {
+        try pactl(["unload-module", "\(try sinkModuleIndex(name: sink))"])
+    }
+
+    /// "Replugs" the device `sink`: loads a null sink of that name again (and makes headphones the default).
+    static func replug(sink: String) throws {
+        let description = standardSinkDescriptions[sink] ?? sink
+        try pactl([
+            "load-module", "module-null-sink", "sink_name=\(sink)", "sink_properties=device.description=\(description)",
+        ])
+        if sink == TestEnvironment.headphones {
+            try setDefaultSink(sink)
+        }
+    }
+
+    /// Puts the server back in the standard layout: both sinks present and headphones the default sink.
+    ///
+    /// Streams left over from other programs are not touched.
+    static func restoreStandardLayout() throws {
+        let present = Set(try sinks().map(\.name))
+        for sink in [TestEnvironment.headphones, TestEnvironment.speakers] where !present.contains(sink) {
+            try replug(sink: sink)
+        }
+        if try defaultSink() != TestEnvironment.headphones {
+            try setDefaultSink(TestEnvironment.headphones)
+        }
+    }
+
+    /// The playback streams that exist now.
+    static func sinkInputs() throws -> [SinkInput] {
+        let sinkNames = Dictionary(try sinks().map { ($0.index, $0.name) }) { first, _ in first }
+        return try pactlJSON(["list", "sink-inputs"]).compactMap { object in
+            guard let index = object["index"] as? Int else { return nil }
+            let properties = (object["properties"] as? [String: Any] ?? [:]).compactMapValues { $0 as? String }
+            return SinkInput(
+                index: index,
+                sinkName: integer(object["sink"]).flatMap { sinkNames[$0] },
+                corked: object["corked"] as? Bool ?? false,
+                muted: object["mute"] as? Bool ?? false,
+                volumePercent: volumePercent(object["volume"]),
+                properties: properties)
+        }
+    }
+
+    /// The playback streams of the process `processID` (for example a running earshot or paplay).
+    static func sinkInputs(ofProcess processID: Int32) throws -> [SinkInput] {
+        try sinkInputs().filter { $0.processID == processID }
+    }
+
+    /// Moves the stream `sinkInput` to the sink called `sink`, checks that it arrived, and retries once.
+    ///
+    /// pipewire-pulse sometimes acknowledges a move it does not carry out.
+    static func move(sinkInput: Int, to sink: String) async throws {
+        func arrived() throws -> Bool {
+            try sinkInputs().first { $0.index == sinkInput }?.sinkName == sink
+        }
+        for attempt in 1...2 {
+            try pactl(["move-sink-input", "\(sinkInput)", sink])
+            let settled = try? await waitUntil("sink input \(sinkInput) is on \(sink)", timeout: .seconds(1)) {
+                try arrived()
+            }
+            if settled != nil { return }
+            if attempt == 2 { break }
+        }
+        throw ToolkitError("sink input \(sinkInput) is not on \(sink) after two moves")
+    }
+
+    /// Starts playing `file` with paplay on `sink` with `media.role=role`; stop it with `terminate()`.
+    ///
+    /// - Parameter bufferSeconds: paplay's target buffer, if not the server's default (2 s). A buffer longer
+    ///   than the file makes paplay hand over the whole file at once, so that a starved paplay on a loaded
+    ///   machine cannot underrun (after an underrun PulseAudio waits to prebuffer again: seconds of silence).
+    static func play(
+        _ file: URL, sink: String = TestEnvironment.headphones, role: String = "music", bufferSeconds: Double? = nil
+    ) throws -> ChildProcess {
+        var arguments = ["--device=\(sink)", "--property=media.role=\(role)"]
+        if let bufferSeconds {
+            arguments.append("--latency-msec=\(Int(bufferSeconds * 1000))")
+        }
+        return try ChildProcess("paplay", arguments + [file.path])
+    }
+
+    /// Starts a phone call: paplay of `wav` on `sink` with `media.role=phone`, which module-role-cork obeys.
+    ///
+    /// The call ends when the file ends, or earlier with `terminate()`. `bufferSeconds` as for `play`.
+    static func startPhoneCall(
+        wav: URL, sink: String = TestEnvironment.headphones, bufferSeconds: Double? = nil
+    ) throws -> ChildProcess {
+        try play(wav, sink: sink, role: "phone", bufferSeconds: bufferSeconds)
+    }
+
+    /// Reads a JSON number or numeric string as an integer (pactl writes some indices as strings).
+    private static func integer(_ value: Any?) -> Int? {
+        switch value {
+        case let number as Int: number
+        case let text as String: Int(text)
+        default: nil
+        }
+    }
+
+    /// The mean of the channels' `value_percent` in pactl's JSON volume object, or 0 if unreadable.
+    private static func volumePercent(_ value: Any?) -> Int {
+        guard let channels = value as? [String: Any] else { return 0 }
+        let percents = channels.values.compactMap { channel -> Int? in
+            guard let text = (channel as? [String: Any])?["value_percent"] as? String else { return nil }
+            return Int(text.trimmingCharacters(in: CharacterSet(charactersIn: "% ")))
+        }
+        return percents.isEmpty ? 0 : percents.reduce(0, +) / percents.count
+    }
+}
