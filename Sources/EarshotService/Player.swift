@@ -171,7 +171,8 @@ actor Player {
             handle(input)
             if let exitCode {
                 finishProgressLine()
-                log.record("service", ["state": "finished", "underruns": "\(underrunsOfClosedStreams + (stream?.underrunCount ?? 0))"])
+                let underruns = underrunsOfClosedStreams + (stream?.underrunCount ?? 0)
+                log.record("service", ["state": "finished", "underruns": "\(underruns)"])
                 return exitCode
             }
         }
@@ -194,12 +195,27 @@ actor Player {
             serverName = (try? newConnection.serverInfo())?.displayName
             log.record("server", ["state": "connected"])
             dispatch(.outputAppeared)
-        case .tick: tick()
-        case .request(let request, let slot): slot.fulfil(answer(request))
-        case .mpris(let command, let slot): slot.fulfil(answer(command))
+        case .tick:
+            // Ticks save on their own schedule.
+            tick()
+            publish()
+            return
+        case .request(let request, let slot):
+            let reply = answer(request)
+            saveState()
+            publish()
+            slot.fulfil(reply)
+            return
+        case .mpris(let command, let slot):
+            // MPRIS clients read PlaybackStatus right after the reply: publish it first.
+            let reply = answer(command)
+            saveState()
+            publish()
+            slot.fulfil(reply)
+            return
         case .shutdown(let signal): shutdown(signal: signal)
         }
-        if case .tick = input {} else { saveState() }
+        saveState()
         publish()
     }
 
@@ -213,7 +229,7 @@ actor Player {
         for command in commands { perform(command) }
         if case .stopped = rules.playback, exitCode == nil, case .foreground = mode {
             switch event {
-            case .trackEnded(_, nil), .trackFailed(_, _, nil) where rules.queue.index == 0:
+            case .trackEnded(_, nil), .trackFailed(_, _, nil):
                 // The queue ran out: the foreground player's work is done.
                 exitCode = anyTrackStarted ? 0 : 1
             default: break

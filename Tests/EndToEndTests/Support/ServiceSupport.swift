@@ -1,0 +1,271 @@
+// Running `earshot serve` the way a desktop session does, privately for one test: its own session bus
+// (`dbus-daemon --session`), control socket, state and configuration folders, talking to the private sound
+// server. Tests drive it with the CLI, with the real `playerctl`, and with signals.
+//
+// Missing tools (dbus-daemon, playerctl) are failures, never skips, like a missing sound server.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// The fields of `earshot status --json` the service tests read.
+struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
+    /// `playing`, `paused` or `stopped`.
+    let playback: String
+    /// Why it is paused (`user`, `restored`, ...), or `nil`.
+    let pauseReason: String?
+    /// The last position heard in the current track, in milliseconds.
+    let positionMs: Int
+    /// The current track's index in the queue.
+    let trackIndex: Int
+    /// How many tracks the queue holds.
+    let trackCount: Int
+    /// The stream volume in percent.
+    let volume: Int
+
+    /// One line for failure messages.
+    var description: String {
+        "\(playback)(\(pauseReason ?? "-")) track \(trackIndex + 1)/\(trackCount) at \(positionMs) ms, "
+            + "volume \(volume)%"
+    }
+}
+
+/// A private session bus: `dbus-daemon --session --nofork --print-address`, listening in a test's folder.
+final class PrivateSessionBus: Sendable {
+    /// The bus address clients use (`DBUS_SESSION_BUS_ADDRESS`).
+    let address: String
+    /// The daemon.
+    private let daemon: ChildProcess
+
+    /// Starts a daemon listening on a socket in `directory` and waits until it prints its address.
+    ///
+    /// - Throws: when dbus-daemon is not installed or does not come up within 10 s.
+    init(in directory: URL) async throws {
+        do {
+            _ = try ProcessRunner.locate("dbus-daemon")
+        } catch {
+            throw ToolkitError("dbus-daemon is needed for the MPRIS tests: apt-get install dbus-daemon (\(error))")
+        }
+        let socket = directory.appendingPathComponent("bus").path
+        let daemon = try ChildProcess(
+            "dbus-daemon",
+            ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)", "--print-address=1"])
+        self.daemon = daemon
+        do {
+            try await waitUntil("dbus-daemon prints its address", timeout: .seconds(10)) {
+                guard daemon.isRunning else {
+                    throw ToolkitError(
+                        "dbus-daemon exited with \(daemon.exitStatus ?? -1): \(daemon.standardError().trimmed)")
+                }
+                return daemon.standardOutput().contains("\n")
+            }
+        } catch {
+            daemon.kill()
+            throw error
+        }
+        address = daemon.standardOutput().trimmed.components(separatedBy: "\n").first ?? "unix:path=\(socket)"
+    }
+
+    /// Stops the daemon with SIGKILL: it may have inherited SIGTERM blocked from the test runner.
+    func stop() {
+        daemon.kill()
+        _ = daemon.waitForExit(timeout: .seconds(5))
+    }
+}
+
+/// One private Earshot service setup: a folder with its socket, state and configuration, and a session bus.
+///
+/// Services started with `startService()` are killed (SIGKILL) when the `run` that made the harness ends, as
+/// is the bus; a test that wants a clean stop calls `stopService(_:)` itself.
+final class ServiceHarness: Sendable {
+    /// The test's folder.
+    let root: URL
+    /// The control socket (`EARSHOT_SOCKET`).
+    let socketPath: String
+    /// `XDG_STATE_HOME`.
+    let stateHome: URL
+    /// `XDG_CONFIG_HOME`.
+    let configHome: URL
+    /// The session bus the service and playerctl use.
+    let bus: PrivateSessionBus
+    /// Every service started, for the final cleanup.
+    private let services = Mutex<[ChildProcess]>([])
+
+    /// The folder holding the state file (`$XDG_STATE_HOME/earshot`).
+    var stateDirectory: URL { stateHome.appendingPathComponent("earshot", isDirectory: true) }
+    /// The state file (`$XDG_STATE_HOME/earshot/state.json`).
+    var stateFile: URL { stateDirectory.appendingPathComponent("state.json") }
+    /// The configuration file (`$XDG_CONFIG_HOME/earshot/config.json`).
+    var configFile: URL { configHome.appendingPathComponent("earshot/config.json") }
+
+    /// The variables every earshot and playerctl process of this harness gets on top of the test's own.
+    var environment: [String: String] {
+        [
+            "PULSE_SERVER": TestEnvironment.pulseServer ?? "",
+            "DBUS_SESSION_BUS_ADDRESS": bus.address,
+            "EARSHOT_SOCKET": socketPath,
+            "XDG_STATE_HOME": stateHome.path,
+            "XDG_CONFIG_HOME": configHome.path,
+            // The default log level: what a user's journal would hold.
+            "EARSHOT_LOG": "",
+        ]
+    }
+
+    /// Makes the folders below `root` and starts the bus.
+    private init(root: URL) async throws {
+        self.root = root
+        socketPath = root.appendingPathComponent("control.sock").path
+        // A Unix socket path is limited to 108 bytes.
+        guard socketPath.utf8.count < 100 else {
+            throw ToolkitError("the control socket path is too long for a Unix socket: \(socketPath)")
+        }
+        stateHome = root.appendingPathComponent("state", isDirectory: true)
+        configHome = root.appendingPathComponent("config", isDirectory: true)
+        for folder in [stateHome, configHome] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
+        bus = try await PrivateSessionBus(in: root)
+    }
+
+    /// Throws unless the sound server answers and dbus-daemon and playerctl are installed: never skip.
+    static func requirePrerequisites() throws {
+        try TestEnvironment.requireSoundServer()
+        for (tool, package) in [("dbus-daemon", "dbus-daemon"), ("playerctl", "playerctl")] {
+            do {
+                _ = try ProcessRunner.locate(tool)
+            } catch {
+                throw ToolkitError("\(tool) is needed for the service tests: apt-get install \(package) (\(error))")
+            }
+        }
+        _ = try TestEnvironment.earshotBinary
+    }
+
+    /// Runs `body` with a fresh harness in a scratch folder, with the sound server to itself; afterwards
+    /// kills every service the harness started and its bus, also when `body` throws.
+    static func run<Result>(_ body: (ServiceHarness) async throws -> Result) async throws -> Result {
+        try requirePrerequisites()
+        return try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let harness = try await ServiceHarness(root: scratch)
+                defer { harness.cleanUp() }
+                return try await body(harness)
+            }
+        }
+    }
+
+    /// Kills the services still running and the bus.
+    private func cleanUp() {
+        for service in services.withLock({ $0 }) where service.isRunning {
+            service.kill()
+            _ = service.waitForExit(timeout: .seconds(5))
+        }
+        bus.stop()
+    }
+
+    /// Starts `earshot serve` without waiting for it; for tests that expect it to exit.
+    func spawnService() throws -> ChildProcess {
+        let service = try ChildProcess(try TestEnvironment.earshotBinary.path, ["serve"], environment: environment)
+        services.withLock { $0.append(service) }
+        return service
+    }
+
+    /// Starts `earshot serve` and waits until its control socket answers `status --json` (and, with
+    /// `waitForMPRIS`, until `playerctl -l` lists it).
+    func startService(waitForMPRIS: Bool = false, timeout: Duration = .seconds(20)) async throws -> ChildProcess {
+        let service = try spawnService()
+        try await waitUntil("earshot serve answers `earshot status --json`", timeout: timeout) {
+            guard service.isRunning else {
+                throw ToolkitError(
+                    "earshot serve exited with \(service.exitStatus ?? -1): \(service.standardError().trimmed)")
+            }
+            return (try? status()) != nil
+        }
+        if waitForMPRIS {
+            try await waitUntil("`playerctl -l` lists earshot", timeout: timeout) {
+                try playerctl(["-l"]).standardOutput.components(separatedBy: "\n").contains("earshot")
+            }
+        }
+        return service
+    }
+
+    /// Stops `service` with SIGTERM, as systemd does, and returns its exit status (SIGKILL after `grace`).
+    func stopService(_ service: ChildProcess, grace: Duration = .seconds(10)) async -> Int32 {
+        await service.terminate(grace: grace)
+    }
+
+    /// Runs `earshot ARGUMENTS` as a client of this harness's service (a non-zero exit is not thrown).
+    @discardableResult
+    func earshot(_ arguments: [String], timeout: Duration = .seconds(20)) throws -> CommandResult {
+        try ProcessRunner.run(
+            try TestEnvironment.earshotBinary.path, arguments, environment: environment, timeout: timeout)
+    }
+
+    /// Runs `earshot ARGUMENTS` and throws unless it succeeds.
+    @discardableResult
+    func earshotChecked(_ arguments: [String], timeout: Duration = .seconds(20)) throws -> CommandResult {
+        try earshot(arguments, timeout: timeout).requireSuccess()
+    }
+
+    /// The service's `earshot status --json`.
+    func status() throws -> ServiceStatus {
+        struct Reply: Decodable {
+            let ok: Bool
+            let status: ServiceStatus
+        }
+        let result = try earshotChecked(["status", "--json"])
+        do {
+            return try JSONDecoder().decode(Reply.self, from: Data(result.standardOutput.utf8)).status
+        } catch {
+            throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
+        }
+    }
+
+    /// Runs `playerctl ARGUMENTS` on this harness's bus (a non-zero exit is not thrown).
+    @discardableResult
+    func playerctl(_ arguments: [String]) throws -> CommandResult {
+        try ProcessRunner.run("playerctl", arguments, environment: environment, timeout: .seconds(15))
+    }
+
+    /// Runs `playerctl -p earshot ARGUMENTS` and returns its trimmed standard output; throws if it fails.
+    @discardableResult
+    func playerctlEarshot(_ arguments: [String]) throws -> String {
+        try playerctl(["-p", "earshot"] + arguments).requireSuccess().standardOutput.trimmed
+    }
+
+    /// Polls `value` until it equals `expected` or `timeout` passes, and returns the last value read, for
+    /// the caller to compare strictly (a generous wait, a strict check).
+    func settle<Value: Equatable & Sendable>(
+        _ expected: Value, timeout: Duration = .seconds(10), _ value: () throws -> Value
+    ) async throws -> Value {
+        var last = try value()
+        let deadline = ContinuousClock.now + timeout
+        while last != expected, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            last = try value()
+        }
+        return last
+    }
+
+    /// Writes `text` as the configuration file.
+    func writeConfiguration(_ text: String) throws {
+        try FileManager.default.createDirectory(
+            at: configFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: configFile)
+    }
+}
+
+/// A flag one thread raises and another reads, to stop a background loop.
+final class StopFlag: Sendable {
+    /// Whether stopping was asked for.
+    private let raised = Atomic<Bool>(false)
+
+    /// Whether `raise()` was called.
+    var isRaised: Bool { raised.load(ordering: .acquiring) }
+
+    /// Asks the loop to stop.
+    func raise() {
+        raised.store(true, ordering: .releasing)
+    }
+}
