@@ -123,6 +123,8 @@ actor Player {
     private var progressShown = false
     /// Bumped whenever the queue is replaced, so MPRIS track ids of a new queue differ from the old ones.
     private var queueGeneration = 0
+    /// Counts repositions, so a queue replacement can tell whether the rules already moved the decoder.
+    private var repositionCount = 0
     /// Ticks since the state was last saved.
     private var ticksSinceSave = 0
     /// What was last saved, to save only changes.
@@ -392,6 +394,7 @@ actor Player {
 
     /// Drops what is queued but unheard and continues decoding at `position`.
     private func reposition(to position: TrackPosition) {
+        repositionCount += 1
         // Read before production restarts: ring frames from here on are the new position's.
         var floorFrame = ring.totalFramesWritten
         if !workerLoaded {
@@ -714,13 +717,14 @@ actor Player {
         tracks = [:]
         queueGeneration += 1
         announcedTrack = nil
-        // The decoder moves to the new queue at once, whatever the rules decide next, so nothing decoded from
-        // the old queue is queued after it.
-        if workerLoaded || !newPaths.isEmpty {
-            reposition(to: TrackPosition(trackIndex: 0, frame: 0, sampleRate: 44_100))
-        }
+        let repositionsBefore = repositionCount
         dispatch(.queueReplaced(trackCount: newPaths.count, startIndex: 0))
         if play { dispatch(.userPlay) }
+        if repositionCount == repositionsBefore && workerLoaded {
+            // The rules did not start the new queue: still move the decoder off the old one, so nothing decoded
+            // from it is queued or reported as the new queue's.
+            reposition(to: TrackPosition(trackIndex: 0, frame: 0, sampleRate: 44_100))
+        }
         saveState()
     }
 
