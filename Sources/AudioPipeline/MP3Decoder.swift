@@ -292,6 +292,26 @@ public final class MP3Decoder {
         if info.st_size == 0 {
             throw MPG123Error(kind: .empty, message: "The file is empty (0 bytes)")
         }
+        try rejectOtherContainers(path)
+    }
+
+    /// Refuses files that announce another format in their first bytes. libmpg123 can find a false frame
+    /// header inside PCM samples and play a burst of noise before giving up, so these never reach it.
+    private static func rejectOtherContainers(_ path: String) throws(MPG123Error) {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else {
+            throw MPG123Error(kind: .cannotOpen, message: String(cString: strerror(errno)))
+        }
+        defer { close(descriptor) }
+        var magic = [UInt8](repeating: 0, count: 4)
+        guard read(descriptor, &magic, 4) == 4 else { return }
+        let signatures: [(bytes: [UInt8], name: String)] = [
+            (Array("RIFF".utf8), "a RIFF/WAV file"), (Array("fLaC".utf8), "a FLAC file"),
+            (Array("OggS".utf8), "an Ogg file"), (Array("FORM".utf8), "an AIFF file"),
+        ]
+        if let match = signatures.first(where: { $0.bytes == magic }) {
+            throw MPG123Error(kind: .notMPEGAudio, message: "The file is \(match.name), not MPEG audio")
+        }
     }
 
     /// Sets the handle's flags and the table of output formats it may choose from.

@@ -1,0 +1,563 @@
+// Bad files, end to end: one `earshot play` run queues every kind of damaged, mislabelled or unopenable file that
+// the reliability issue lists, each between two good tone tracks, and checks what the headphones' monitor heard and
+// what earshot wrote. Every file is generated here (sox, lame, and by hand), in a scratch folder.
+//
+// What is heard: the good tracks are a 440 Hz tone, every bad file that holds audio carries a 1500 Hz tone, so the
+// recording reads as a sequence of runs (good, bad, good, ...) with skipped files leaving no run of their own.
+//
+// The unreadable file: the tests run as root, and root reads a mode-000 file (CAP_DAC_OVERRIDE). Running earshot as
+// `nobody` would also need the private server's socket, its runtime folder and every other queued file opened up to
+// that user, which changes more than the case under test. Instead earshot runs as root without the two capabilities
+// that bypass file modes (`setpriv --bounding-set=-dac_override,-dac_read_search`): same user, same server, same
+// files, and the kernel enforces mode 000 for that one process. Run as another user, chmod alone suffices.
+//
+// The non-UTF-8 file name cannot travel through Swift strings (ChildProcess takes [String]), so earshot is started by
+// a small shell script written as raw bytes, which `exec`s it (same process id, so the test's signals reach it).
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+@Suite("Bad files", .serialized)
+struct BadFilesTests {
+    /// The good tracks' tone, in Hz.
+    static let goodFrequency = 440.0
+    /// The good tracks' length, in seconds.
+    static let goodSeconds = 0.5
+    /// The tone of every bad file that holds audio, in Hz (well apart from the good tone in a 10 ms window).
+    static let badFrequency = 1500.0
+    /// The length of every bad file's audio before damage, in seconds.
+    static let badSeconds = 0.5
+
+    /// Every bad file queued between good tracks; the run plays them all and exits 0.
+    @Test("bad files are played or skipped with a reason; the good tracks between them play; no names on stderr")
+    func badFilesBetweenGoodTracks() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let maker = try BadFileMaker(scratch: scratch)
+                defer { maker.removeUnusualFiles() }
+                let badFiles = try maker.makeAll()
+                let good = try Fixtures.copy(
+                    try Fixtures.tone(frequency: Self.goodFrequency, seconds: Self.goodSeconds), to: scratch,
+                    named: "good.mp3")
+                var queue: [[UInt8]] = [Array(good.path.utf8)]
+                for badFile in badFiles {
+                    queue += [badFile.path, Array(good.path.utf8)]
+                }
+
+                let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
+                let started = ContinuousClock.now
+                let player = try maker.launchEarshotPlay(queue)
+                let finished = await player.exit(within: .seconds(120))
+                let playTime = ContinuousClock.now - started
+                // Let the last block reach the monitor.
+                try await Task.sleep(for: .milliseconds(300))
+                let recording = try await recorder.stop()
+                if !finished { player.kill() }
+                let standardError = player.standardError()
+                let standardOutput = player.standardOutput()
+                defer { player.removeOutputFiles() }
+
+                #expect(finished, "earshot play did not finish within 120 s; stderr:\n\(standardError)")
+                #expect(player.exitStatus == 0, "earshot play exited with \(player.exitStatus ?? -1)")
+                print("[bad files] earshot play ran \(playTime) for \(queue.count) tracks")
+
+                // earshot names files only by their place in the queue: no name, tag text or content reaches it.
+                for marker in [BadFileMaker.nameMarker, BadFileMaker.contentMarker, scratch.lastPathComponent] {
+                    #expect(!standardError.contains(marker), "stderr mentions \(marker):\n\(standardError)")
+                    #expect(!standardOutput.contains(marker), "stdout mentions \(marker)")
+                }
+
+                let skips = SkipLine.all(in: standardError)
+                var heardOutcomes: [Bool] = []
+                for (index, badFile) in badFiles.enumerated() {
+                    let trackNumber = 2 * index + 2
+                    let skip = skips[trackNumber]
+                    #expect(skip == nil || skip?.trackCount == queue.count, "\(badFile.label): \(skip as Any)")
+                    heardOutcomes.append(badFile.check(skip: skip))
+                }
+                let goodSkips = skips.keys.filter { $0 % 2 == 1 }.sorted()
+                #expect(goodSkips.isEmpty, "good tracks were skipped: \(goodSkips)")
+
+                checkHeard(recording, badFiles: badFiles, heard: heardOutcomes)
+            }
+        }
+    }
+
+    /// Compares the runs of tone the headphones played with the queue: every good track, and each bad file that
+    /// played (as `heard` says), for about their lengths and in order.
+    private func checkHeard(_ recording: Recording, badFiles: [BadFile], heard: [Bool]) {
+        var expected: [ToneRun] = [ToneRun(tone: .good, seconds: Self.goodSeconds, label: "good track 1")]
+        var goodTracks = 1
+        for (badFile, played) in zip(badFiles, heard) {
+            if played, case .played(let seconds) = badFile.heard {
+                expected.append(ToneRun(tone: .bad, seconds: seconds.upperBound, label: badFile.label,
+                                        allowed: seconds))
+                expected.append(ToneRun(tone: .good, seconds: 0, label: ""))
+            }
+            goodTracks += 1
+            // Consecutive good tracks (around a skipped file) are one run.
+            let last = expected.count - 1
+            expected[last].seconds += Self.goodSeconds
+            expected[last].label = expected[last].label.isEmpty ? "good track \(goodTracks)" : expected[last].label
+        }
+        let observed = ToneRun.runs(in: recording)
+        let summary = observed.map { "\($0.tone)(\(String(format: "%.3f", $0.seconds)))" }.joined(separator: " ")
+        print("[bad files] heard: \(summary)")
+        guard observed.count == expected.count, zip(observed, expected).allSatisfy({ $0.tone == $1.tone }) else {
+            let wanted = expected.map { "\($0.tone)(\($0.label))" }.joined(separator: " ")
+            Issue.record("the headphones heard \(summary)\nexpected \(wanted)")
+            return
+        }
+        for (run, want) in zip(observed, expected) {
+            switch want.tone {
+            case .good:
+                // A run of n good tracks lasts n * 0.5 s; the first may lose a little to the stream's start.
+                let tolerance = 0.05 + 0.01 * (want.seconds / Self.goodSeconds)
+                #expect(abs(run.seconds - want.seconds) <= tolerance,
+                        "the good run from \(want.label) lasted \(run.seconds) s, not \(want.seconds) s")
+            case .bad:
+                let allowed = want.allowed ?? want.seconds...want.seconds
+                #expect((allowed.lowerBound - 0.03...allowed.upperBound + 0.03).contains(run.seconds),
+                        "\(want.label) played \(run.seconds) s, expected \(allowed)")
+            }
+        }
+    }
+}
+
+/// What a bad file should do to the queue.
+private enum Expectation {
+    /// Plays for `seconds` (within the range), with no skip report.
+    case played(seconds: ClosedRange<Double>)
+    /// Reported as skipped with one of `kinds` (MPG123Error kinds), and nothing of it heard.
+    case skipped(kinds: Set<String>)
+    /// Plays for `seconds`, then reported as skipped with `kind` (damage that stops decoding part-way).
+    case playedThenSkipped(seconds: ClosedRange<Double>, kind: String)
+}
+
+/// One generated bad file and what earshot should make of it.
+private struct BadFile {
+    /// What the file is, for messages (never given to earshot).
+    let label: String
+    /// The path as raw bytes (a name may not be UTF-8).
+    let path: [UInt8]
+    /// What should happen.
+    let expectation: Expectation
+    /// A product bug that makes the expectation fail today, recorded as a known issue (the test then flags its fix).
+    var knownIssue: String?
+
+    /// What the recording should hold for this file.
+    var heard: Expectation {
+        if case .playedThenSkipped(let seconds, _) = expectation { return .played(seconds: seconds) }
+        return expectation
+    }
+
+    /// Checks the file's skip report (or its absence); returns whether the file's audio is to be heard.
+    func check(skip: SkipLine?) -> Bool {
+        let check = {
+            switch expectation {
+            case .played:
+                #expect(skip == nil, "\(label) was skipped: \(skip?.reason ?? "")")
+            case .skipped(let kinds):
+                #expect(skip != nil, "\(label) was neither skipped nor reported")
+                if let skip {
+                    #expect(kinds.contains(skip.kind), "\(label) skipped as \(skip.kind), expected one of \(kinds)")
+                    #expect(skip.reason.count >= 5, "\(label) skipped without a reason")
+                }
+            case .playedThenSkipped(_, let kind):
+                #expect(skip?.kind == kind, "\(label) should be reported as \(kind): \(skip as Any)")
+            }
+        }
+        if let knownIssue {
+            withKnownIssue(Comment(rawValue: knownIssue), isIntermittent: false) { check() }
+        } else {
+            check()
+        }
+        switch expectation {
+        case .played: return skip == nil
+        case .skipped: return false
+        case .playedThenSkipped: return true
+        }
+    }
+}
+
+/// One `earshot: track N of M skipped: KIND: REASON` line.
+private struct SkipLine: CustomStringConvertible {
+    /// The queue length the line gives (M).
+    let trackCount: Int
+    /// The error kind, e.g. `notMPEGAudio`.
+    let kind: String
+    /// The reason after the kind.
+    let reason: String
+
+    var description: String { "of \(trackCount) skipped: \(kind): \(reason)" }
+
+    /// The skip lines of `standardError`, by track number (1-based).
+    static func all(in standardError: String) -> [Int: SkipLine] {
+        var lines: [Int: SkipLine] = [:]
+        let prefix = "earshot: track "
+        for line in standardError.split(separator: "\n") where line.hasPrefix(prefix) {
+            let words = line.dropFirst(prefix.count).split(separator: " ", maxSplits: 5)
+            guard words.count == 6, words[1] == "of", words[3] == "skipped:", let number = Int(words[0]),
+                  let count = Int(words[2]), words[4].hasSuffix(":") else { continue }
+            lines[number] = SkipLine(trackCount: count, kind: String(words[4].dropLast()), reason: String(words[5]))
+        }
+        return lines
+    }
+}
+
+/// A stretch of the recording where one tone is heard.
+private struct ToneRun {
+    /// The good tracks' tone or the bad files' tone.
+    enum Tone: CustomStringConvertible {
+        case good, bad
+        var description: String { self == .good ? "G" : "B" }
+    }
+
+    /// Which tone.
+    var tone: Tone
+    /// How long it was heard (observed runs) or should be (expected runs).
+    var seconds: Double
+    /// What the run stands for, for messages (expected runs).
+    var label: String
+    /// The lengths accepted for a bad file's run, when not just `seconds`.
+    var allowed: ClosedRange<Double>?
+
+    /// The runs of good and bad tone in `recording`, in 10 ms windows; silence between windows of one tone does not
+    /// split a run, and runs shorter than 50 ms (a window straddling two tracks) are dropped.
+    static func runs(in recording: Recording) -> [ToneRun] {
+        let window = Recording.defaultWindow
+        var runs: [ToneRun] = []
+        var start = 0.0
+        while start + window <= recording.duration {
+            let range = start..<start + window
+            let good = recording.toneAmplitude(atFrequency: BadFilesTests.goodFrequency, in: range)
+            let bad = recording.toneAmplitude(atFrequency: BadFilesTests.badFrequency, in: range)
+            start += window
+            guard max(good, bad) >= 0.1 else { continue }
+            append(good >= bad ? .good : .bad, window, to: &runs)
+        }
+        var merged: [ToneRun] = []
+        for run in runs where run.seconds >= 0.05 {
+            append(run.tone, run.seconds, to: &merged)
+        }
+        return merged
+    }
+
+    private static func append(_ tone: Tone, _ seconds: Double, to runs: inout [ToneRun]) {
+        if runs.last?.tone == tone {
+            runs[runs.count - 1].seconds += seconds
+        } else {
+            runs.append(ToneRun(tone: tone, seconds: seconds, label: ""))
+        }
+    }
+}
+
+/// Makes the bad files in a scratch folder, and starts `earshot play` on a queue of raw-byte paths.
+private struct BadFileMaker {
+    /// In every bad file's name (and in the deep folders' names): must never appear in earshot's output.
+    static let nameMarker = "Quagga"
+    /// In the tags and content of the bad files: must never appear in earshot's output.
+    static let contentMarker = "Narwhal"
+
+    /// The test's scratch folder (control socket, config and state folders).
+    let scratch: URL
+    /// Where the bad files are made: `bad/` in the scratch folder.
+    let folder: URL
+    /// Where their sources (WAVs, clean MP3s) and the launch script go: `work/` in the scratch folder.
+    let work: URL
+    /// Whether earshot must run without CAP_DAC_OVERRIDE for mode 000 to stop it (the tests run as root).
+    let dropsFileCapabilities = geteuid() == 0
+    /// The non-UTF-8 file, removed by hand: Foundation cannot name it.
+    private let nonUTF8Name: [UInt8]
+
+    /// Prepares the `bad/` and `work/` folders in `scratch`.
+    init(scratch: URL) throws {
+        self.scratch = scratch
+        folder = scratch.appendingPathComponent("bad", isDirectory: true)
+        work = scratch.appendingPathComponent("work", isDirectory: true)
+        nonUTF8Name = Array(folder.path.utf8) + Array("/\(Self.nameMarker)-".utf8) + [0xFF, 0xFE]
+            + Array("-latin1-".utf8) + [0xE9] + Array(".mp3".utf8)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    }
+
+    /// Makes every bad file, in queue order.
+    func makeAll() throws -> [BadFile] {
+        let full = BadFilesTests.badSeconds
+        let played = (full - 0.03)...(full + 0.03)
+        let notMPEG: Set = ["notMPEGAudio"]
+        let base = try encode(rate: 44_100, channels: 2, ["-b", "128", "--cbr"], named: "base")
+        let frames = Self.mpeg1LayerIIIFrames(in: base)
+        guard frames.count > 10 else { throw ToolkitError("the base MP3 has \(frames.count) frames") }
+        let cut = frames[frames.count * 6 / 10]
+        var generator = SplitMix64(seed: 0xBAD_F11E)
+        var files: [BadFile] = []
+
+        func add(_ label: String, _ name: String, _ contents: Data?, _ expectation: Expectation) throws {
+            let url = folder.appendingPathComponent("\(Self.nameMarker) \(name)")
+            if let contents { try contents.write(to: url) }
+            files.append(BadFile(label: label, path: Array(url.path.utf8), expectation: expectation))
+        }
+
+        try add("empty file", "empty.mp3", Data(), .skipped(kinds: ["empty"]))
+        try add("truncated mid-frame", "truncated frame.mp3", base.prefix(cut.offset + cut.size / 2),
+                .played(seconds: 0.2...0.38))
+        try add("truncated mid-header", "truncated header.mp3", base.prefix(cut.offset + 2),
+                .played(seconds: 0.2...0.38))
+        try add("truncated inside its ID3v2 header", "truncated tag.mp3", Data("ID3\u{3}\u{0}\u{0}\u{0}\u{0}".utf8),
+                .skipped(kinds: ["notMPEGAudio", "noAudio"]))
+        var random = Data((0..<16_384).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+        random.replaceSubrange(100..<120, with: Data("\(Self.contentMarker) random bytes".utf8.prefix(20)))
+        try add("random bytes", "random.mp3", random, .skipped(kinds: notMPEG))
+        let wave = try synthesize(rate: 44_100, channels: 2, named: "pcm")
+        // The decoder recognises the RIFF signature before libmpg123 could find a false frame sync in the PCM.
+        try add("a WAV named .mp3", "wave.mp3", try Data(contentsOf: wave), .skipped(kinds: ["notMPEGAudio"]))
+        try add("a FLAC named .mp3", "flac.mp3", try convert(wave, to: "flac"), .skipped(kinds: notMPEG))
+        try add("an Ogg Vorbis named .mp3", "ogg.mp3", try convert(wave, to: "ogg"), .skipped(kinds: notMPEG))
+        let title = Self.id3Frame("TIT2", [0] + Array("\(Self.contentMarker) tag only title".utf8))
+        try add("an ID3v2 tag only", "tag only.mp3", Self.id3v2Tag([title]), .skipped(kinds: ["noAudio"]))
+        try add("10 MB embedded picture", "big picture.mp3", Self.withBigPicture(base, generator: &generator),
+                .played(seconds: played))
+        try add("400 bytes overwritten in the middle", "corrupt.mp3",
+                Self.overwriting(base, at: base.count / 2, count: 400, generator: &generator),
+                .played(seconds: (full - 0.08)...(full + 0.03)))
+        // Beyond libmpg123's resync limit (1024 bytes): it plays up to the damage and reports it, like mpg123 -t.
+        try add("1500 bytes overwritten in the middle", "corrupt wide.mp3",
+                Self.overwriting(base, at: base.count / 2, count: 1500, generator: &generator),
+                .playedThenSkipped(seconds: 0.15...0.35, kind: "decodeFailed"))
+        for rate in [8_000, 11_025, 16_000, 22_050, 24_000, 32_000] {
+            let mp3 = try encode(rate: rate, channels: 2, [], named: "rate-\(rate)")
+            try add("layer III at \(rate) Hz", "rate \(rate).mp3", mp3, .played(seconds: played))
+        }
+        try add("mono", "mono.mp3", try encode(rate: 44_100, channels: 1, ["-m", "m"], named: "mono"),
+                .played(seconds: played))
+        try add("48 kHz", "48k.mp3", try encode(rate: 48_000, channels: 2, [], named: "48k"), .played(seconds: played))
+        try add("8 kbit/s", "8 kbps.mp3", try encode(rate: 8_000, channels: 1, ["-b", "8", "-m", "m"], named: "8k"),
+                .played(seconds: played))
+        let vbr = try encode(rate: 44_100, channels: 2, ["-V", "5"], named: "vbr")
+        try add("VBR with a Xing frame count far too small", "xing small.mp3",
+                try Self.patchingXingFrameCount(vbr) { max(1, $0 / 3) }, .played(seconds: played))
+        try add("VBR with a Xing frame count far too large", "xing large.mp3",
+                try Self.patchingXingFrameCount(vbr) { $0 * 1000 }, .played(seconds: played))
+        let directory = folder.appendingPathComponent("\(Self.nameMarker) directory.mp3", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try add("a directory", "directory.mp3", nil, .skipped(kinds: ["cannotOpen"]))
+        let fifo = folder.appendingPathComponent("\(Self.nameMarker) fifo.mp3")
+        guard mkfifo(fifo.path, 0o644) == 0 else { throw ToolkitError("mkfifo failed: errno \(errno)") }
+        try add("a FIFO", "fifo.mp3", nil, .skipped(kinds: ["cannotOpen"]))
+        try add("no read permission", "unreadable.mp3", base, .skipped(kinds: ["cannotOpen"]))
+        let unreadable = folder.appendingPathComponent("\(Self.nameMarker) unreadable.mp3")
+        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: unreadable.path)
+        try requireUnreadable(unreadable)
+
+        try Self.write(base, toRawPath: nonUTF8Name)
+        files.append(BadFile(
+            label: "a non-UTF-8 file name", path: nonUTF8Name, expectation: .played(seconds: played),
+            knownIssue: "CommandLine.arguments replaces invalid UTF-8 with U+FFFD, so earshot opens another path"))
+        files.append(BadFile(label: "a 4000-byte path", path: try makeLongPath(base, bytes: 4000),
+                             expectation: .played(seconds: played)))
+        return files
+    }
+
+    /// Removes what Foundation's recursive removal cannot: the non-UTF-8 name.
+    func removeUnusualFiles() {
+        _ = nonUTF8Name.withCString { unlink($0) }
+    }
+
+    /// Starts `earshot play` on `queue` (raw-byte paths) with a private socket and empty config and state folders,
+    /// through a shell script that `exec`s it, without the file-mode capabilities when running as root.
+    func launchEarshotPlay(_ queue: [[UInt8]]) throws -> ChildProcess {
+        let socket = scratch.appendingPathComponent("control.sock").path
+        guard socket.utf8.count < 100 else { throw ToolkitError("control socket path too long: \(socket)") }
+        var command: [[UInt8]] = []
+        if dropsFileCapabilities {
+            command.append(Array(try ProcessRunner.locate("setpriv").path.utf8))
+            command.append(Array(Self.dropFileCapabilities.utf8))
+        }
+        command += [Array(try TestEnvironment.earshotBinary.path.utf8), Array("play".utf8), Array("--".utf8)]
+        var script = Array("exec".utf8)
+        for argument in command + queue {
+            // Single quotes keep every byte; a quote inside is closed, escaped and reopened.
+            script += Array(" '".utf8)
+            for byte in argument {
+                script += byte == UInt8(ascii: "'") ? Array("'\\''".utf8) : [byte]
+            }
+            script += [UInt8(ascii: "'")]
+        }
+        script += [UInt8(ascii: "\n")]
+        let scriptURL = work.appendingPathComponent("play.sh")
+        try Data(script).write(to: scriptURL)
+        return try ChildProcess("sh", [scriptURL.path], environment: [
+            "EARSHOT_SOCKET": socket,
+            "XDG_CONFIG_HOME": scratch.appendingPathComponent("config").path,
+            "XDG_STATE_HOME": scratch.appendingPathComponent("state").path,
+            "EARSHOT_LOG": "",
+        ])
+    }
+
+    /// setpriv's option that takes away root's power to ignore file modes.
+    private static let dropFileCapabilities = "--bounding-set=-dac_override,-dac_read_search"
+
+    /// Fails early, with the reason, when the unreadable file would be readable by earshot after all.
+    private func requireUnreadable(_ file: URL) throws {
+        var command = ["test", "-r", file.path]
+        if dropsFileCapabilities { command = ["setpriv", Self.dropFileCapabilities] + command }
+        let result = try ProcessRunner.run(command[0], Array(command.dropFirst()))
+        guard result.status == 1 else {
+            throw ToolkitError("cannot make a file unreadable for earshot (`\(result.commandLine)` gave "
+                + "\(result.status): \(result.standardError.trimmed)); setpriv (util-linux) must be able to drop "
+                + "CAP_DAC_OVERRIDE")
+        }
+    }
+
+    // MARK: Audio sources
+
+    /// A 16-bit WAV of the bad files' tone.
+    private func synthesize(rate: Int, channels: Int, named name: String) throws -> URL {
+        let wav = work.appendingPathComponent("\(name).wav")
+        try ProcessRunner.runChecked("sox", [
+            "-n", "-r", "\(rate)", "-c", "\(channels)", "-b", "16", "-e", "signed-integer", wav.path,
+            "synth", "\(BadFilesTests.badSeconds)", "sine", "\(BadFilesTests.badFrequency)", "gain", "-6",
+        ])
+        return wav
+    }
+
+    /// The bad files' tone encoded by LAME at `rate` with `options` (LAME picks the bit rate unless told).
+    private func encode(rate: Int, channels: Int, _ options: [String], named name: String) throws -> Data {
+        let wav = try synthesize(rate: rate, channels: channels, named: name)
+        let mp3 = work.appendingPathComponent("\(name).mp3")
+        try ProcessRunner.runChecked("lame", ["--quiet", "--noreplaygain"] + options + [wav.path, mp3.path])
+        return try Data(contentsOf: mp3)
+    }
+
+    /// `wav` converted by sox to `type` (flac, ogg).
+    private func convert(_ wav: URL, to type: String) throws -> Data {
+        let output = work.appendingPathComponent("converted.\(type)")
+        try ProcessRunner.runChecked("sox", [wav.path, output.path])
+        return try Data(contentsOf: output)
+    }
+
+    // MARK: Damage
+
+    /// The offsets and sizes of the MPEG-1 layer III frames of `data`, found by walking the headers.
+    static func mpeg1LayerIIIFrames(in data: Data) -> [(offset: Int, size: Int)] {
+        let bitRates = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 0]
+        let sampleRates = [44_100, 48_000, 32_000, 0]
+        let bytes = [UInt8](data)
+        var frames: [(offset: Int, size: Int)] = []
+        var offset = 0
+        while offset + 4 <= bytes.count {
+            // Sync, MPEG-1 (11), layer III (01).
+            guard bytes[offset] == 0xFF, bytes[offset + 1] & 0xFE == 0xFA else {
+                offset += 1
+                continue
+            }
+            let bitRate = bitRates[Int(bytes[offset + 2] >> 4)] * 1000
+            let sampleRate = sampleRates[Int((bytes[offset + 2] >> 2) & 3)]
+            guard bitRate > 0, sampleRate > 0 else {
+                offset += 1
+                continue
+            }
+            let size = 144 * bitRate / sampleRate + Int((bytes[offset + 2] >> 1) & 1)
+            frames.append((offset, size))
+            offset += size
+        }
+        return frames
+    }
+
+    /// `data` with `count` bytes from `offset` replaced by pseudo-random ones.
+    static func overwriting(_ data: Data, at offset: Int, count: Int, generator: inout SplitMix64) -> Data {
+        var damaged = data
+        for index in offset..<min(offset + count, damaged.count) {
+            damaged[damaged.startIndex + index] = UInt8(truncatingIfNeeded: generator.next())
+        }
+        return damaged
+    }
+
+    /// `vbr` with the frame count of its Xing header replaced by `change(count)`.
+    static func patchingXingFrameCount(_ vbr: Data, _ change: (UInt32) -> UInt32) throws -> Data {
+        var bytes = [UInt8](vbr)
+        let xing = Array("Xing".utf8)
+        guard let start = (0..<min(bytes.count - 12, 200)).first(where: { Array(bytes[$0..<$0 + 4]) == xing }),
+              bytes[start + 7] & 1 == 1 else {
+            throw ToolkitError("LAME wrote no Xing header with a frame count")
+        }
+        let count = bytes[start + 8..<start + 12].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let patched = change(count)
+        for index in 0..<4 {
+            bytes[start + 8 + index] = UInt8(truncatingIfNeeded: patched >> (24 - 8 * UInt32(index)))
+        }
+        return Data(bytes)
+    }
+
+    // MARK: ID3v2
+
+    /// An ID3v2.3 frame: four-letter id, 32-bit size, no flags, then `body`.
+    static func id3Frame(_ id: String, _ body: [UInt8]) -> [UInt8] {
+        let size = UInt32(body.count)
+        return Array(id.utf8) + [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: size >> $0) } + [0, 0] + body
+    }
+
+    /// An ID3v2.3 tag holding `frames`; its size is "synchsafe" (7 bits per byte).
+    static func id3v2Tag(_ frames: [[UInt8]]) -> Data {
+        let body = frames.flatMap { $0 }
+        let size = body.count
+        let synchsafe = [21, 14, 7, 0].map { UInt8((size >> $0) & 0x7F) }
+        return Data(Array("ID3".utf8) + [3, 0, 0] + synchsafe + body)
+    }
+
+    /// `mp3` behind an ID3v2 tag with a title and a 10 MB front-cover picture (a JPEG start, then noise).
+    static func withBigPicture(_ mp3: Data, generator: inout SplitMix64) -> Data {
+        let pictureWords = 10 * 1024 * 1024 / 8
+        var noise: [UInt64] = []
+        noise.reserveCapacity(pictureWords)
+        for _ in 0..<pictureWords {
+            noise.append(generator.next())
+        }
+        let picture: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0] + noise.withUnsafeBytes { Array($0) }
+        let header = Array("image/jpeg".utf8) + [0, 3] + Array("\(contentMarker) cover".utf8) + [0]
+        let title = id3Frame("TIT2", [0] + Array("\(contentMarker) big picture title".utf8))
+        return id3v2Tag([title, id3Frame("APIC", [0] + header + picture)]) + mp3
+    }
+
+    // MARK: Paths
+
+    /// Writes `data` to a path given as raw bytes (which Foundation could not name).
+    static func write(_ data: Data, toRawPath path: [UInt8]) throws {
+        let descriptor = path.withCString { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        guard descriptor >= 0 else { throw ToolkitError("cannot create a file with a raw name: errno \(errno)") }
+        defer { close(descriptor) }
+        let written = data.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        guard written == data.count else { throw ToolkitError("short write to a file with a raw name") }
+    }
+
+    /// Copies `data` to a file whose absolute path is exactly `bytes` long, in nested folders (names under 255).
+    private func makeLongPath(_ data: Data, bytes: Int) throws -> [UInt8] {
+        let component = "\(Self.nameMarker)-deep-" + String(repeating: "d", count: 188)
+        let stem = "/\(Self.nameMarker)-long-path-"
+        let shortestName = stem.utf8.count + ".mp3".utf8.count + 1
+        var directory = folder.path
+        while directory.utf8.count + 1 + component.utf8.count + shortestName <= bytes {
+            directory += "/" + component
+        }
+        let padding = bytes - directory.utf8.count - stem.utf8.count - ".mp3".utf8.count
+        let path = directory + stem + String(repeating: "x", count: padding) + ".mp3"
+        precondition(path.utf8.count == bytes && padding > 0 && bytes - directory.utf8.count <= 255,
+                     "long path arithmetic")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try data.write(to: URL(fileURLWithPath: path))
+        return Array(path.utf8)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Calls `body` with the bytes as a NUL-terminated C string.
+    fileprivate func withCString<Result>(_ body: (UnsafePointer<CChar>) throws -> Result) rethrows -> Result {
+        try (self + [0]).withUnsafeBufferPointer { buffer in
+            try buffer.withMemoryRebound(to: CChar.self) { try body($0.baseAddress!) }
+        }
+    }
+}
