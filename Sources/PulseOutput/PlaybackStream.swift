@@ -17,10 +17,21 @@
 //     costs a gap, never audio.
 // At the end of the queue (`setEndOfData(true)`, or while draining) the callback writes only what is there, so
 // the tail plays and `drain()` can complete; prebuf does not hold back a short tail because draining disables it.
+//
+// Stall watchdog: besides copying, the write callback only stores the time of the request and adds the requested
+// frames to a counter (one relaxed atomic store, one relaxed atomic add; clock_gettime goes through the vDSO). The
+// owner polls `isStalled()` (or `requestSilence()`) from its own tick: a stream that is playing (uncorked, and the
+// server acknowledged it) but that the server has not asked for data for several periods is stalled. On PipeWire
+// the graph can stop driving a stream with no callback at all (a node left unlinked, a stuck driver); this is how
+// the owner learns that nothing is heard any more.
 
 import AudioPipeline
 import CPulse
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Properties of our stream that mixers (pavucontrol) show and the server's policy modules act on.
 public struct StreamProperties: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
@@ -119,12 +130,19 @@ public final class PlaybackStream: @unchecked Sendable {
     private let endOfData = Atomic<Bool>(false)
     /// How many write callbacks found the ring short while playing and padded with silence.
     private let underruns = Atomic<Int>(0)
+    /// CLOCK_MONOTONIC nanoseconds of the server's last request for data (write callback); 0 before the first.
+    private let lastRequestNanoseconds = Atomic<UInt64>(0)
+    /// Frames the server has asked for in all, over every write callback.
+    private let framesRequested = Atomic<Int>(0)
 
     private var stream: OpaquePointer?
     /// What the owner asked for last (cork() / uncork()); the safety hold never changes it.
     private var desiredCorked = true
     /// What the server last acknowledged.
     private var acknowledgedCorked = true
+    /// CLOCK_MONOTONIC nanoseconds when the server last acknowledged an uncork (0 while corked): the stall watchdog
+    /// counts from here when the last request is older, since a corked stream is asked for nothing.
+    private var playingSinceNanoseconds: UInt64 = 0
     /// Corked by the moved callback; waiting for the owner's decision.
     private var safetyHold = false
     /// drain() is in progress or completed: no silence padding.
@@ -354,6 +372,68 @@ public final class PlaybackStream: @unchecked Sendable {
         underruns.load(ordering: .relaxed)
     }
 
+    // MARK: - Stall watchdog
+
+    /// CLOCK_MONOTONIC now, in nanoseconds: the clock of `lastRequestUptimeNanoseconds` (and of the service's
+    /// `monotonicMoment()`).
+    public static func uptimeNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
+    /// CLOCK_MONOTONIC nanoseconds (`PlaybackStream.uptimeNanoseconds()`) of the server's last request for data; 0
+    /// before the first. Lock-free: the write callback stores it.
+    public var lastRequestUptimeNanoseconds: UInt64 {
+        lastRequestNanoseconds.load(ordering: .relaxed)
+    }
+
+    /// Frames the server has asked for in all (the sum of every write callback's request). Lock-free. While playing
+    /// it grows by about the sample rate every second; a value that stands still means the server stopped asking.
+    public var framesRequestedTotal: Int {
+        framesRequested.load(ordering: .relaxed)
+    }
+
+    /// How often the server asks for data while playing, at the least: the granted minimum request (minreq) as a
+    /// duration. PulseAudio asks about once per minreq (12.5 ms for the default 50 ms target); pipewire-pulse asks
+    /// once per graph cycle instead (1024 frames, 21.3 ms, on PipeWire 0.3.65's defaults). nil before ready.
+    public var requestPeriod: Duration? {
+        guard let metrics = bufferMetrics, metrics.minimumRequestBytes > 0, sampleRate > 0 else { return nil }
+        let frames = metrics.minimumRequestBytes / Self.bytesPerFrame
+        return .nanoseconds(Int64(frames) * 1_000_000_000 / Int64(sampleRate))
+    }
+
+    /// How long the server has not asked for data although it should: the time since the later of its last request
+    /// and the acknowledgement of the last uncork. nil when no request is due: not ready, corked or not yet
+    /// acknowledged as uncorked, in a safety hold, draining, or at the end of the data (a stream that has run out
+    /// is legitimately asked for nothing more).
+    ///
+    /// Meant to be polled from the owner's periodic tick (every 50 ms is plenty), never from a notice handler.
+    public func requestSilence(atUptimeNanoseconds now: UInt64 = PlaybackStream.uptimeNanoseconds()) -> Duration? {
+        connection.withLock { () -> Duration? in
+            guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY,
+                !desiredCorked, !acknowledgedCorked, !safetyHold, !draining,
+                !endOfData.load(ordering: .acquiring), playingSinceNanoseconds > 0
+            else { return nil }
+            let since = max(lastRequestNanoseconds.load(ordering: .relaxed), playingSinceNanoseconds)
+            return .nanoseconds(Int64(now > since ? now - since : 0))
+        }
+    }
+
+    /// The stall watchdog: true when the stream should be playing (see `requestSilence()`) but the server has asked
+    /// for no data for more than `periods` request periods, and for at least `minimum`.
+    ///
+    /// Intended use: the owner's tick (every 50 ms) turns a true into "output lost" (cork, flush, keep the heard
+    /// position), as for an unplug. The defaults (4 periods, at least 200 ms) stay far above the largest gap between
+    /// requests in normal playback (14 ms on PulseAudio 16.1, 21.5 ms on PipeWire 0.3.65); a frozen server is
+    /// reported 180-200 ms after its last request. When requests come back the server first reports `.underflow`,
+    /// then `.started`.
+    public func isStalled(periods: Int = 4, minimum: Duration = .milliseconds(200)) -> Bool {
+        guard let silence = requestSilence() else { return false }
+        let period = requestPeriod ?? .milliseconds(max(targetLatencyMilliseconds, 1))
+        return silence > max(period * periods, minimum)
+    }
+
     /// Whether the server has acknowledged that the stream is corked (the actual state, not the wish).
     public var isCorked: Bool {
         connection.withLock { acknowledgedCorked }
@@ -467,8 +547,9 @@ public final class PlaybackStream: @unchecked Sendable {
         }, me)
         pa_stream_set_write_callback(stream, { stream, requestedBytes, userdata in
             guard let stream, let userdata else { return }
-            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
-                .supply(stream, requestedBytes: requestedBytes)
+            let owner = Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
+            owner.noteRequest(bytes: requestedBytes)
+            owner.supply(stream, requestedBytes: requestedBytes)
         }, me)
         pa_stream_set_moved_callback(stream, { stream, userdata in
             guard let stream, let userdata else { return }
@@ -532,7 +613,7 @@ public final class PlaybackStream: @unchecked Sendable {
             try sendCork(corked, acknowledged: { _, success, userdata in
                 guard let reply = Reply<CorkAcknowledgement>.from(userdata) else { return }
                 if success != 0 {
-                    reply.value.stream.acknowledgedCorked = reply.value.corked
+                    reply.value.stream.acknowledge(corked: reply.value.corked)
                 }
                 reply.finish(succeeded: success != 0)
             }, userdata: reply.userdata)
@@ -581,7 +662,23 @@ public final class PlaybackStream: @unchecked Sendable {
         noticeHandler(notice)
     }
 
+    /// Records what the server confirmed. Lock held (an operation callback).
+    private func acknowledge(corked: Bool) {
+        if !corked && acknowledgedCorked {
+            playingSinceNanoseconds = PlaybackStream.uptimeNanoseconds()
+        } else if corked {
+            playingSinceNanoseconds = 0
+        }
+        acknowledgedCorked = corked
+    }
+
     // MARK: - Callbacks (mainloop thread, lock held)
+
+    /// The watchdog's part of the write callback: one relaxed atomic store and one relaxed atomic add, nothing else.
+    private func noteRequest(bytes: Int) {
+        lastRequestNanoseconds.store(PlaybackStream.uptimeNanoseconds(), ordering: .relaxed)
+        framesRequested.add(bytes / Self.bytesPerFrame, ordering: .relaxed)
+    }
 
     /// The write callback's work. Real-time path: copies only; no allocation, no locks, no logging, no strings.
     private func supply(_ stream: OpaquePointer, requestedBytes: Int) {
@@ -641,7 +738,7 @@ public final class PlaybackStream: @unchecked Sendable {
         safetyHold = true
         track(try? sendCork(true, acknowledged: { _, success, userdata in
             guard success != 0, let userdata else { return }
-            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().acknowledgedCorked = true
+            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().acknowledge(corked: true)
         }, userdata: Unmanaged.passUnretained(self).toOpaque()))
     }
 

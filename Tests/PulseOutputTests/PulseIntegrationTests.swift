@@ -1,19 +1,31 @@
-// PulseOutput against a real server: the private PulseAudio that scripts/test starts (Config/pulse-test.pa: null
-// sinks `headphones` (default) and `speakers`, module-role-cork). Without that server these tests fail, loudly.
-// Serialized: several tests change the server (unplug, move, phone call) and would disturb each other.
+// PulseOutput against a real server: the private server that scripts/test starts, PulseAudio (Config/pulse-test.pa,
+// with module-role-cork) or PipeWire (pipewire-pulse and WirePlumber), both with null sinks `headphones` (default)
+// and `speakers`; EARSHOT_TEST_SERVER says which. Without that server these tests fail, loudly.
+// The same tests run on both. Where the servers legitimately differ, the test branches on `TestServerKind.current`
+// and says why next to the branch.
+// Serialized: several tests change the server (unplug, move, phone call, kill) and would disturb each other.
 import AudioPipeline
+import EarshotCore
 import Foundation
 import PulseOutput
 import Testing
 
 /// The adapter against the real server, one test at a time.
-@Suite("PulseOutput on the private PulseAudio", .serialized)
+@Suite("PulseOutput on the private sound server", .serialized)
 struct PulseIntegrationTests {
     @Test("Connects through libpulse and finds the test sinks and the server's identity")
     func connectsAndFindsSinks() throws {
         let connection = try connectToTestServer()
         let info = try connection.serverInfo()
-        #expect(info.displayName.hasPrefix("PulseAudio"))
+        switch TestServerKind.current {
+        case .pulseaudio:
+            #expect(info.serverName == "pulseaudio")
+            #expect(info.displayName == "PulseAudio \(info.serverVersion)")
+        case .pipewire:
+            // pipewire-pulse names itself with the real version; its version field is the emulated protocol's.
+            #expect(info.serverName.hasPrefix("PulseAudio (on PipeWire "), "server name: \(info.serverName)")
+            #expect(info.displayName == info.serverName)
+        }
         #expect(!info.serverVersion.isEmpty)
         #expect(info.defaultSinkName == "headphones")
         let names = Set(try connection.sinks().map(\.name))
@@ -39,7 +51,7 @@ struct PulseIntegrationTests {
         #expect(ours.mediaRole == "music")
         #expect(ours.sinkIndex == headphones.index)
         #expect(ours.applicationName == "Earshot")
-        #expect(!ours.corked)
+        try await expectServerShows(corked: false, sinkInput: index, on: connection)
         #expect(stream.sinkIndex == headphones.index)
 
         let metrics = try #require(stream.bufferMetrics)
@@ -65,11 +77,11 @@ struct PulseIntegrationTests {
         try stream.cork()
         #expect(stream.isCorked)
         let index = try #require(stream.sinkInputIndex)
-        #expect(try connection.sinkInputs().first { $0.index == index }?.corked == true)
+        try await expectServerShows(corked: true, sinkInput: index, on: connection)
 
         try stream.uncork()
         #expect(!stream.isCorked)
-        #expect(try connection.sinkInputs().first { $0.index == index }?.corked == false)
+        try await expectServerShows(corked: false, sinkInput: index, on: connection)
         for _ in 0..<5 {
             try stream.cork()
             try stream.uncork()
@@ -101,7 +113,7 @@ struct PulseIntegrationTests {
         #expect(stream.underrunCount == 0)
     }
 
-    @Test("A phone call on our sink sends request-cork, and request-uncork once we really corked")
+    @Test("A phone call on our sink: request-cork and -uncork on PulseAudio, nothing at all on PipeWire")
     func phoneCallRequestsCork() async throws {
         let connection = try connectToTestServer()
         let playing = try PlayingStream(connection: connection, sinkName: "headphones")
@@ -114,23 +126,76 @@ struct PulseIntegrationTests {
         defer { try? FileManager.default.removeItem(atPath: wav) }
         let mark = playing.notices.count
         let call = try start(["paplay", "--property=media.role=phone", "--device=headphones", wav])
-        defer { if call.isRunning { call.terminate() } }
+        defer { stopChild(call) }
 
-        #expect(await playing.notices.waitFor(.corkRequested, timeout: .seconds(5), from: mark))
-        // Obey, as the player does: module-role-cork only sends request-uncork to a stream that really corked.
-        try stream.cork()
-        // module-role-cork also mutes the stream it corks (PLATFORM.md); it unmutes when the call ends.
-        #expect(try connection.sinkInputs().first { $0.index == index }?.muted == true)
+        switch TestServerKind.current {
+        case .pulseaudio:
+            #expect(await playing.notices.waitFor(.corkRequested, timeout: .seconds(5), from: mark))
+            // Obey, as the player does: module-role-cork only sends request-uncork to a stream that really corked.
+            try stream.cork()
+            // module-role-cork also mutes the stream it corks (PLATFORM.md); it unmutes when the call ends.
+            #expect(try connection.sinkInputs().first { $0.index == index }?.muted == true)
 
-        #expect(await playing.notices.waitFor(.uncorkRequested, timeout: .seconds(5), from: mark))
-        let order = playing.notices.all.dropFirst(mark).filter { $0 == .corkRequested || $0 == .uncorkRequested }
-        #expect(order == [.corkRequested, .uncorkRequested])
-        try stream.uncork()
-        try stream.setMuted(false)
-        #expect(try connection.sinkInputs().first { $0.index == index }?.muted == false)
+            #expect(await playing.notices.waitFor(.uncorkRequested, timeout: .seconds(5), from: mark))
+            let order = playing.notices.all.dropFirst(mark).filter { $0 == .corkRequested || $0 == .uncorkRequested }
+            #expect(order == [.corkRequested, .uncorkRequested])
+            try stream.uncork()
+            try stream.setMuted(false)
+            #expect(try connection.sinkInputs().first { $0.index == index }?.muted == false)
+        case .pipewire:
+            // pipewire-pulse has no module-role-cork and never sends stream events: the call neither corks nor
+            // mutes us, and no request arrives. The player has to see the phone stream itself (next test).
+            call.waitUntilExit()
+            let ours = try #require(try connection.sinkInputs().first { $0.index == index })
+            #expect(!ours.corked && !ours.muted)
+            let requests = playing.notices.all.dropFirst(mark).filter {
+                $0 == .corkRequested || $0 == .uncorkRequested || $0 == .unknownEvent
+            }
+            #expect(requests.isEmpty, "stream events on pipewire: \(requests)")
+        }
     }
 
-    @Test("Unplugging the headphones sink moves us to speakers, corked, and says the old sink is gone")
+    @Test("The subscription shows a phone call on our sink as a trigger stream, on either server")
+    func phoneCallIsSeenAsTriggerStream() async throws {
+        let notices = NoticeRecorder<ConnectionNotice>()
+        let connection = try connectToTestServer(notices: notices)
+        try connection.subscribe()
+        let playing = try PlayingStream(connection: connection, sinkName: "headphones")
+        defer { playing.close() }
+        try await playing.startPlaying()
+        let headphones = try #require(try sink(named: "headphones", on: connection))
+        var translator = ServerEventTranslator()
+        #expect(translator.ourStreamIsOn(headphones, sinkInputIndex: playing.stream.sinkInputIndex, at: Moment(milliseconds: 0)).isEmpty)
+
+        let wav = try writeToneWAV(seconds: 0.6)
+        defer { try? FileManager.default.removeItem(atPath: wav) }
+        let mark = notices.count
+        let call = try start(["paplay", "--property=media.role=phone", "--device=headphones", wav])
+        defer { stopChild(call) }
+        let seen = await notices.waitFor(.seconds(5), from: mark) { notice in
+            if case .sinkInputChanged(let input) = notice { return input.mediaRole == "phone" && !input.corked }
+            return false
+        }
+        guard case .sinkInputChanged(let phone)? = seen?.notice else {
+            Issue.record("no phone sink input seen: \(notices.all.dropFirst(mark))")
+            return
+        }
+        // On both servers the phone stream itself plays un-corked and un-muted on our sink: this is what
+        // Earshot's own detection relies on where no cork request comes (PipeWire).
+        #expect(phone.sinkIndex == headphones.index)
+        #expect(!phone.muted)
+        #expect(phone.applicationName == "paplay")
+        #expect(
+            translator.sinkInputChanged(phone, at: Moment(milliseconds: 1))
+                == [.interruptionBegan(.triggerStream(index: phone.index), at: Moment(milliseconds: 1))])
+        call.waitUntilExit()
+        #expect(await notices.waitFor(.sinkInputRemoved(phone.index), timeout: .seconds(5)))
+        #expect(
+            translator.sinkInputRemoved(phone.index, at: Moment(milliseconds: 2))
+                == [.interruptionEnded(.triggerStream(index: phone.index), resumeAllowed: true, at: Moment(milliseconds: 2))])
+    }
+
+    @Test("Unplugging the headphones sink moves us to speakers, corked, says the old sink is gone, leaks <= 10 ms")
     func unplugMovesAndCorks() async throws {
         let connectionNotices = NoticeRecorder<ConnectionNotice>()
         let connection = try connectToTestServer(notices: connectionNotices)
@@ -138,16 +203,21 @@ struct PulseIntegrationTests {
         defer { #expect(throws: Never.self) { try restoreHeadphonesSink(on: connection) } }
         let headphones = try #require(try sink(named: "headphones", on: connection))
         let module = try #require(headphones.ownerModuleIndex)
+        // Started before our stream: a recorder on an idle null sink gets its first data up to 2 s late.
+        let speakersTap = try await MonitorTap(sink: "speakers")
 
         let playing = try PlayingStream(connection: connection, sinkName: "headphones")
         defer { playing.close() }
         let stream = playing.stream
         try await playing.startPlaying()
         let mark = playing.notices.count
+        let connectionMark = connectionNotices.count
 
         let unplug = try run(["pactl", "unload-module", "\(module)"])
         #expect(unplug.status == 0, "pactl: \(unplug.output)")
 
+        // Both servers move our stream to the remaining sink rather than kill it (we do not ask for DONT_MOVE):
+        // PulseAudio itself, PipeWire through WirePlumber relinking it to the new default.
         let moved = await playing.notices.waitFor(.seconds(3), from: mark) {
             if case .moved = $0 { return true }
             return false
@@ -161,11 +231,24 @@ struct PulseIntegrationTests {
             try await Task.sleep(for: .milliseconds(2))
         }
         #expect(stream.isCorked)
-        #expect(await connectionNotices.waitFor(.sinkRemoved(headphones.index), timeout: .seconds(3)))
+        let removed = await connectionNotices.waitFor(.seconds(3), from: connectionMark) {
+            $0 == .sinkRemoved(headphones.index)
+        }
+        #expect(removed != nil)
+        if TestServerKind.current == .pipewire, let removed, let moved {
+            // PipeWire: the sink goes first (SINK REMOVE), WirePlumber relinks our stream afterwards, so the safety
+            // hold starts at SINK REMOVE there. (PulseAudio 16 sent SINK REMOVE first too in every run here, but
+            // PLATFORM.md has seen the moved callback first, so the order is only pinned on PipeWire.)
+            #expect(removed.at <= moved.at, "moved \(moved.at - removed.at) after SINK REMOVE")
+        }
         // Output lost: the owner keeps it corked; releasing the hold now would be wrong, so it only flushes.
         try stream.cork()
         try stream.flush()
         #expect(stream.isCorked)
+        try await Task.sleep(for: .milliseconds(200))
+        // The product's bound (RULES.md): at most 10 ms of our audio on the device that remains.
+        let leaked = speakersTap.stop()
+        #expect(leaked <= 10, "\(leaked) ms of our audio reached speakers")
     }
 
     @Test("A deliberate move to speakers keeps the old sink; releasing the hold resumes")
@@ -178,8 +261,8 @@ struct PulseIntegrationTests {
         let index = try #require(stream.sinkInputIndex)
         let mark = playing.notices.count
 
-        let move = try run(["pactl", "move-sink-input", "\(index)", "speakers"])
-        #expect(move.status == 0, "pactl: \(move.output)")
+        // Checked and retried once: pipewire-pulse sometimes acknowledges a move without carrying it out.
+        #expect(try await moveSinkInput(index, to: "speakers", on: connection) != nil)
         let moved = await playing.notices.waitFor(.seconds(3), from: mark) {
             if case .moved = $0 { return true }
             return false
@@ -197,7 +280,7 @@ struct PulseIntegrationTests {
         // Paused by the owner before a move: the hold never resumes it.
         try stream.cork()
         let second = playing.notices.count
-        #expect(try run(["pactl", "move-sink-input", "\(index)", "headphones"]).status == 0)
+        #expect(try await moveSinkInput(index, to: "headphones", on: connection) != nil)
         let movedBack = await playing.notices.waitFor(.seconds(3), from: second) {
             if case .moved = $0 { return true }
             return false
@@ -244,8 +327,16 @@ struct PulseIntegrationTests {
         #expect(playing.ring.readableFrames == 0)
         let after = try #require(stream.heardRingFrame())
         #expect(abs(after - heard) <= testRate / 1000, "heard \(heard) before, \(after) after the flush")
-        let latency = try #require(stream.latencyMilliseconds)
-        #expect(latency < 50, "latency after flush: \(latency) ms")
+        // A flush invalidates libpulse's timing. PulseAudio's next timing update has arrived by the time flush()
+        // returns; pipewire-pulse's comes a little later, so wait for it (both update every 100 ms at most).
+        var latency = stream.latencyMilliseconds
+        let timingDeadline = ContinuousClock.now + .milliseconds(500)
+        while latency == nil && ContinuousClock.now < timingDeadline {
+            try await Task.sleep(for: .milliseconds(5))
+            latency = stream.latencyMilliseconds
+        }
+        let flushedLatency = try #require(latency)
+        #expect(flushedLatency < 50, "latency after flush: \(flushedLatency) ms")
 
         // Playing on with an empty ring plays only silence: the heard position stays put.
         let flushPoint = playing.ring.totalFramesRead
@@ -277,7 +368,14 @@ struct PulseIntegrationTests {
         #expect(playing.notices.all.contains(.drained))
         #expect(playing.ring.totalFramesRead == frames)
         #expect(stream.underrunCount == 0)
-        let heard = try #require(stream.heardRingFrame())
+        // The heard position is interpolated between timing updates (every 100 ms at most); on a busy machine the
+        // one right after the drain can lag a few milliseconds, so give the next update a moment.
+        var heard = try #require(stream.heardRingFrame())
+        let settleDeadline = ContinuousClock.now + .milliseconds(300)
+        while heard < frames - testRate / 100 && ContinuousClock.now < settleDeadline {
+            try await Task.sleep(for: .milliseconds(10))
+            heard = stream.heardRingFrame() ?? heard
+        }
         #expect(heard >= frames - testRate / 100, "heard \(heard) of \(frames)")
     }
 
@@ -321,20 +419,19 @@ struct PulseIntegrationTests {
         #expect(try reentrant.serverInfo().displayName.hasPrefix("PulseAudio"))
     }
 
-    @Test("A server that dies fails the connection and its stream")
+    @Test("A server that dies fails the connection and its playing stream; it comes back at the same address")
     func serverDeath() async throws {
-        let server = try DisposableServer()
-        defer { server.stop() }
         let notices = NoticeRecorder<ConnectionNotice>()
-        let connection = try PulseConnection(noticeHandler: { notices.record($0) })
-        try connection.connect(applicationName: "EarshotServerDeathTest", server: server.address)
-        let ring = FrameRing(minimumCapacity: 4096)
-        let streamNotices = NoticeRecorder<StreamNotice>()
-        let stream = try PlaybackStream(
-            connection: connection, sampleRate: testRate, ring: ring, noticeHandler: { streamNotices.record($0) })
-        defer { stream.close() }
+        let connection = try connectToTestServer("EarshotServerDeathTest", notices: notices)
+        let playing = try PlayingStream(connection: connection, sinkName: "headphones")
+        defer { playing.close() }
+        try await playing.startPlaying()
+        let before = try soundServerControl(["pid"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Whatever happens below, the next tests need the server back.
+        defer { #expect(throws: Never.self) { try soundServerControl(["start"]) } }
 
-        server.kill()
+        // SIGKILL, as a crash: pulseaudio, or the whole PipeWire stack (pipewire-pulse, wireplumber, pipewire).
+        try soundServerControl(["kill"])
         let failed = await notices.waitFor(.seconds(5)) {
             if case .failed = $0 { return true }
             return false
@@ -345,13 +442,101 @@ struct PulseIntegrationTests {
         }
         #expect(error.code == .connectionTerminated)
         #expect(!connection.isReady)
-        let streamFailed = await streamNotices.waitFor { notice in
+        let streamFailed = await playing.notices.waitFor { notice in
             if case .failed = notice { return true }
             return false
         }
         #expect(streamFailed != nil)
-        #expect(throws: PulseError.self) { try stream.cork() }
+        #expect(throws: PulseError.self) { try playing.stream.cork() }
+        #expect(playing.stream.requestSilence() == nil, "a failed stream is not due any request")
+
+        // The restart script brings the same address back with the standard layout: a new connection works.
+        try soundServerControl(["start"])
+        let after = try soundServerControl(["pid"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(after != before)
+        let again = try connectToTestServer("EarshotServerDeathTest")
+        #expect(try again.serverInfo().defaultSinkName == "headphones")
+        #expect(Set(try again.sinks().map(\.name)).isSuperset(of: ["headphones", "speakers"]))
     }
+
+    @Test("The stall watchdog: quiet while the server asks for data, stalled when it stops asking, nil when corked")
+    func stallWatchdog() async throws {
+        let connection = try connectToTestServer()
+        let playing = try PlayingStream(connection: connection, sinkName: "headphones")
+        defer { playing.close() }
+        let stream = playing.stream
+        #expect(stream.requestSilence() == nil, "corked: no request is due")
+        try await playing.startPlaying()
+        let period = try #require(stream.requestPeriod)
+        #expect(period > .milliseconds(1) && period <= .milliseconds(50), "request period \(period)")
+
+        // Normal playback: measure the largest gap between requests, and never report a stall.
+        var largestGap = Duration.zero
+        var lastCount = stream.framesRequestedTotal
+        let watchUntil = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < watchUntil {
+            try await Task.sleep(for: .milliseconds(2))
+            #expect(!stream.isStalled())
+            largestGap = max(largestGap, stream.requestSilence() ?? .zero)
+        }
+        #expect(stream.framesRequestedTotal > lastCount + testRate / 2, "requested in 1 s: \(stream.framesRequestedTotal - lastCount)")
+        // 4 periods, at least 200 ms, must be far above what normal playback shows.
+        #expect(largestGap < .milliseconds(100), "largest gap between requests: \(largestGap)")
+
+        // Freeze the process that runs the audio graph: no callback of any kind arrives, and nothing is requested.
+        try soundServerControl(["freeze"])
+        let frozenAt = ContinuousClock.now
+        var thawed = false
+        defer { if !thawed { _ = try? soundServerControl(["thaw"]) } }
+        lastCount = stream.framesRequestedTotal
+        var stalledAfter: Duration?
+        while ContinuousClock.now < frozenAt + .seconds(2) {
+            if stream.isStalled() {
+                stalledAfter = ContinuousClock.now - frozenAt
+                break
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let detected = try #require(stalledAfter, "no stall reported within 2 s of freezing the server")
+        #expect(detected >= .milliseconds(150) && detected < .milliseconds(400), "stall reported after \(detected)")
+        #expect(stream.framesRequestedTotal - lastCount < testRate / 20)
+
+        try soundServerControl(["thaw"])
+        thawed = true
+        let resumeDeadline = ContinuousClock.now + .seconds(2)
+        while stream.isStalled() && ContinuousClock.now < resumeDeadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(!stream.isStalled(), "requests did not resume after the thaw")
+
+        // Corked, or at the end of the data, no request is due: never a stall.
+        try stream.cork()
+        #expect(stream.requestSilence() == nil)
+        try stream.uncork()
+        stream.setEndOfData(true)
+        #expect(stream.requestSilence() == nil)
+        stream.setEndOfData(false)
+        #expect(stream.requestSilence() != nil)
+    }
+}
+
+/// Checks that the server's sink-input list shows `index` corked (or not), as our acknowledged state says.
+///
+/// PulseAudio reports the flag it set when it acknowledged the cork, so the list agrees at once. pipewire-pulse
+/// acknowledges first and reports "corked" as "the node is not RUNNING" (module-protocol-pulse/pulse-server.c), which
+/// follows a moment later, when the graph has paused or started the node: there the list is given up to a second.
+func expectServerShows(
+    corked: Bool, sinkInput index: UInt32, on connection: PulseConnection,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let grace: Duration = TestServerKind.current == .pipewire ? .seconds(1) : .zero
+    let deadline = ContinuousClock.now + grace
+    var shown = try connection.sinkInputs().first { $0.index == index }?.corked
+    while shown != corked && ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(5))
+        shown = try connection.sinkInputs().first { $0.index == index }?.corked
+    }
+    #expect(shown == corked, "the server shows corked=\(shown.map(String.init) ?? "nothing")", sourceLocation: sourceLocation)
 }
 
 /// Lets a notice handler reach the connection it belongs to (set after creation, cleared to break the cycle).
@@ -365,74 +550,4 @@ final class ConnectionHolder: @unchecked Sendable {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
     }
-}
-
-/// A second private PulseAudio with one null sink, for tests that kill their server.
-final class DisposableServer {
-    /// The server's private directory (configuration, socket, log).
-    let directory: String
-    /// The running server.
-    let process: Process
-    /// The address to connect to.
-    var address: String { "unix:\(directory)/native" }
-
-    /// Starts the server and waits for its socket.
-    init() throws {
-        directory = try makeTemporaryDirectory(prefix: "/tmp/earshot-dying.")
-        let configuration = """
-            load-module module-native-protocol-unix auth-anonymous=1 socket=\(directory)/native
-            load-module module-null-sink sink_name=lonely
-            set-default-sink lonely
-            """
-        try configuration.write(toFile: "\(directory)/server.pa", atomically: true, encoding: .utf8)
-        try FileManager.default.createDirectory(atPath: "\(directory)/run", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: "\(directory)/home", withIntermediateDirectories: true)
-        chmod("\(directory)/run", 0o700)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "pulseaudio", "-n", "-F", "\(directory)/server.pa", "--exit-idle-time=-1", "--daemonize=no",
-            "--use-pid-file=no", "--disallow-exit", "--log-target=file:\(directory)/pulseaudio.log",
-        ]
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_RUNTIME_DIR"] = "\(directory)/run"
-        environment["HOME"] = "\(directory)/home"
-        environment["PULSE_SERVER"] = nil
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: "\(directory)/native") && Date() < deadline && process.isRunning {
-            usleep(20_000)
-        }
-        guard FileManager.default.fileExists(atPath: "\(directory)/native") else {
-            stop()
-            throw PulseError(code: .connectionRefused, step: "start a disposable pulseaudio")
-        }
-    }
-
-    /// Kills the server the hard way, as a crash would.
-    func kill() {
-        if process.isRunning {
-            Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
-    /// Kills the server and removes its directory.
-    func stop() {
-        kill()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-}
-
-/// Creates a fresh directory whose path starts with `prefix` (kept short: socket paths are limited to 108 bytes).
-func makeTemporaryDirectory(prefix: String) throws -> String {
-    var template = Array((prefix + "XXXXXX").utf8CString)
-    guard let result = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-        throw PulseError(code: .invalid, step: "mkdtemp")
-    }
-    return String(cString: result)
 }

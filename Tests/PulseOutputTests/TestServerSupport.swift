@@ -1,5 +1,6 @@
-// Helpers for the integration tests: reaching the private server that scripts/test starts, recording notices,
-// feeding a sine into a FrameRing from a producer thread, and driving the server with pactl / paplay.
+// Helpers for the integration tests: reaching the private server that scripts/test starts (PulseAudio or PipeWire,
+// EARSHOT_TEST_SERVER), recording notices, feeding a sine into a FrameRing from a producer thread, recording a sink's
+// monitor, and driving the server with pactl / paplay and scripts/lib/soundserver-ctl.
 import AudioPipeline
 import Foundation
 import PulseOutput
@@ -7,8 +8,8 @@ import Synchronization
 import Testing
 
 /// What to tell someone who ran the integration tests without the private sound server.
-let noServerAdvice = "No sound server reachable: run scripts/test, which starts a private PulseAudio "
-    + "(sinks `headphones` and `speakers`) and sets PULSE_SERVER"
+let noServerAdvice = "No sound server reachable: run scripts/test, which starts a private PulseAudio and then a "
+    + "private PipeWire (sinks `headphones` and `speakers`) and sets PULSE_SERVER"
 
 /// The sample rate every test stream uses.
 let testRate = 48_000
@@ -157,7 +158,17 @@ func run(_ arguments: [String]) throws -> CommandResult {
     return CommandResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
 }
 
-/// Starts a command and returns it without waiting.
+/// Stops a command started with `start` and waits for it. SIGKILL, because a child that Foundation's Process spawns
+/// from a test thread inherits that thread's signal mask, in which SIGTERM and SIGINT are blocked (parec would never
+/// see `terminate()`).
+func stopChild(_ process: Process) {
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+    }
+    process.waitUntilExit()
+}
+
+/// Starts a command and returns it without waiting; stop it with `stopChild`.
 func start(_ arguments: [String]) throws -> Process {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -265,4 +276,119 @@ func restoreHeadphonesSink(on connection: PulseConnection) throws {
         ])
     }
     try run(["pactl", "set-default-sink", "headphones"])
+}
+
+/// Which private server scripts/test started: `EARSHOT_TEST_SERVER` (`pulseaudio` unless it says `pipewire`).
+enum TestServerKind: String {
+    /// PulseAudio 16 with module-role-cork (Config/pulse-test.pa).
+    case pulseaudio
+    /// PipeWire with pipewire-pulse and WirePlumber: no cork requests, no module-role-cork.
+    case pipewire
+
+    /// The server under test.
+    static var current: TestServerKind {
+        TestServerKind(rawValue: ProcessInfo.processInfo.environment["EARSHOT_TEST_SERVER"] ?? "") ?? .pulseaudio
+    }
+}
+
+/// Records what a sink really plays, from its monitor with parec, to count our audio that reached it.
+///
+/// The recorder names the monitor explicitly and carries `node.dont-reconnect=true`, so that on PipeWire WirePlumber
+/// never moves it to another source (harmless on PulseAudio, whose default source is the null source `silence`).
+/// A recorder on an idle null sink gets its first data 0.9-1.9 s late, so `start` waits for data.
+final class MonitorTap {
+    /// The sink whose monitor is recorded.
+    let sink: String
+    private let file: String
+    private let process: Process
+
+    /// Starts recording `sink`.monitor and waits until data arrives (at most 5 s).
+    init(sink: String) async throws {
+        self.sink = sink
+        file = NSTemporaryDirectory() + "earshot-tap-\(sink)-\(UUID().uuidString).raw"
+        process = try start([
+            "parec", "--device=\(sink).monitor", "--rate=\(testRate)", "--channels=2", "--format=s16le", "--raw",
+            "--latency-msec=10", "--property=node.dont-reconnect=true", file,
+        ])
+        let deadline = ContinuousClock.now + .seconds(5)
+        while recordedBytes == 0 && ContinuousClock.now < deadline && process.isRunning {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        guard recordedBytes > 0 else {
+            stopProcess()
+            throw PulseError(code: .timeout, step: "record \(sink).monitor")
+        }
+    }
+
+    private var recordedBytes: Int {
+        ((try? FileManager.default.attributesOfItem(atPath: file)[.size]) as? Int) ?? 0
+    }
+
+    private func stopProcess() {
+        stopChild(process)
+    }
+
+    /// Stops recording and returns how many milliseconds of the recording were audible (any sample louder than
+    /// -40 dBFS in a 1 ms block). Only our test streams play sines on the test server, so this is our audio.
+    func stop() -> Double {
+        stopProcess()
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        guard let data = FileManager.default.contents(atPath: file) else { return 0 }
+        let threshold: Int16 = 328
+        let blockFrames = testRate / 1000
+        var audibleBlocks = 0
+        data.withUnsafeBytes { raw in
+            let samples = raw.count / 2
+            let frames = samples / 2
+            var block = 0
+            while (block + 1) * blockFrames <= frames {
+                var loud = false
+                for sample in (block * blockFrames * 2)..<((block + 1) * blockFrames * 2) {
+                    let value = Int16(littleEndian: raw.loadUnaligned(fromByteOffset: sample * 2, as: Int16.self))
+                    if value > threshold || value < -threshold {
+                        loud = true
+                        break
+                    }
+                }
+                if loud { audibleBlocks += 1 }
+                block += 1
+            }
+        }
+        return Double(audibleBlocks)
+    }
+}
+
+/// Runs scripts/lib/soundserver-ctl (`$SOUNDSERVER_CTL`, exported by scripts/test) with `arguments`: kill, start,
+/// freeze, thaw, unplug and replug the private server of either kind. Fails the test when it is missing or fails.
+@discardableResult
+func soundServerControl(_ arguments: [String]) throws -> CommandResult {
+    guard let control = ProcessInfo.processInfo.environment["SOUNDSERVER_CTL"], !control.isEmpty else {
+        Issue.record("SOUNDSERVER_CTL is not set: \(noServerAdvice)")
+        throw PulseError(code: .badState, step: "find soundserver-ctl")
+    }
+    let result = try run([control] + arguments)
+    if result.status != 0 {
+        Issue.record("soundserver-ctl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.output)")
+        throw PulseError(code: .badState, step: "soundserver-ctl \(arguments.first ?? "")")
+    }
+    return result
+}
+
+/// Moves sink input `index` to the sink called `sinkName` with pactl, checks where it is afterwards, and retries
+/// once: pipewire-pulse sometimes acknowledges `move-sink-input` without carrying it out (PLATFORM.md). Returns
+/// how many attempts it took, or nil when the stream is still elsewhere after two.
+func moveSinkInput(_ index: UInt32, to sinkName: String, on connection: PulseConnection) async throws -> Int? {
+    for attempt in 1...2 {
+        let move = try run(["pactl", "move-sink-input", "\(index)", sinkName])
+        #expect(move.status == 0, "pactl: \(move.output)")
+        let deadline = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < deadline {
+            let target = try sink(named: sinkName, on: connection)
+            if let target, try connection.sinkInputs().first(where: { $0.index == index })?.sinkIndex == target.index {
+                return attempt
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+    return nil
 }

@@ -1,61 +1,392 @@
-# Sourced by scripts/test, scripts/bench and scripts/run: starts and stops a private PulseAudio.
-# After `soundserver_start`, PULSE_SERVER and XDG_RUNTIME_DIR point at it and SOUNDSERVER_PID is set.
-# The server loads only Config/pulse-test.pa (`-n`): sinks `headphones` (default) and `speakers`.
+# shellcheck shell=bash
+# Sourced by scripts/test, scripts/bench, scripts/run and scripts/lib/soundserver-ctl: starts and stops a private
+# sound server with two virtual outputs, `headphones` (the default sink) and `speakers`.
+#
+# Which server: EARSHOT_TEST_SERVER=pulseaudio (the default) or pipewire.
+#   pulseaudio  `pulseaudio -n -F Config/pulse-test.pa` (null sinks, module-role-cork, a null default source).
+#   pipewire    a private session bus (`dbus-daemon --session`, WirePlumber needs one), then `pipewire`,
+#               `wireplumber` (Config/wireplumber-test/: no hardware monitors, no stream restore) and
+#               `pipewire-pulse`; the null sinks are made with `pactl load-module module-null-sink`.
+# Both run as the caller (root in CI), headless, without systemd, and are up in about a second.
+#
+# After `soundserver_start` these are exported:
+#   PULSE_SERVER        the server's native socket (libpulse, pactl, paplay and parec use it)
+#   XDG_RUNTIME_DIR     the server's private runtime folder (short: socket paths are limited to 108 bytes)
+#   EARSHOT_TEST_SERVER and SOUNDSERVER_KIND   `pulseaudio` or `pipewire`
+#   SOUNDSERVER_ROOT    the private folder with logs, pid files and (pipewire) XDG_CONFIG_HOME / XDG_STATE_HOME
+#   SOUNDSERVER_PID     the process serving PULSE_SERVER (pulseaudio, or pipewire-pulse) when it started; a
+#                       restart changes it: ask `soundserver-ctl pid`
+#   SOUNDSERVER_CTL     scripts/lib/soundserver-ctl: kill / start / restart / unplug / replug from a test
+#   SOUNDSERVER_DBUS_ADDRESS   (pipewire) the private session bus the stack uses. It is NOT exported as
+#                       DBUS_SESSION_BUS_ADDRESS, so programs under test see the same session bus on both servers.
+# The daemons get their own HOME, XDG_CONFIG_HOME and XDG_STATE_HOME inside SOUNDSERVER_ROOT; the caller's are
+# left alone.
+#
+# Recorders: on pipewire give `parec` `--property=node.dont-reconnect=true` (WirePlumber otherwise moves a recorder
+# whose monitor went away to the new default source); on pulseaudio the default source is the null source
+# `silence`. On both, name the monitor explicitly.
+#
+# `soundserver_stop` stops every process it started (also those a `soundserver-ctl start` started) by the pids in
+# SOUNDSERVER_ROOT/pids, then removes SOUNDSERVER_ROOT. Safe to call twice and after a failed start.
 
 # The repository root, when the caller did not say.
 : "${EARSHOT_ROOT:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 
+# The control script tests run through Process (see its header).
+SOUNDSERVER_CTL="$EARSHOT_ROOT/scripts/lib/soundserver-ctl"
+
+# The sinks of the standard layout and their descriptions.
+SOUNDSERVER_SINKS=(headphones speakers)
+declare -gA SOUNDSERVER_SINK_DESCRIPTIONS=([headphones]=Headphones [speakers]=Speakers)
+
+_soundserver_log() { printf '[soundserver] %s\n' "$*" >&2; }
+
+# soundserver_start: starts the server chosen by EARSHOT_TEST_SERVER in a fresh private folder and waits until it
+# answers with the standard layout. A server this shell already started and that is still running is reused.
 soundserver_start() {
-    if [ -n "${SOUNDSERVER_PID:-}" ] && kill -0 "$SOUNDSERVER_PID" 2>/dev/null; then
+    if [ -n "${SOUNDSERVER_ROOT:-}" ] && [ -d "$SOUNDSERVER_ROOT" ] && _soundserver_running; then
         return 0
     fi
-    if ! command -v pulseaudio >/dev/null 2>&1; then
-        echo "soundserver: pulseaudio is not installed (apt-get install pulseaudio pulseaudio-utils)" >&2
+    local kind="${EARSHOT_TEST_SERVER:-pulseaudio}"
+    case "$kind" in
+        pulseaudio | pipewire) ;;
+        *)
+            _soundserver_log "EARSHOT_TEST_SERVER must be pulseaudio or pipewire, not '$kind'"
+            return 1
+            ;;
+    esac
+    local root
+    # Short: the sockets live below it and a unix socket path longer than 108 bytes cannot be bound.
+    root=$(mktemp -d /tmp/es-snd.XXXXXX) || return 1
+    mkdir -p "$root/run" "$root/pids" && chmod 700 "$root/run"
+    printf '%s\n' "$kind" >"$root/kind"
+    SOUNDSERVER_ROOT="$root"
+    SOUNDSERVER_KIND="$kind"
+    EARSHOT_TEST_SERVER="$kind"
+    export SOUNDSERVER_ROOT SOUNDSERVER_KIND EARSHOT_TEST_SERVER SOUNDSERVER_CTL
+    _soundserver_export_addresses
+    if ! _soundserver_launch; then
+        _soundserver_log "the private $kind did not start; logs follow"
+        _soundserver_dump_logs
+        soundserver_stop
         return 1
     fi
-    local root
-    # Short paths: a unix socket path longer than 108 bytes cannot be bound.
-    root=$(mktemp -d /tmp/earshot-pa.XXXXXX)
-    export XDG_RUNTIME_DIR="$root/run"
-    mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
-    export PULSE_RUNTIME_PATH="$XDG_RUNTIME_DIR/pulse"
-    export HOME_FOR_PULSE="$root/home"
-    mkdir -p "$HOME_FOR_PULSE"
-    SOUNDSERVER_ROOT="$root"
-    # stdin from /dev/null: in CI there is none, and the server must not hold the caller's terminal.
-    HOME="$HOME_FOR_PULSE" pulseaudio -n -F "$EARSHOT_ROOT/Config/pulse-test.pa" \
-        --exit-idle-time=-1 --daemonize=no --use-pid-file=no --disallow-exit \
-        --log-target=file:"$root/pulseaudio.log" </dev/null &
-    SOUNDSERVER_PID=$!
-    export PULSE_SERVER="unix:$XDG_RUNTIME_DIR/pulse/native"
+    SOUNDSERVER_PID=$(_soundserver_server_pid)
     export SOUNDSERVER_PID
-    local i
-    for i in $(seq 1 100); do
-        if pactl info >/dev/null 2>&1; then return 0; fi
-        kill -0 "$SOUNDSERVER_PID" 2>/dev/null || break
+    return 0
+}
+
+# soundserver_stop: stops everything started in SOUNDSERVER_ROOT (by pid, SIGTERM then SIGKILL after 5 s) and removes
+# the folder.
+soundserver_stop() {
+    if [ -n "${SOUNDSERVER_ROOT:-}" ] && [ -d "$SOUNDSERVER_ROOT/pids" ]; then
+        _soundserver_kill_all TERM
+        # The bus goes last: WirePlumber and pipewire-pulse talk to it while they shut down.
+        _soundserver_stop_process dbus TERM
+        rm -rf "$SOUNDSERVER_ROOT"
+    fi
+    SOUNDSERVER_ROOT=
+    SOUNDSERVER_PID=
+    unset SOUNDSERVER_DBUS_ADDRESS
+}
+
+# soundserver_kill: kills the sound server the hard way (SIGKILL), as a crash would, and waits until it is gone.
+# The private bus and folder stay, so `soundserver_relaunch` can start it again at the same address.
+soundserver_kill() {
+    _soundserver_require_root || return 1
+    _soundserver_kill_all KILL
+}
+
+# soundserver_relaunch: starts the server again at the same address with the standard layout (after
+# soundserver_kill, or after it died). Does nothing when it is running.
+soundserver_relaunch() {
+    _soundserver_require_root || return 1
+    _soundserver_running && return 0
+    _soundserver_kill_all KILL
+    if ! _soundserver_launch; then
+        _soundserver_log "the private $SOUNDSERVER_KIND did not start again; logs follow"
+        _soundserver_dump_logs
+        return 1
+    fi
+}
+
+# soundserver_freeze: stops the process that runs the audio graph (SIGSTOP: pulseaudio, or the pipewire daemon)
+# so that no stream is asked for data any more, while (on pipewire) pipewire-pulse still answers: a stall with no
+# callback at all. soundserver_thaw (SIGCONT) lets it go on; soundserver_stop thaws first.
+soundserver_freeze() {
+    _soundserver_require_root || return 1
+    _soundserver_signal_graph STOP
+}
+
+# soundserver_thaw: lets a frozen server go on.
+soundserver_thaw() {
+    _soundserver_require_root || return 1
+    _soundserver_signal_graph CONT
+}
+
+# soundserver_unplug SINK: "unplugs" the device SINK as a USB or Bluetooth removal does: unloads the module that
+# created its null sink (on both servers).
+soundserver_unplug() {
+    local sink="$1" module
+    module=$(_soundserver_sink_module "$sink")
+    if [ -z "$module" ]; then
+        _soundserver_log "unplug: no sink called $sink"
+        return 1
+    fi
+    pactl unload-module "$module"
+}
+
+# soundserver_replug SINK: "plugs" SINK back in (a null sink of that name); headphones becomes the default again.
+soundserver_replug() {
+    local sink="$1"
+    if [ -z "$(_soundserver_sink_module "$sink")" ]; then
+        pactl load-module module-null-sink "sink_name=$sink" \
+            "sink_properties=device.description=${SOUNDSERVER_SINK_DESCRIPTIONS[$sink]:-$sink}" >/dev/null || return 1
+    fi
+    if [ "$sink" = headphones ]; then
+        pactl set-default-sink headphones
+    fi
+}
+
+# soundserver_layout: puts the standard layout back (both sinks present, headphones the default sink).
+soundserver_layout() {
+    local sink
+    for sink in "${SOUNDSERVER_SINKS[@]}"; do
+        soundserver_replug "$sink" || return 1
+    done
+    pactl set-default-sink headphones
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Internals. State lives in files under SOUNDSERVER_ROOT, so that soundserver-ctl (another process) and the shell
+# that started the server agree on what runs: kind, and one pid file per process ("PID STARTTIME", the start time
+# from /proc guarding against a reused pid).
+
+_soundserver_require_root() {
+    if [ -z "${SOUNDSERVER_ROOT:-}" ] || [ ! -f "$SOUNDSERVER_ROOT/kind" ]; then
+        _soundserver_log "no private sound server here (SOUNDSERVER_ROOT is unset or gone): run scripts/test"
+        return 1
+    fi
+    SOUNDSERVER_KIND=$(cat "$SOUNDSERVER_ROOT/kind")
+}
+
+_soundserver_export_addresses() {
+    XDG_RUNTIME_DIR="$SOUNDSERVER_ROOT/run"
+    PULSE_RUNTIME_PATH="$XDG_RUNTIME_DIR/pulse"
+    PULSE_SERVER="unix:$XDG_RUNTIME_DIR/pulse/native"
+    export XDG_RUNTIME_DIR PULSE_RUNTIME_PATH PULSE_SERVER
+    if [ "$SOUNDSERVER_KIND" = pipewire ]; then
+        SOUNDSERVER_DBUS_ADDRESS="unix:path=$XDG_RUNTIME_DIR/bus"
+        export SOUNDSERVER_DBUS_ADDRESS
+    else
+        unset SOUNDSERVER_DBUS_ADDRESS
+    fi
+}
+
+# The start time of process PID in clock ticks since boot (field 22 of /proc/PID/stat), or nothing.
+_soundserver_start_time() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    # The command name (field 2) may contain spaces: cut after its closing parenthesis.
+    stat=${stat##*) }
+    # shellcheck disable=SC2086
+    set -- $stat
+    # Fields from 3 on: state is $1, starttime (field 22) is ${20}.
+    [ "$1" != Z ] || return 1
+    printf '%s\n' "${20}"
+}
+
+# Whether the process recorded in pid file NAME is alive (and not a zombie, nor a different process on a reused pid).
+_soundserver_alive() {
+    local file="$SOUNDSERVER_ROOT/pids/$1.pid" pid started now
+    [ -f "$file" ] || return 1
+    read -r pid started <"$file" || return 1
+    now=$(_soundserver_start_time "$pid") || return 1
+    [ "$now" = "$started" ]
+}
+
+_soundserver_pid_of() {
+    local pid _
+    [ -f "$SOUNDSERVER_ROOT/pids/$1.pid" ] || return 1
+    read -r pid _ <"$SOUNDSERVER_ROOT/pids/$1.pid" && printf '%s\n' "$pid"
+}
+
+# Runs its arguments as a clean daemon: no signal blocked, SIGTERM, SIGINT, SIGHUP and SIGPIPE at their defaults,
+# and no descriptor open but 0, 1 and 2. Both matter when a test runs soundserver-ctl through Foundation's Process:
+#   - the test thread blocks almost every signal, the child inherits that mask (bash passes it on too), and a daemon
+#     with SIGTERM blocked could only be stopped with SIGKILL;
+#   - Foundation learns that its child exited when a socket it shares with the child closes; a daemon that inherited
+#     that socket keeps it open, and the test's waitUntilExit() would hang until the daemon dies.
+# (perl-base is Essential on Debian, so perl is always there.)
+# shellcheck disable=SC2016  # Perl code: its $ variables are Perl's.
+_SOUNDSERVER_CLEAN_DAEMON='sigprocmask(SIG_SETMASK, POSIX::SigSet->new()); $SIG{$_} = "DEFAULT" for qw(TERM INT HUP PIPE);
+opendir(my $fds, "/proc/self/fd") or die "no /proc/self/fd: $!\n"; my @open = grep { /^\d+$/ && $_ > 2 } readdir($fds);
+closedir($fds); POSIX::close($_) for @open; exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\n"'
+
+# Starts a daemon NAME in the background with the private environment, its output in SOUNDSERVER_ROOT/NAME.log,
+# and records its pid. stdin is /dev/null and stdout/stderr go to the log, so that a caller reading our output
+# through a pipe (a test running soundserver-ctl) is not held open by the daemon.
+_soundserver_spawn() {
+    local name="$1"
+    shift
+    env HOME="$SOUNDSERVER_ROOT/home" XDG_RUNTIME_DIR="$XDG_RUNTIME_DIR" \
+        XDG_CONFIG_HOME="$SOUNDSERVER_ROOT/config" XDG_STATE_HOME="$SOUNDSERVER_ROOT/state" \
+        DBUS_SESSION_BUS_ADDRESS="${SOUNDSERVER_DBUS_ADDRESS:-}" PULSE_RUNTIME_PATH="$PULSE_RUNTIME_PATH" \
+        perl -MPOSIX -e "$_SOUNDSERVER_CLEAN_DAEMON" "$@" </dev/null >>"$SOUNDSERVER_ROOT/$name.log" 2>&1 &
+    local pid=$! started
+    # Not a job of the calling shell: no "Killed" report when a test kills it, and the shell still reaps it.
+    disown "$pid" 2>/dev/null || true
+    started=$(_soundserver_start_time "$pid") || started=gone
+    printf '%s %s\n' "$pid" "$started" >"$SOUNDSERVER_ROOT/pids/$name.pid"
+}
+
+_soundserver_signal_graph() {
+    local name=pulseaudio
+    [ "$SOUNDSERVER_KIND" = pulseaudio ] || name=pipewire
+    _soundserver_alive "$name" || { _soundserver_log "the $name process is not running"; return 1; }
+    kill "-$1" "$(_soundserver_pid_of "$name")"
+}
+
+# Sends SIGNAL to process NAME, waits up to 5 s for it to go (then SIGKILL), and forgets it.
+_soundserver_stop_process() {
+    local name="$1" signal="$2" pid _
+    if _soundserver_alive "$name"; then
+        pid=$(_soundserver_pid_of "$name")
+        # A frozen (SIGSTOPped) process would not act on SIGTERM.
+        kill -CONT "$pid" 2>/dev/null || true
+        kill "-$signal" "$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            _soundserver_alive "$name" || break
+            sleep 0.1
+        done
+        if _soundserver_alive "$name"; then
+            kill -KILL "$pid" 2>/dev/null || true
+            for _ in $(seq 1 20); do
+                _soundserver_alive "$name" || break
+                sleep 0.05
+            done
+        fi
+    fi
+    rm -f "$SOUNDSERVER_ROOT/pids/$name.pid"
+}
+
+# Stops the sound server's processes (not the bus), clients before the daemon they talk to.
+_soundserver_kill_all() {
+    local name
+    for name in pulseaudio pipewire-pulse wireplumber pipewire; do
+        _soundserver_stop_process "$name" "$1"
+    done
+}
+
+_soundserver_server_pid() {
+    case "$SOUNDSERVER_KIND" in
+        pulseaudio) _soundserver_pid_of pulseaudio ;;
+        pipewire) _soundserver_pid_of pipewire-pulse ;;
+    esac
+}
+
+# Whether the process serving PULSE_SERVER is alive and answers.
+_soundserver_running() {
+    [ -n "${SOUNDSERVER_ROOT:-}" ] && [ -f "$SOUNDSERVER_ROOT/kind" ] || return 1
+    case "$(cat "$SOUNDSERVER_ROOT/kind")" in
+        pulseaudio) _soundserver_alive pulseaudio ;;
+        pipewire) _soundserver_alive pipewire && _soundserver_alive wireplumber && _soundserver_alive pipewire-pulse ;;
+    esac || return 1
+    pactl info >/dev/null 2>&1
+}
+
+# Waits up to TENTHS tenths of a second for a command to succeed, failing early when process NAME dies.
+_soundserver_wait_for() {
+    local tenths="$1" name="$2" _
+    shift 2
+    for _ in $(seq 1 "$tenths"); do
+        "$@" >/dev/null 2>&1 && return 0
+        _soundserver_alive "$name" || { "$@" >/dev/null 2>&1; return; }
         sleep 0.1
     done
-    echo "soundserver: the private PulseAudio did not come up; its log:" >&2
-    cat "$root/pulseaudio.log" >&2 || true
-    soundserver_stop
     return 1
 }
 
-soundserver_stop() {
-    if [ -n "${SOUNDSERVER_PID:-}" ]; then
-        kill "$SOUNDSERVER_PID" 2>/dev/null || true
-        # A server stuck in a module must not hang the caller's exit: give it 5 s, then kill it.
-        local i
-        for i in $(seq 1 50); do
-            kill -0 "$SOUNDSERVER_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -9 "$SOUNDSERVER_PID" 2>/dev/null || true
-        wait "$SOUNDSERVER_PID" 2>/dev/null || true
-        SOUNDSERVER_PID=
+_soundserver_launch() {
+    mkdir -p "$SOUNDSERVER_ROOT/home"
+    case "$SOUNDSERVER_KIND" in
+        pulseaudio) _soundserver_launch_pulseaudio ;;
+        pipewire) _soundserver_launch_pipewire ;;
+    esac || return 1
+    _soundserver_check_layout
+}
+
+_soundserver_launch_pulseaudio() {
+    if ! command -v pulseaudio >/dev/null 2>&1; then
+        _soundserver_log "pulseaudio is not installed (apt-get install pulseaudio pulseaudio-utils)"
+        return 1
     fi
-    if [ -n "${SOUNDSERVER_ROOT:-}" ]; then
-        rm -rf "$SOUNDSERVER_ROOT"
-        SOUNDSERVER_ROOT=
+    _soundserver_spawn pulseaudio pulseaudio -n -F "$EARSHOT_ROOT/Config/pulse-test.pa" \
+        --exit-idle-time=-1 --daemonize=no --use-pid-file=no --disallow-exit --log-target=stderr
+    _soundserver_wait_for 100 pulseaudio pactl info
+}
+
+_soundserver_launch_pipewire() {
+    local program
+    for program in dbus-daemon pipewire wireplumber pipewire-pulse; do
+        if ! command -v "$program" >/dev/null 2>&1; then
+            _soundserver_log "$program is not installed (apt-get install pipewire pipewire-pulse wireplumber dbus-daemon)"
+            return 1
+        fi
+    done
+    # Fresh configuration and state for every start: WirePlumber remembers where streams were moved, and a
+    # remembered target would decide where the next test's stream starts.
+    rm -rf "$SOUNDSERVER_ROOT/config" "$SOUNDSERVER_ROOT/state"
+    mkdir -p "$SOUNDSERVER_ROOT/config/wireplumber" "$SOUNDSERVER_ROOT/state"
+    cp -R "$EARSHOT_ROOT/Config/wireplumber-test/." "$SOUNDSERVER_ROOT/config/wireplumber/"
+
+    if ! _soundserver_alive dbus; then
+        rm -f "$XDG_RUNTIME_DIR/bus"
+        _soundserver_spawn dbus dbus-daemon --session --nofork --nopidfile --address="$SOUNDSERVER_DBUS_ADDRESS"
+        _soundserver_wait_for 50 dbus test -S "$XDG_RUNTIME_DIR/bus" || return 1
     fi
+    _soundserver_spawn pipewire pipewire
+    _soundserver_wait_for 50 pipewire test -S "$XDG_RUNTIME_DIR/pipewire-0" || return 1
+    _soundserver_spawn wireplumber wireplumber
+    _soundserver_spawn pipewire-pulse pipewire-pulse
+    _soundserver_wait_for 100 pipewire-pulse pactl info || return 1
+    # The null sinks come from pipewire-pulse's module-null-sink (module-null-source and module-role-cork are
+    # refused there).
+    soundserver_layout >/dev/null || return 1
+}
+
+# The index of the module that created the sink called NAME (its null-sink module), or nothing.
+_soundserver_sink_module() {
+    # `pactl list sinks` prints "Name:" before "Owner Module:" in each sink's block, on both servers.
+    pactl list sinks 2>/dev/null | awk -v wanted="$1" '
+        /^Sink #/ { name = "" }
+        /^[ \t]+Name: / { name = $2 }
+        /^[ \t]+Owner Module: / { if (name == wanted && !found) { print $3; found = 1 } }'
+}
+
+# Checks the standard layout: both sinks and their monitors exist, headphones is the default, and (pipewire)
+# WirePlumber has applied it. Waits up to 5 s, since WirePlumber picks up a new default asynchronously.
+_soundserver_check_layout() {
+    local _ sinks sources default
+    for _ in $(seq 1 50); do
+        sinks=$(pactl list short sinks 2>/dev/null | cut -f2 | sort | tr '\n' ' ')
+        sources=$(pactl list short sources 2>/dev/null | cut -f2 | tr '\n' ' ')
+        default=$(pactl get-default-sink 2>/dev/null)
+        if [[ " $sinks" == *" headphones "* && " $sinks" == *" speakers "* && " $sources " == *" headphones.monitor "* \
+            && " $sources " == *" speakers.monitor "* && "$default" == headphones ]]; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    _soundserver_log "layout not reached: sinks [$sinks], sources [$sources], default sink '$default'"
+    return 1
+}
+
+_soundserver_dump_logs() {
+    local log
+    for log in "$SOUNDSERVER_ROOT"/*.log; do
+        [ -f "$log" ] || continue
+        printf -- '--- %s\n' "$(basename "$log")" >&2
+        tail -n 40 "$log" >&2
+    done
 }
