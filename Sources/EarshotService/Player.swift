@@ -565,6 +565,14 @@ actor Player {
     // MARK: Time
 
     private func tick() {
+        if let stream, rules.isPlaying, stream.isStalled(periods: 8, minimum: .milliseconds(500)) {
+            // Playing, but the server has asked for nothing for several periods (PipeWire can drop a device
+            // with no callback at all): nothing is heard, so the output is lost. Half a second, so a busy machine
+            // does not pause the music for a late callback.
+            log.record("output", ["watchdog": "stalled"])
+            dispatch(.outputLost(.streamFailed))
+            return
+        }
         if let stream, let frame = stream.heardRingFrame() {
             let position: TrackPosition?
             if let floor = repositionFloor, frame < floor.ringFrame {

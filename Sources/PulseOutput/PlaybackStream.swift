@@ -547,9 +547,12 @@ public final class PlaybackStream: @unchecked Sendable {
         }, me)
         pa_stream_set_write_callback(stream, { stream, requestedBytes, userdata in
             guard let stream, let userdata else { return }
-            let owner = Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
-            owner.noteRequest(bytes: requestedBytes)
-            owner.supply(stream, requestedBytes: requestedBytes)
+            // Guaranteed reference: the stream outlives its callbacks (close() clears them), so the real-time
+            // path does no retain/release on the owner.
+            Unmanaged<PlaybackStream>.fromOpaque(userdata)._withUnsafeGuaranteedRef { owner in
+                owner.noteRequest(bytes: requestedBytes)
+                owner.supply(stream, requestedBytes: requestedBytes)
+            }
         }, me)
         pa_stream_set_moved_callback(stream, { stream, userdata in
             guard let stream, let userdata else { return }
