@@ -1,0 +1,211 @@
+// `earshot play` end to end (issue 3, item 5): what each sink's monitor really played. A tone is heard at its
+// frequency, level and length on the sink it was sent to and nowhere else; two LAME-tagged tracks join without
+// a gap; an undecodable file is skipped with its reason; SIGTERM stops the music at once and cleanly.
+//
+// Each test has the private server to itself (withExclusiveSoundServer) and its own control socket. They fail,
+// never skip, without the server scripts/test starts. Waits for readiness are generous (a shared two-core
+// machine); outcomes are checked strictly. A new stream's first ~10 ms never reach a null sink's monitor, so
+// measured lengths can be up to that much short of the file's.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+@Suite("earshot play", .serialized)
+struct PlaybackTests {
+    /// The ID3 title of the second gapless track; it must never reach the log.
+    static let secretTitle = "Secret Title Axolotl 3b7e"
+    /// Its artist.
+    static let secretArtist = "Artist Quetzal 3b7e"
+    /// The file name the second gapless track is played under.
+    static let secretFileName = "Private Axolotl Track 3b7e.mp3"
+
+    /// Plays `files` with `earshot play OPTIONS` while both sinks are recorded, waits for the player to exit by
+    /// itself, and returns its exit status, the recordings (headphones, speakers) and the player.
+    private func playToEnd(
+        _ files: [URL], options: [String] = [], in scratch: URL
+    ) async throws -> (status: Int32, headphones: Recording, speakers: Recording, player: EarshotPlayer) {
+        try await withMonitorRecorders { recorders in
+            let player = try EarshotPlayer(playing: files, options: options, in: scratch)
+            defer { player.kill() }
+            let exited = await player.process.exit(within: .seconds(60))
+            // Let the last block reach the monitors.
+            try await Task.sleep(for: .milliseconds(300))
+            let headphones = try await recorders[0].stop()
+            let speakers = try await recorders[1].stop()
+            #expect(exited, "earshot did not finish; log:\n\(player.standardError)")
+            return (player.process.exitStatus ?? -1, headphones, speakers, player)
+        }
+    }
+
+    @Test("a tone played to headphones is heard there at its frequency, level and length, and not on speakers")
+    func toneOnHeadphones() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let seconds = 2.0
+                let tone = try Fixtures.copy(
+                    try Fixtures.tone(frequency: 440, seconds: seconds), to: scratch, named: PrivateNames.fileName)
+                let run = try await playToEnd([tone], in: scratch)
+                #expect(run.status == 0, "exit status; log:\n\(run.player.standardError)")
+                let ranges = run.headphones.audibleRanges()
+                #expect(ranges.count == 1, "audible ranges on headphones: \(ranges)")
+                let heard = try #require(ranges.first)
+                let length = heard.upperBound - heard.lowerBound
+                report("tone length short of the file", (seconds - length) * 1000)
+                // Up to 10 ms of a new stream's start never reach the monitor; nothing else may be missing.
+                #expect(length >= seconds - 0.020 && length <= seconds + 0.005, "headphones played \(length) s")
+                let middle = (heard.lowerBound + 0.5)..<(heard.upperBound - 0.5)
+                let frequency = try #require(run.headphones.dominantFrequency(in: middle))
+                #expect(abs(frequency - 440) <= 1, "frequency \(frequency) Hz")
+                // The fixture's sine peaks at -6 dBFS (0.5); Earshot plays at 100 % volume.
+                let amplitude = run.headphones.toneAmplitude(atFrequency: 440, in: middle)
+                #expect(abs(amplitude - 0.5) <= 0.03, "amplitude \(amplitude)")
+                #expect(run.speakers.audibleMilliseconds == 0, "speakers played \(run.speakers.audibleMilliseconds) ms")
+                run.player.expectPrivateLog(hiding: PrivateNames.secrets)
+            }
+        }
+    }
+
+    @Test("two LAME-tagged tracks play back to back without a gap, for exactly their combined length")
+    func gaplessSeam() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let first = try Fixtures.copy(
+                    try Fixtures.tone(frequency: 440, seconds: 1.5), to: scratch, named: "first.mp3")
+                let second = try Fixtures.copy(
+                    try Fixtures.titledTrack(title: Self.secretTitle, artist: Self.secretArtist, seconds: 2,
+                                             frequency: 660),
+                    to: scratch, named: Self.secretFileName)
+                let run = try await playToEnd([first, second], in: scratch)
+                #expect(run.status == 0, "exit status; log:\n\(run.player.standardError)")
+                let recording = run.headphones
+                let ranges = recording.audibleRanges()
+                #expect(ranges.count == 1, "audible ranges: \(ranges)")
+                let heard = try #require(ranges.first)
+                let length = heard.upperBound - heard.lowerBound
+                report("gapless total short of 3.5 s", (3.5 - length) * 1000)
+                #expect(abs(length - 3.5) <= 0.020, "the two tracks played for \(length) s, not 3.5 s")
+                // The seam: where the first track's 440 Hz ends (10 ms windows), about 1.5 s after the start.
+                let firstTone = recording.toneRanges(atFrequency: 440, amplitude: 0.2, within: heard)
+                let seam = try #require(firstTone.last?.upperBound)
+                #expect(abs(seam - heard.lowerBound - 1.5) <= 0.03, "the seam is at \(seam - heard.lowerBound) s")
+                let seamSilence = recording.longestSilence(within: (seam - 0.1)..<(seam + 0.1))
+                let anySilence = recording.longestSilence(within: heard)
+                report("longest silence at the seam", seamSilence * 1000)
+                #expect(seamSilence <= 0.005, "\(seamSilence * 1000) ms of silence at the seam")
+                #expect(anySilence <= 0.005, "\(anySilence * 1000) ms of silence inside the music")
+                // The second track really is the 660 Hz one.
+                let secondMiddle = (seam + 0.5)..<(seam + 1.0)
+                let frequency = try #require(recording.dominantFrequency(in: secondMiddle))
+                #expect(abs(frequency - 660) <= 1, "second track at \(frequency) Hz")
+                #expect(run.speakers.audibleMilliseconds == 0)
+                run.player.expectPrivateLog(
+                    hiding: [Self.secretTitle, Self.secretArtist, Self.secretFileName, "Axolotl", "Quetzal"])
+            }
+        }
+    }
+
+    @Test("--sink speakers plays on speakers only")
+    func sinkOption() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let tone = try Fixtures.copy(
+                    try Fixtures.tone(frequency: 550, seconds: 1), to: scratch, named: PrivateNames.fileName)
+                let run = try await playToEnd([tone], options: ["--sink", TestEnvironment.speakers], in: scratch)
+                #expect(run.status == 0, "exit status; log:\n\(run.player.standardError)")
+                let ranges = run.speakers.audibleRanges()
+                #expect(ranges.count == 1, "audible ranges on speakers: \(ranges)")
+                let heard = try #require(ranges.first)
+                let length = heard.upperBound - heard.lowerBound
+                #expect(length >= 1 - 0.020 && length <= 1.005, "speakers played \(length) s")
+                let middle = (heard.lowerBound + 0.3)..<(heard.upperBound - 0.3)
+                let frequency = try #require(run.speakers.dominantFrequency(in: middle))
+                #expect(abs(frequency - 550) <= 1, "frequency on speakers \(frequency) Hz")
+                #expect(run.headphones.audibleMilliseconds == 0,
+                        "headphones played \(run.headphones.audibleMilliseconds) ms")
+                run.player.expectPrivateLog(hiding: PrivateNames.secrets)
+            }
+        }
+    }
+
+    @Test("a corrupt file in the queue is reported with its reason and skipped; an all-bad queue exits non-zero")
+    func corruptFilesAreSkipped() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let first = try Fixtures.copy(
+                    try Fixtures.tone(frequency: 440, seconds: 1), to: scratch, named: "a.mp3")
+                let broken = try Fixtures.copy(
+                    try Fixtures.undecodable(), to: scratch, named: "Private Broken Wombat 9c2f.mp3")
+                let last = try Fixtures.copy(try Fixtures.tone(frequency: 660, seconds: 1), to: scratch, named: "c.mp3")
+                let run = try await playToEnd([first, broken, last], in: scratch)
+                let log = run.player.standardError
+                #expect(run.status == 0, "exit status with one bad file among good ones; log:\n\(log)")
+                // "earshot: track 2 of 3 skipped: <kind>: <mpg123's reason>", once.
+                let reports = log.split(separator: "\n").filter { $0.contains("track 2 of 3 skipped: ") }
+                #expect(reports.count == 1, "reports of the bad track: \(reports); log:\n\(log)")
+                if let line = reports.first {
+                    let reason = line.components(separatedBy: "skipped: ").last?.trimmed ?? ""
+                    #expect(reason.count >= 10, "the reason is missing: \(line)")
+                }
+                #expect(!log.contains("track 1 of 3 skipped") && !log.contains("track 3 of 3 skipped"), "log:\n\(log)")
+                // Both good tracks were played, in full (sound only: whether the skip leaves a gap is not at issue).
+                let heard = run.headphones.audibleRanges(bridging: 0.002)
+                    .reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } * 1000
+                #expect(heard >= 1980 && heard <= 2005, "headphones played \(heard) ms of the two good seconds")
+                #expect(run.headphones.toneMilliseconds(atFrequency: 440, amplitude: 0.2,
+                                                         within: run.headphones.wholeRange) >= 950)
+                #expect(run.headphones.toneMilliseconds(atFrequency: 660, amplitude: 0.2,
+                                                         within: run.headphones.wholeRange) >= 950)
+                run.player.expectPrivateLog(hiding: ["Wombat", scratch.path])
+
+                // Nothing playable at all: non-zero, every file reported, no sound.
+                let empty = scratch.appendingPathComponent("empty.mp3")
+                try Data().write(to: empty)
+                let bad = try await playToEnd([broken, empty], in: scratch)
+                let badLog = bad.player.standardError
+                #expect(bad.status != 0, "exit status of an all-bad queue; log:\n\(badLog)")
+                for track in 1...2 {
+                    let reports = badLog.components(separatedBy: "track \(track) of 2 skipped: ").count - 1
+                    #expect(reports == 1, "track \(track) reported \(reports) times; log:\n\(badLog)")
+                }
+                #expect(bad.headphones.audibleMilliseconds == 0 && bad.speakers.audibleMilliseconds == 0)
+            }
+        }
+    }
+
+    @Test("SIGTERM while playing stops the music at once, exits 0 and removes our stream")
+    func terminateWhilePlaying() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let track = try Fixtures.copy(
+                    try Fixtures.positionTrack(seconds: 20), to: scratch, named: PrivateNames.fileName)
+                try await withMonitorRecorders([TestEnvironment.headphones]) { recorders in
+                    let player = try EarshotPlayer(playing: [track], in: scratch)
+                    defer { player.kill() }
+                    try await player.waitUntilHeard(milliseconds: 1000)
+                    #expect(try player.stream() != nil)
+                    let signalled = ContinuousClock.now
+                    player.process.signal(SIGTERM)
+                    let exited = await player.process.exit(within: .seconds(5))
+                    let exitTime = ContinuousClock.now - signalled
+                    let streamsLeft = try ServerControl.sinkInputs(ofProcess: player.process.processIdentifier)
+                    try await Task.sleep(for: .milliseconds(500))
+                    let recording = try await recorders[0].stop()
+
+                    report("exit after SIGTERM", exitTime.seconds * 1000)
+                    #expect(exited && exitTime < .seconds(1), "earshot took \(exitTime) to exit after SIGTERM")
+                    #expect(player.process.exitStatus == 0, "exit status; log:\n\(player.standardError)")
+                    #expect(streamsLeft.isEmpty, "our stream is still there: \(streamsLeft)")
+                    // Sound after the signal: what the server had queued (about the 50 ms target latency) at
+                    // most, measured against the signal's instant (about +/-20 ms).
+                    let after = recording.audibleMilliseconds(after: signalled)
+                    report("audio after SIGTERM", after)
+                    #expect(after <= 80, "\(after) ms of music after SIGTERM")
+                    player.expectPrivateLog(hiding: PrivateNames.secrets)
+                }
+            }
+        }
+    }
+}
