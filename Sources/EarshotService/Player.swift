@@ -245,6 +245,8 @@ actor Player {
             guard let stream else { return }
             do {
                 try stream.cork()
+                // Quiet now: status shows the position where the listener stopped, not the last tick's.
+                if let position = currentHeardPosition() { heard = position }
                 dispatch(.streamCorked)
             } catch {
                 log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])
@@ -534,6 +536,7 @@ actor Player {
         // The stream and its timing died with the server: the last heard position comes from the last tick.
         closeStream()
         connection = nil
+        serverName = nil
         connectionGeneration += 1
         dispatch(.outputLost(.serverLost))
         // Interruptions reported by the dead server can never end by themselves.

@@ -403,10 +403,10 @@ public final class PlaybackStream: @unchecked Sendable {
         return .nanoseconds(Int64(frames) * 1_000_000_000 / Int64(sampleRate))
     }
 
-    /// How long the server has not asked for data although it should: the time since the later of its last request
-    /// and the acknowledgement of the last uncork. nil when no request is due: not ready, corked or not yet
-    /// acknowledged as uncorked, in a safety hold, draining, or at the end of the data (a stream that has run out
-    /// is legitimately asked for nothing more).
+    /// How long the server has not asked for data although it should: the time since its last request. nil when no
+    /// request is due: not ready, corked or not yet acknowledged as uncorked, not yet asked once since the uncork
+    /// (the sink is still starting), in a safety hold, draining, or at the end of the data (a stream that has run
+    /// out is legitimately asked for nothing more).
     ///
     /// Meant to be polled from the owner's periodic tick (every 50 ms is plenty), never from a notice handler.
     public func requestSilence(atUptimeNanoseconds now: UInt64 = PlaybackStream.uptimeNanoseconds()) -> Duration? {
@@ -415,8 +415,11 @@ public final class PlaybackStream: @unchecked Sendable {
                 !desiredCorked, !acknowledgedCorked, !safetyHold, !draining,
                 !endOfData.load(ordering: .acquiring), playingSinceNanoseconds > 0
             else { return nil }
-            let since = max(lastRequestNanoseconds.load(ordering: .relaxed), playingSinceNanoseconds)
-            return .nanoseconds(Int64(now > since ? now - since : 0))
+            // Until the server has asked once since the uncork, the sink is still starting (a suspended device, an
+            // idle null sink, a Bluetooth link waking up can take seconds): that is not a stall.
+            let lastRequest = lastRequestNanoseconds.load(ordering: .relaxed)
+            guard lastRequest > playingSinceNanoseconds else { return nil }
+            return .nanoseconds(Int64(now > lastRequest ? now - lastRequest : 0))
         }
     }
 

@@ -516,6 +516,11 @@ struct PulseIntegrationTests {
         stream.setEndOfData(true)
         #expect(stream.requestSilence() == nil)
         stream.setEndOfData(false)
+        // Due again once the running sink has asked since the uncork (a starting sink is never "stalled").
+        let askedBy = ContinuousClock.now + .seconds(2)
+        while stream.requestSilence() == nil && ContinuousClock.now < askedBy {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         #expect(stream.requestSilence() != nil)
     }
 }
