@@ -321,9 +321,11 @@ private struct BadFileMaker {
         try add("an ID3v2 tag only", "tag only.mp3", Self.id3v2Tag([title]), .skipped(kinds: ["noAudio"]))
         try add("10 MB embedded picture", "big picture.mp3", Self.withBigPicture(base, generator: &generator),
                 .played(seconds: played))
+        // How much around the damage is lost depends on where libmpg123 resyncs, and the tone analysis may drop a
+        // noisy window next to it (seen at 0.33 s once on PipeWire): what matters is that the track plays on.
         try add("400 bytes overwritten in the middle", "corrupt.mp3",
                 Self.overwriting(base, at: base.count / 2, count: 400, generator: &generator),
-                .played(seconds: (full - 0.08)...(full + 0.03)))
+                .played(seconds: (full - 0.2)...(full + 0.03)))
         // Beyond libmpg123's resync limit (1024 bytes): it plays up to the damage and reports it, like mpg123 -t.
         try add("1500 bytes overwritten in the middle", "corrupt wide.mp3",
                 Self.overwriting(base, at: base.count / 2, count: 1500, generator: &generator),

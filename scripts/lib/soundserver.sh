@@ -103,6 +103,13 @@ soundserver_relaunch() {
     _soundserver_require_root || return 1
     _soundserver_running && return 0
     _soundserver_kill_all KILL
+    if _soundserver_launch; then
+        return 0
+    fi
+    # A stack of three daemons restarted in a hurry sometimes comes up without its graph (seen once with
+    # pipewire: wireplumber "Failed to connect to PipeWire"): start it from scratch once more before giving up.
+    _soundserver_log "the private $SOUNDSERVER_KIND did not start again; trying once more"
+    _soundserver_kill_all KILL
     if ! _soundserver_launch; then
         _soundserver_log "the private $SOUNDSERVER_KIND did not start again; logs follow"
         _soundserver_dump_logs
