@@ -74,7 +74,7 @@ struct QueueInputTests {
         let album = root + "/album"
         try FileManager.default.createDirectory(atPath: album + "/disc 2", withIntermediateDirectories: true)
         for name in ["10 ten.mp3", "2 two.mp3", "1 one.mp3", "cover.jpg", ".hidden.mp3", "disc 2/1 more.mp3"] {
-            FileManager.default.createFile(atPath: album + "/" + name, contents: Data([0]))
+            _ = FileManager.default.createFile(atPath: album + "/" + name, contents: Data([0]))
         }
         try "#EXTM3U\n# a comment\nalbum/2 two.mp3\n\nmissing.mp3\n".write(
             toFile: root + "/list.m3u", atomically: true, encoding: .utf8)
