@@ -296,9 +296,11 @@ actor Player {
 
     /// Connects to the sound server (blocking, with libpulse's timeout) and subscribes to its changes.
     private func connect() -> Bool {
-        connectionGeneration += 1
-        let generation = connectionGeneration
+        // The generation only moves on success: a failed attempt must not orphan a background reconnection,
+        // whose result is then still current.
+        let generation = connectionGeneration + 1
         guard let candidate = Self.makeConnection(generation: generation, inbox: inbox) else { return false }
+        connectionGeneration = generation
         connection = candidate
         // A background reconnection still running belongs to an older generation: its result is dropped, and a
         // later loss starts a new one.
