@@ -258,12 +258,12 @@ public enum ControlClient {
     public static func send(_ request: ControlRequest, path: String) throws(ControlSocketError) -> String {
         let descriptor = try connect(path: path)
         defer { close(descriptor) }
-        guard ControlServer.write(request.jsonLine + "\n", to: descriptor) else {
-            throw ControlSocketError("the player closed the connection")
-        }
+        // Even when the write fails the reply is read: a refusing player answers and hangs up at once.
+        let sent = ControlServer.write(request.jsonLine + "\n", to: descriptor)
         var reader = LineReader(descriptor: descriptor, maximumLineBytes: 1 << 20)
         guard case .line(let reply) = reader.nextLine() else {
-            throw ControlSocketError("the player closed the connection without replying")
+            throw ControlSocketError(sent ? "the player closed the connection without replying"
+                                          : "the player closed the connection")
         }
         return String(decoding: reply, as: UTF8.self)
     }

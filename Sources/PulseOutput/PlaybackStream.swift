@@ -244,6 +244,9 @@ public final class PlaybackStream: @unchecked Sendable {
             heardAtFlush = heard ?? max(heardAtFlush, ring.totalFramesRead - targetFrames)
             readAtFlush = ring.totalFramesRead
             draining = false
+            // An emptied stream restarts like a new one (prebuffer, a sink that may pause): the stall watchdog
+            // waits for its first request again.
+            if playingSinceNanoseconds > 0 { playingSinceNanoseconds = PlaybackStream.uptimeNanoseconds() }
             try connection.performLocked("flush", initial: ()) { reply in
                 pa_stream_flush(stream, { _, success, userdata in
                     Reply<Void>.from(userdata)?.finish(succeeded: success != 0)

@@ -350,10 +350,15 @@ enum PlayerctlSession {
             // On a loaded machine the new track may take a while to be heard: wait until it is, then sample the
             // position about a second apart.
             let skipped = ContinuousClock.now
-            try await waitUntil(
-                "the position advances after `next`", timeout: .seconds(15), interval: .milliseconds(50)
-            ) {
-                try position(harness) > 0.05
+            do {
+                try await waitUntil(
+                    "the position advances after `next`", timeout: .seconds(15), interval: .milliseconds(50)
+                ) {
+                    try position(harness) > 0.05
+                }
+            } catch {
+                throw ToolkitError("\(error); status: \((try? harness.status()).map { "\($0)" } ?? "none"); "
+                    + "service log:\n\(service.standardError())")
             }
             seen.secondsUntilHeardAfterNext = (ContinuousClock.now - skipped).seconds
             let playingStart = ContinuousClock.now
