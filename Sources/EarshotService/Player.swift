@@ -125,6 +125,11 @@ actor Player {
     private var queueGeneration = 0
     /// Counts repositions, so a queue replacement can tell whether the rules already moved the decoder.
     private var repositionCount = 0
+    /// The heard frame when the stream last (re)started running; the stall watchdog is armed only once the
+    /// listener has heard past it, i.e. once the sink really consumes audio. A sink that is still starting (an
+    /// idle null sink, a waking Bluetooth link) asks for nothing for a while without being stalled.
+    private var watchdogBase: Int?
+    private var watchdogArmed = false
     /// Ticks since the state was last saved.
     private var ticksSinceSave = 0
     /// What was last saved, to save only changes.
@@ -257,6 +262,7 @@ actor Player {
             guard let stream else { return }
             do {
                 try stream.uncork()
+                disarmWatchdog()
                 dispatch(.streamUncorked)
             } catch {
                 log.record("output", ["command": "uncork", "error": "\(error.code.rawValue)"])
@@ -348,6 +354,7 @@ actor Player {
             return
         }
         stream = opened
+        disarmWatchdog()
         if queueEndRingFrame != nil { opened.setEndOfData(true) }
         if rules.volumePercent != 100 { try? opened.setVolume(percent: rules.volumePercent) }
         followOurSink()
@@ -367,6 +374,12 @@ actor Player {
         let rate = worker.currentFormat?.sampleRate ?? 44_100
         let wanted = rate * configuration.targetLatencyMilliseconds * 2 / 1000
         for _ in 0..<100 where ring.readableFrames < wanted && queueEndRingFrame == nil { usleep(2000) }
+    }
+
+    /// Waits for the listener to hear new audio before the stall watchdog may act again.
+    private func disarmWatchdog() {
+        watchdogBase = nil
+        watchdogArmed = false
     }
 
     /// Tells the translator which sink our stream is on now.
@@ -428,6 +441,7 @@ actor Player {
         pendingFormatChange = nil
         queueEndRingFrame = nil
         stream?.setEndOfData(false)
+        disarmWatchdog()
         if rules.isPlaying { waitForDecodedAudio() }
     }
 
@@ -498,6 +512,7 @@ actor Player {
             if oldSinkStillExists {
                 dispatch(.routeChanged)
                 _ = try? stream?.releaseSafetyHold()
+                disarmWatchdog()
             } else {
                 dispatch(.outputLost(.deviceRemoved))
             }
@@ -570,7 +585,14 @@ actor Player {
     // MARK: Time
 
     private func tick() {
-        if let stream, rules.isPlaying, stream.isStalled(periods: 8, minimum: .milliseconds(500)) {
+        if let stream, let frame = stream.heardRingFrame() {
+            if let base = watchdogBase {
+                if frame > base { watchdogArmed = true }
+            } else {
+                watchdogBase = frame
+            }
+        }
+        if let stream, rules.isPlaying, watchdogArmed, stream.isStalled(periods: 8, minimum: .milliseconds(500)) {
             // Playing, but the server has asked for nothing for several periods (PipeWire can drop a device
             // with no callback at all): nothing is heard, so the output is lost. Half a second, so a busy machine
             // does not pause the music for a late callback.
