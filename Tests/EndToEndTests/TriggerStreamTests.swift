@@ -9,50 +9,43 @@ import Testing
 struct TriggerStreamTests {
     @Test("a call on the other sink is ignored; moved onto ours it interrupts; muted or ended, the music returns")
     func callsOnEitherSink() async throws {
-        try await TestEnvironment.withExclusiveSoundServer {
-            try await TestEnvironment.withScratchDirectory { scratch in
-                let track = try Fixtures.copy(try Fixtures.positionTrack(seconds: 30), to: scratch,
-                                              named: PrivateNames.fileName)
-                let player = try EarshotPlayer(playing: [track], in: scratch)
-                defer { player.kill() }
-                _ = try await player.waitUntilHeard(milliseconds: 1000)
+        try await EarshotPlayer.whilePlaying(seconds: 30, heard: 1000) { player, scratch in
 
-                let seconds = 12.0
-                let call = try ServerControl.startPhoneCall(
-                    wav: try Fixtures.phoneCall(seconds: seconds), sink: TestEnvironment.speakers,
-                    bufferSeconds: seconds + 1)
-                defer { call.kill() }
-                let phone = try await phoneStream(of: call)
-                // A call on the speakers while we play on the headphones: keep playing.
-                try await Task.sleep(for: .milliseconds(1500))
-                let ignored = try player.status()
-                #expect(ignored.playback == "playing" && ignored.activeInterruptions.isEmpty, "\(ignored)")
+            let seconds = 12.0
+            let call = try ServerControl.startPhoneCall(
+                wav: try Fixtures.phoneCall(seconds: seconds), sink: TestEnvironment.speakers,
+                bufferSeconds: seconds + 1)
+            defer { call.kill() }
+            let phone = try await phoneStream(of: call)
+            // A call on the speakers while we play on the headphones: keep playing.
+            try await Task.sleep(for: .milliseconds(1500))
+            let ignored = try player.status()
+            #expect(ignored.playback == "playing" && ignored.activeInterruptions.isEmpty, "\(ignored)")
 
-                // The call comes to our sink: that is an interruption of our own detection ("stream#N").
-                try await ServerControl.move(sinkInput: phone, to: TestEnvironment.headphones)
-                let held = try await player.waitForStatus("paused for the call moved onto our sink") {
-                    $0.pauseReason == "interruption" && $0.activeInterruptions.contains("stream#\(phone)")
-                }
-                #expect(held.playback == "paused")
-
-                // Muted, the call no longer counts as a source of ours. PulseAudio's module-role-cork keeps its own
-                // cork request until the call stream goes away, so only PipeWire must resume at this point.
-                _ = try ServerControl.pactl(["set-sink-input-mute", "\(phone)", "1"])
-                let afterMute = try await player.waitForStatus("the muted call is no longer our source") {
-                    !$0.activeInterruptions.contains("stream#\(phone)")
-                }
-                if try TestEnvironment.soundServerKind() == .pipeWire {
-                    #expect(afterMute.playback == "playing", "\(afterMute)")
-                }
-
-                // The call ends: on both servers the music comes back by itself (it was playing when it began).
-                call.kill()
-                let resumed = try await player.waitForStatus("playing again after the call") {
-                    $0.playback == "playing" && $0.activeInterruptions.isEmpty
-                }
-                #expect(resumed.positionMs >= held.positionMs)
-                player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
+            // The call comes to our sink: that is an interruption of our own detection ("stream#N").
+            try await ServerControl.move(sinkInput: phone, to: TestEnvironment.headphones)
+            let held = try await player.waitForStatus("paused for the call moved onto our sink") {
+                $0.pauseReason == "interruption" && $0.activeInterruptions.contains("stream#\(phone)")
             }
+            #expect(held.playback == "paused")
+
+            // Muted, the call no longer counts as a source of ours. PulseAudio's module-role-cork keeps its own
+            // cork request until the call stream goes away, so only PipeWire must resume at this point.
+            _ = try ServerControl.pactl(["set-sink-input-mute", "\(phone)", "1"])
+            let afterMute = try await player.waitForStatus("the muted call is no longer our source") {
+                !$0.activeInterruptions.contains("stream#\(phone)")
+            }
+            if try TestEnvironment.soundServerKind() == .pipeWire {
+                #expect(afterMute.playback == "playing", "\(afterMute)")
+            }
+
+            // The call ends: on both servers the music comes back by itself (it was playing when it began).
+            call.kill()
+            let resumed = try await player.waitForStatus("playing again after the call") {
+                $0.playback == "playing" && $0.activeInterruptions.isEmpty
+            }
+            #expect(resumed.positionMs >= held.positionMs)
+            player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
         }
     }
 

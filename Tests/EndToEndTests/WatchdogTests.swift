@@ -8,28 +8,21 @@ import Testing
 struct WatchdogTests {
     @Test("a server that stops asking for audio pauses the player; it stays paused when the server wakes up")
     func frozenServer() async throws {
-        try await TestEnvironment.withExclusiveSoundServer {
-            try await TestEnvironment.withScratchDirectory { scratch in
-                let track = try Fixtures.copy(try Fixtures.positionTrack(seconds: 20), to: scratch,
-                                              named: PrivateNames.fileName)
-                let player = try EarshotPlayer(playing: [track], in: scratch)
-                defer { player.kill() }
-                _ = try await player.waitUntilHeard(milliseconds: 1500)
-                // SIGSTOP the process that runs the audio graph: no callback, no error, just no more requests.
-                try SoundServerControl.run("freeze")
-                defer { try? SoundServerControl.run("thaw") }
-                try await Task.sleep(for: .milliseconds(1500))
-                try SoundServerControl.run("thaw")
-                let paused = try await player.waitForStatus("paused by the watchdog") {
-                    $0.playback == "paused" && $0.pauseReason == "outputLost"
-                }
-                #expect(player.standardError.contains("output watchdog=stalled"), "\(player.standardError)")
-                // Awake again, the server must not bring the music back by itself.
-                try await Task.sleep(for: .milliseconds(1500))
-                let later = try player.status()
-                #expect(later.playback == "paused" && later.positionMs == paused.positionMs, "\(later)")
-                player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
+        try await EarshotPlayer.whilePlaying(seconds: 20, heard: 1500) { player, scratch in
+            // SIGSTOP the process that runs the audio graph: no callback, no error, just no more requests.
+            try SoundServerControl.run("freeze")
+            defer { try? SoundServerControl.run("thaw") }
+            try await Task.sleep(for: .milliseconds(1500))
+            try SoundServerControl.run("thaw")
+            let paused = try await player.waitForStatus("paused by the watchdog") {
+                $0.playback == "paused" && $0.pauseReason == "outputLost"
             }
+            #expect(player.standardError.contains("output watchdog=stalled"), "\(player.standardError)")
+            // Awake again, the server must not bring the music back by itself.
+            try await Task.sleep(for: .milliseconds(1500))
+            let later = try player.status()
+            #expect(later.playback == "paused" && later.positionMs == paused.positionMs, "\(later)")
+            player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
         }
     }
 }

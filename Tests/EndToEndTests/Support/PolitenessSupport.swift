@@ -166,6 +166,25 @@ final class EarshotPlayer: Sendable {
     }
 }
 
+extension EarshotPlayer {
+    /// Has the private server to itself, starts `earshot play` on a position track of `seconds` (under a private
+    /// name, in a scratch folder), waits until `heard` milliseconds of it were heard, runs `body`, then kills it.
+    static func whilePlaying(
+        seconds: Double, heard: Int, _ body: (EarshotPlayer, URL) async throws -> Void
+    ) async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let track = try Fixtures.copy(try Fixtures.positionTrack(seconds: seconds), to: scratch,
+                                              named: PrivateNames.fileName)
+                let player = try EarshotPlayer(playing: [track], in: scratch)
+                defer { player.kill() }
+                _ = try await player.waitUntilHeard(milliseconds: heard)
+                try await body(player, scratch)
+            }
+        }
+    }
+}
+
 /// Distinctive names for the tests' audio files, so that a log naming them would be caught.
 enum PrivateNames {
     /// The name test tracks are played under.
