@@ -374,14 +374,15 @@ func soundServerControl(_ arguments: [String]) throws -> CommandResult {
     return result
 }
 
-/// Moves sink input `index` to the sink called `sinkName` with pactl, checks where it is afterwards, and retries
-/// once: pipewire-pulse sometimes acknowledges `move-sink-input` without carrying it out (PLATFORM.md). Returns
-/// how many attempts it took, or nil when the stream is still elsewhere after two.
+/// Moves sink input `index` to the sink called `sinkName` with pactl, checks where it is afterwards, and retries:
+/// pipewire-pulse sometimes acknowledges `move-sink-input` without carrying it out (PLATFORM.md), and on a loaded
+/// machine WirePlumber can take over a second to relink a corked stream. Returns how many attempts it took, or nil
+/// when the stream is still elsewhere after three of two seconds each.
 func moveSinkInput(_ index: UInt32, to sinkName: String, on connection: PulseConnection) async throws -> Int? {
-    for attempt in 1...2 {
+    for attempt in 1...3 {
         let move = try run(["pactl", "move-sink-input", "\(index)", sinkName])
         #expect(move.status == 0, "pactl: \(move.output)")
-        let deadline = ContinuousClock.now + .seconds(1)
+        let deadline = ContinuousClock.now + .seconds(2)
         while ContinuousClock.now < deadline {
             let target = try sink(named: sinkName, on: connection)
             if let target, try connection.sinkInputs().first(where: { $0.index == index })?.sinkIndex == target.index {
