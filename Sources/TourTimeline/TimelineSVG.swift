@@ -70,7 +70,7 @@ public enum TimelineSVG {
         case "paused(interruption)": return ("#FFB74D", "#4E342E", "paused: call")
         case "paused(user)": return ("#64B5F6", "#0D2A4A", "paused by you")
         case "paused(resumeDeclined)": return ("#90CAF9", "#0D2A4A", "paused: call ended, not resumed")
-        case "paused(outputLost)": return ("#E57373", "#FFFFFF", "paused: device gone")
+        case "paused(outputLost)": return ("#E57373", "#FFFFFF", "paused: output lost")
         case "stopped", "idle": return ("#BDBDBD", "#212121", "stopped")
         default: return ("#CFD8DC", "#212121", playback)
         }

@@ -260,7 +260,7 @@ struct TimelineTests {
         let legend = outline.all("text", in: "legend").map(\.text)
         for words in ["Headphones: peak level (-60 to 0 dBFS)", "Speakers: peak level (-60 to 0 dBFS)",
                       "no device (unplugged)", "blank: not recorded (a recorder starting)", "during a phone call", "Earshot playing", "Earshot paused: call",
-                      "Earshot paused: device gone", "phone call", "you (pause, resume)", "device (unplug, replug)",
+                      "Earshot paused: output lost", "phone call", "you (pause, resume)", "device (unplug, replug)",
                       "move to another device"] {
             #expect(legend.contains(words), "legend lacks \(words): \(legend)")
         }

@@ -32,29 +32,56 @@ _tour_say() { printf '   %s\n' "$*"; }
 # _tour_mark KIND LABEL [SINK]: notes the step on the timeline, now.
 _tour_mark() { printf '%s\t%s\t%s%s\n' "$EPOCHREALTIME" "$1" "$2" "${3:+$'\t'$3}" >>"$tour_dir/marks.tsv"; }
 
-# _tour_status FIELD: one field of `earshot status --json` (a string, a number, true/false or null).
-_tour_status() {
-    "$earshot" status --json 2>/dev/null | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | tr -d '"'
+# _tour_snapshot: reads Earshot's state once (`earshot status --json`) into tour_playback, tour_reason and tour_on
+# (its sink).
+_tour_snapshot() {
+    local json
+    json=$("$earshot" status --json 2>/dev/null) || json=""
+    _tour_field() { sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" <<<"$json" | tr -d '"'; }
+    tour_playback=$(_tour_field playback)
+    tour_reason=$(_tour_field pauseReason)
+    tour_on=$(_tour_field sink)
+    [ "$tour_reason" != null ] || tour_reason=""
+    [ "$tour_on" != null ] || tour_on=""
 }
 
 # _tour_expect PLAYBACK [REASON] [SINK]: waits up to 3 s for Earshot to report that state; says what it found.
 _tour_expect() {
-    local playback="$1" reason="${2:-}" sink="${3:-}" now_playback now_reason now_sink _
-    for _ in $(seq 1 30); do
-        now_playback=$(_tour_status playback)
-        now_reason=$(_tour_status pauseReason)
-        now_sink=$(_tour_status sink)
-        if [ "$now_playback" = "$playback" ] && { [ -z "$reason" ] || [ "$now_reason" = "$reason" ]; } \
-            && { [ -z "$sink" ] || [ "$now_sink" = "$sink" ]; }; then
-            printf '   %s✓ Earshot: %s%s%s%s\n' "$_tour_green" "$now_playback" "${reason:+ ($now_reason)}" \
-                "${now_sink:+ on $now_sink}" "$_tour_reset"
+    local playback="$1" reason="${2:-}" sink="${3:-}" _
+    for _ in $(seq 1 15); do
+        _tour_snapshot
+        if [ "$tour_playback" = "$playback" ] && { [ -z "$reason" ] || [ "$tour_reason" = "$reason" ]; } \
+            && { [ -z "$sink" ] || [ "$tour_on" = "$sink" ]; }; then
+            printf '   %s✓ Earshot: %s%s%s%s\n' "$_tour_green" "$tour_playback" "${reason:+ ($tour_reason)}" \
+                "${tour_on:+ on $tour_on}" "$_tour_reset"
             return 0
         fi
-        sleep 0.1
+        sleep 0.2
     done
-    printf '   %s✗ expected %s%s%s, Earshot says %s (%s) on %s%s\n' "$_tour_red" "$playback" "${reason:+ ($reason)}" \
-        "${sink:+ on $sink}" "$now_playback" "$now_reason" "$now_sink" "$_tour_reset"
+    printf '   %s✗ expected %s%s%s, but Earshot is %s (%s) on %s%s\n' "$_tour_red" "$playback" \
+        "${reason:+ ($reason)}" "${sink:+ on $sink}" "$tour_playback" "$tour_reason" "$tour_on" "$_tour_reset"
     tour_surprises=$((tour_surprises + 1))
+}
+
+# _tour_hold SECONDS: lets SECONDS (e.g. 3 or 1.5) pass while Earshot should stay as it is, and says so when it
+# changes by itself (a pause nobody asked for, or a start it should not make).
+_tour_hold() {
+    local whole="${1%.*}" tenths=0 deadline playback reason
+    [[ "$1" != *.* ]] || tenths="${1#*.}"
+    deadline=$(( ${EPOCHREALTIME/./} + whole * 1000000 + ${tenths:0:1} * 100000 ))
+    _tour_snapshot
+    playback=$tour_playback reason=$tour_reason
+    while [ "${EPOCHREALTIME/./}" -lt "$deadline" ]; do
+        sleep 0.4
+        _tour_snapshot
+        if [ "$tour_playback" != "$playback" ] || [ "$tour_reason" != "$reason" ]; then
+            printf '   %s✗ Earshot changed by itself: %s%s -> %s%s%s\n' "$_tour_red" "$playback" \
+                "${reason:+ ($reason)}" "$tour_playback" "${tour_reason:+ ($tour_reason)}" "$_tour_reset"
+            [ "$tour_reason" != outputLost ] || _tour_say "  (output lost: the event log above says why)"
+            tour_surprises=$((tour_surprises + 1))
+            playback=$tour_playback reason=$tour_reason
+        fi
+    done
 }
 
 # _tour_record SINK...: starts recording each SINK's monitor into the next recordings/SINK-N.raw (parec into
@@ -146,6 +173,9 @@ run_tour() {
     : >"$tour_dir/marks.tsv"
 
     log "starting a private PulseAudio with virtual headphones and speakers (your own devices are left alone)"
+    # A fresh one even when this shell inherited another private server (SOUNDSERVER_ROOT) or sees the user's.
+    # shellcheck disable=SC2034  # read by soundserver_start
+    SOUNDSERVER_ROOT=
     EARSHOT_TEST_SERVER=pulseaudio soundserver_start || die "the private PulseAudio did not start"
     export EARSHOT_SOCKET="$work/control.sock"
     trap '_tour_cleanup; cleanup' EXIT
@@ -176,8 +206,8 @@ run_tour() {
 
     _tour_step "1. Music" "Earshot plays on the headphones."
     _tour_expect playing "" headphones
-    tour_sink=$(_tour_status sink)
-    sleep "$TOUR_BREATH"
+    tour_sink=$tour_on
+    _tour_hold "$TOUR_BREATH"
 
     _tour_step "2. A phone call" \
         "A stream with media.role=phone starts on the headphones: Earshot pauses for it, keeping its place," \
@@ -186,25 +216,25 @@ run_tour() {
     _tour_expect paused interruption
     _tour_end_call
     _tour_expect playing
-    sleep "$TOUR_BREATH"
+    _tour_hold "$TOUR_BREATH"
 
     _tour_step "3. You pause during a call" \
         "Another call; this time you pause Earshot while it rings. When the call ends, Earshot stays paused:" \
         "it resumes only because you ask."
     _tour_start_call 6
     _tour_expect paused interruption
-    sleep 1.5
+    _tour_hold 1.5
     _tour_say "\$ earshot pause"
     _tour_mark user "you pause"
     "$earshot" pause
     _tour_end_call
-    sleep 2
+    _tour_hold 2
     _tour_expect paused
     _tour_say "\$ earshot resume"
     _tour_mark user "you resume"
     "$earshot" resume
     _tour_expect playing
-    sleep "$TOUR_BREATH"
+    _tour_hold "$TOUR_BREATH"
 
     _tour_step "4. Unplug the headphones" \
         "The headphones' sink goes away (as a USB or Bluetooth headset does). Earshot pauses at once;" \
@@ -213,20 +243,20 @@ run_tour() {
     soundserver_unplug headphones
     _tour_stop_recording headphones
     _tour_expect paused outputLost
-    sleep "$TOUR_BREATH"
+    _tour_hold "$TOUR_BREATH"
 
     _tour_step "5. Plug them back in" \
         "The headphones return. Earshot does not start by itself; you resume it, and it plays on the headphones."
     _tour_mark replug "replug" headphones
     soundserver_replug headphones
     _tour_record headphones
-    sleep 1
+    _tour_hold 1
     _tour_expect paused outputLost
     _tour_say "\$ earshot resume"
     _tour_mark user "you resume"
     "$earshot" resume
     _tour_expect playing "" headphones
-    sleep "$TOUR_BREATH"
+    _tour_hold "$TOUR_BREATH"
 
     _tour_step "6. Move it to the speakers" \
         "You move Earshot's stream to the speakers on purpose (pavucontrol, or pactl move-sink-input):" \
@@ -238,7 +268,7 @@ run_tour() {
     _tour_mark move "move to speakers"
     pactl move-sink-input "$input" speakers
     _tour_expect playing "" speakers
-    sleep $((TOUR_BREATH + 1))
+    _tour_hold $((TOUR_BREATH + 1))
 
     _tour_step "The end" "Stopping Earshot and the recorders, then drawing the timeline."
     kill -TERM "$tour_pid" 2>/dev/null || true
