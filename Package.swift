@@ -37,6 +37,11 @@ let package = Package(
         // Wiring and argument handling only.
         .executableTarget(name: "earshot", dependencies: ["EarshotService", "EarshotCore", "AudioPipeline"]),
 
+        // The demo's picture (scripts/run --tour): records sink monitors with their timing and draws the
+        // timeline SVG. Foundation only; not part of the player.
+        .target(name: "TourTimeline"),
+        .executableTarget(name: "earshot-timeline", dependencies: ["TourTimeline"]),
+
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
         .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline"]),
         // Configuration, state file and MPRIS (against a private dbus-daemon, driven by playerctl).
@@ -45,6 +50,8 @@ let package = Package(
         .testTarget(name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore"]),
         // End-to-end tests: run the built `earshot` binary against the private server and record sinks.
         .testTarget(name: "EndToEndTests", dependencies: ["earshot"]),
+        // The tour's timeline picture, from small recordings made in the test.
+        .testTarget(name: "TourTimelineTests", dependencies: ["TourTimeline"]),
     ],
     swiftLanguageModes: [.v6]
 )
