@@ -592,10 +592,11 @@ actor Player {
                 watchdogBase = frame
             }
         }
-        if let stream, rules.isPlaying, watchdogArmed, stream.isStalled(periods: 8, minimum: .milliseconds(500)) {
+        if let stream, rules.isPlaying, watchdogArmed, stream.isStalled(periods: 8, minimum: .seconds(1)) {
             // Playing, but the server has asked for nothing for several periods (PipeWire can drop a device
-            // with no callback at all): nothing is heard, so the output is lost. Half a second, so a busy machine
-            // does not pause the music for a late callback.
+            // with no callback at all): nothing is heard, so the output is lost. A whole second: on a machine
+            // loaded twenty deep the server was seen to go quiet for over half a second and then carry on, and
+            // a player that calls that "output lost" stops the music for nothing.
             log.record("output", ["watchdog": "stalled"])
             dispatch(.outputLost(.streamFailed))
             return

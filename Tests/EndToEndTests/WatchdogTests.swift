@@ -12,7 +12,7 @@ struct WatchdogTests {
             // SIGSTOP the process that runs the audio graph: no callback, no error, just no more requests.
             try SoundServerControl.run("freeze")
             defer { try? SoundServerControl.run("thaw") }
-            try await Task.sleep(for: .milliseconds(1500))
+            try await Task.sleep(for: .milliseconds(2500))
             try SoundServerControl.run("thaw")
             let paused = try await player.waitForStatus("paused by the watchdog") {
                 $0.playback == "paused" && $0.pauseReason == "outputLost"
