@@ -111,25 +111,25 @@ func parsePlay(_ arguments: ArraySlice<Argument>) -> (PlayerConfiguration, [Trac
         guard let value = rest.popFirst() else { fail("\(option) needs a value (see earshot --help)") }
         return value.text
     }
-    while let raw = rest.popFirst() {
-        switch raw.text {
-        case "--sink": configuration.sinkName = value(raw.text)
+    while let argument = rest.popFirst() {
+        switch argument.text {
+        case "--sink": configuration.sinkName = value(argument.text)
         case "--latency":
-            guard let milliseconds = Int(value(raw.text)), (10...2000).contains(milliseconds) else {
+            guard let milliseconds = Int(value(argument.text)), (10...2000).contains(milliseconds) else {
                 fail("--latency takes milliseconds from 10 to 2000")
             }
             configuration.targetLatencyMilliseconds = milliseconds
-        case "--role": configuration.mediaRole = value(raw.text)
-        case "--trigger-role": triggerRoles.append(value(raw.text))
+        case "--role": configuration.mediaRole = value(argument.text)
+        case "--trigger-role": triggerRoles.append(value(argument.text))
         case "--no-resume": configuration.policy.resumeAfterInterruption = false
         case "--resume-window":
-            guard let minutes = Double(value(raw.text)), minutes >= 0, minutes < 100_000 else {
+            guard let minutes = Double(value(argument.text)), minutes >= 0, minutes < 100_000 else {
                 fail("--resume-window takes minutes (a number >= 0)")
             }
             configuration.policy.resumeWindowMilliseconds = Int64(minutes * 60_000)
         case "--": files += paths(rest); rest = []
         case let option where option.hasPrefix("--"): fail("unknown option \(option) (see earshot --help)")
-        default: files += paths([raw])
+        default: files += paths([argument])
         }
     }
     if !triggerRoles.isEmpty { configuration.triggerRoles = Set(triggerRoles) }

@@ -111,10 +111,10 @@ struct BadFilesTests {
             let service = try await harness.startService()
             let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
             try harness.earshotChecked(["play", changing.path, next.path])
-            try await Self.waitUntilHeard(harness, track: 0, milliseconds: 1000)
+            try await Self.waitUntilHeard(harness, service, track: 0, milliseconds: 1000)
             try FileManager.default.removeItem(at: changing)
             let deletedAt = try harness.status()
-            try await Self.waitUntilHeard(harness, track: 1, milliseconds: 1000)
+            try await Self.waitUntilHeard(harness, service, track: 1, milliseconds: 1000)
             // The path names nothing now: `previous` opens it again.
             try harness.earshotChecked(["previous"])
             let ended = try await harness.settle("stopped", timeout: .seconds(30)) { try harness.status().playback }
@@ -151,13 +151,13 @@ struct BadFilesTests {
             let service = try await harness.startService()
             let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
             try harness.earshotChecked(["play", changing.path, next.path])
-            try await Self.waitUntilHeard(harness, track: 0, milliseconds: 1000)
+            try await Self.waitUntilHeard(harness, service, track: 0, milliseconds: 1000)
             // What a download manager or `cp --remove-destination`-like tool does: a new file renamed over the name.
             guard rename(replacement.path, changing.path) == 0 else {
                 throw ToolkitError("rename over the playing file failed: errno \(errno)")
             }
             let replacedAt = try harness.status()
-            try await Self.waitUntilHeard(harness, track: 1, milliseconds: 1000)
+            try await Self.waitUntilHeard(harness, service, track: 1, milliseconds: 1000)
             try harness.earshotChecked(["previous"])
             let ended = try await harness.settle("stopped", timeout: .seconds(30)) { try harness.status().playback }
             let recording = try await Self.stopAfterTail(recorder)
@@ -244,11 +244,21 @@ struct BadFilesTests {
         return (changing, next)
     }
 
-    /// Waits until the service has played `milliseconds` of track `track` (a generous deadline).
-    private static func waitUntilHeard(_ harness: ServiceHarness, track: Int, milliseconds: Int) async throws {
-        try await waitUntil("track \(track + 1) heard for \(milliseconds) ms", timeout: .seconds(30)) {
-            let status = try harness.status()
-            return status.playback == "playing" && status.trackIndex == track && status.positionMs >= milliseconds
+    /// Waits until the service has played `milliseconds` of track `track` (a generous deadline); the error gives the
+    /// last status and the service's log.
+    private static func waitUntilHeard(
+        _ harness: ServiceHarness, _ service: ChildProcess, track: Int, milliseconds: Int
+    ) async throws {
+        var last: ServiceStatus?
+        do {
+            _ = try await waitUntil("track \(track + 1) heard for \(milliseconds) ms", timeout: .seconds(30)) {
+                let status = try harness.status()
+                last = status
+                return status.playback == "playing" && status.trackIndex == track && status.positionMs >= milliseconds
+            }
+        } catch {
+            throw ToolkitError("\(error); last status: \(last.map { "\($0)" } ?? "none"); service log:\n"
+                + service.standardError())
         }
     }
 

@@ -38,7 +38,7 @@ struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
     /// One line for failure messages.
     var description: String {
         "\(playback)(\(pauseReason ?? "-")) track \(trackIndex + 1)/\(trackCount) at \(positionMs) ms, "
-            + "volume \(volume)%"
+            + "volume \(volume)%" + (lastError.map { ", last error \($0.kind) at track \($0.trackIndex + 1)" } ?? "")
     }
 }
 
