@@ -13,7 +13,7 @@
 import Foundation
 
 /// A file path as raw bytes (no NUL), which may or may not be valid UTF-8.
-public struct TrackPath: Hashable, Sendable, Comparable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct TrackPath: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
     /// The path's bytes, without a terminating NUL.
     public let bytes: [UInt8]
 
@@ -69,11 +69,6 @@ public struct TrackPath: Hashable, Sendable, Comparable, ExpressibleByStringLite
 
     /// The display text.
     public var description: String { displayText }
-
-    /// Byte order, so sorted paths are stable whatever their encoding.
-    public static func < (lhs: TrackPath, rhs: TrackPath) -> Bool {
-        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
-    }
 
     /// Calls `body` with the path as a NUL-terminated C string (for open(2), stat(2), libmpg123).
     public func withCString<Result>(_ body: (UnsafePointer<CChar>) throws -> Result) rethrows -> Result {
