@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
         .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline"]),
         // Configuration, state file and MPRIS (against a private dbus-daemon, driven by playerctl).
-        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotCore"]),
+        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotCore", "AudioPipeline"]),
         // Integration tests: need the private sound server that scripts/test starts.
         .testTarget(name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore"]),
         // End-to-end tests: run the built `earshot` binary against the private server and record sinks.

@@ -153,7 +153,7 @@ public final class MP3Decoder {
     ///
     /// With `outputRate` (44100 or 48000) every track is delivered at that rate, converted by libmpg123 when
     /// its own rate differs: a queue then plays on one stream, with no gap for a rate change between tracks.
-    public init(path: String, outputRate: Int? = nil) throws(MPG123Error) {
+    public init(path: TrackPath, outputRate: Int? = nil) throws(MPG123Error) {
         guard libraryReady else {
             throw MPG123Error(kind: .libraryFailure, message: "mpg123_init failed")
         }
@@ -168,7 +168,8 @@ public final class MP3Decoder {
         do throws(MPG123Error) {
             let rates = outputRate.map { [$0] } ?? Self.nativeOutputRates
             try Self.configure(newHandle, rates: rates)
-            if mpg123_open(newHandle, path) != MPG123_OK.rawValue {
+            // The raw bytes: a name that is not UTF-8 opens as it is.
+            if path.withCString({ mpg123_open(newHandle, $0) }) != MPG123_OK.rawValue {
                 throw MPG123Error(kind: .cannotOpen, message: Self.handleMessage(newHandle))
             }
             let opened = try Self.detectFormat(newHandle, rates: rates)
@@ -182,6 +183,11 @@ public final class MP3Decoder {
             mpg123_delete(newHandle)
             throw error
         }
+    }
+
+    /// Opens the file at the path spelled by `path` (its UTF-8 bytes); see `init(path: TrackPath, outputRate:)`.
+    public convenience init(path: String, outputRate: Int? = nil) throws(MPG123Error) {
+        try self.init(path: TrackPath(path), outputRate: outputRate)
     }
 
     deinit {
@@ -274,9 +280,9 @@ public final class MP3Decoder {
     // MARK: - Opening
 
     /// Fails early, with the system's reason, for paths libmpg123 would open but not read (directories).
-    private static func checkIsReadableFile(_ path: String) throws(MPG123Error) {
+    private static func checkIsReadableFile(_ path: TrackPath) throws(MPG123Error) {
         var info = stat()
-        if stat(path, &info) != 0 {
+        if path.withCString({ stat($0, &info) }) != 0 {
             throw MPG123Error(kind: .cannotOpen, message: String(cString: strerror(errno)))
         }
         if (info.st_mode & S_IFMT) == S_IFDIR {
@@ -286,7 +292,7 @@ public final class MP3Decoder {
         if (info.st_mode & S_IFMT) != S_IFREG {
             throw MPG123Error(kind: .cannotOpen, message: "Not a regular file")
         }
-        if access(path, R_OK) != 0 {
+        if path.withCString({ access($0, R_OK) }) != 0 {
             throw MPG123Error(kind: .cannotOpen, message: String(cString: strerror(errno)))
         }
         if info.st_size == 0 {
@@ -297,8 +303,8 @@ public final class MP3Decoder {
 
     /// Refuses files that announce another format in their first bytes. libmpg123 can find a false frame
     /// header inside PCM samples and play a burst of noise before giving up, so these never reach it.
-    private static func rejectOtherContainers(_ path: String) throws(MPG123Error) {
-        let descriptor = open(path, O_RDONLY)
+    private static func rejectOtherContainers(_ path: TrackPath) throws(MPG123Error) {
+        let descriptor = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
         guard descriptor >= 0 else {
             throw MPG123Error(kind: .cannotOpen, message: String(cString: strerror(errno)))
         }

@@ -3,7 +3,14 @@
 //   request:  {"command": "pause"}            {"command": "seek", "seconds": 30.5}
 //   reply:    {"ok": true, "status": {...}}   {"ok": false, "error": "unknown command 'paws'"}
 //
+// File paths are bytes, and a Linux file name need not be UTF-8, while a JSON line must be. So each entry of
+// `paths` (and of a `queue` reply) is a JSON string when the path is valid UTF-8, as it always was, and an
+// object `{"base64": "..."}` holding the raw bytes otherwise (TrackPath's lossless JSON form):
+//
+//   {"command": "add", "paths": ["/music/a.mp3", {"base64": "L211c2ljL//+Lm1wMw=="}]}
+//
 // Parsing is a pure function of the line's bytes, so it can be tested (and fuzzed) without a socket.
+import AudioPipeline
 import Foundation
 
 /// A request a client can make of the player.
@@ -29,9 +36,9 @@ public enum ControlRequest: Equatable, Sendable {
     /// Keep the connection open and receive every event-log line as it happens.
     case events
     /// Replace the queue with `paths` (and play them when `play`).
-    case load(paths: [String], play: Bool)
+    case load(paths: [TrackPath], play: Bool)
     /// Append `paths` to the queue.
-    case add(paths: [String])
+    case add(paths: [TrackPath])
     /// Empty the queue.
     case clear
     /// List the queue.
@@ -95,8 +102,12 @@ extension ControlRequest {
         case "clear": return .success(.clear)
         case "queue": return .success(.queue)
         case "load", "add":
-            guard let paths = fields["paths"] as? [String], !paths.isEmpty, paths.allSatisfy({ !$0.isEmpty }) else {
-                return .failure(ControlRequestError("\(command) needs a non-empty string array field 'paths'"))
+            let entries = fields["paths"] as? [Any] ?? []
+            let paths = entries.compactMap(TrackPath.init(jsonValue:))
+            guard !paths.isEmpty, paths.count == entries.count else {
+                return .failure(ControlRequestError(
+                    "\(command) needs a non-empty array field 'paths' of paths: strings, or {\"base64\": ...} "
+                        + "objects for names that are not UTF-8"))
             }
             if command == "add" { return .success(.add(paths: paths)) }
             let play = fields["play"].map { ($0 as? Bool) ?? false } ?? true
@@ -130,8 +141,9 @@ extension ControlRequest {
         switch self {
         case .seek(let seconds): return #"{"command":"seek","seconds":\#(seconds)}"#
         case .volume(let percent): return #"{"command":"volume","percent":\#(percent)}"#
-        case .load(let paths, let play): return ControlReply.line(["command": "load", "paths": paths, "play": play])
-        case .add(let paths): return ControlReply.line(["command": "add", "paths": paths])
+        case .load(let paths, let play):
+            return ControlReply.line(["command": "load", "paths": paths.map(\.jsonValue), "play": play])
+        case .add(let paths): return ControlReply.line(["command": "add", "paths": paths.map(\.jsonValue)])
         default: return #"{"command":"\#(name)"}"#
         }
     }

@@ -13,7 +13,7 @@ public enum DecodeBenchmark {
     }
 
     /// Opens `path` and decodes all of it.
-    public static func run(path: String) throws(MPG123Error) -> Result {
+    public static func run(path: TrackPath) throws(MPG123Error) -> Result {
         let started = DispatchTime.now().uptimeNanoseconds
         let decoder = try MP3Decoder(path: path)
         let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 65_536 * 2)

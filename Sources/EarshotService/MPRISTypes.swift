@@ -1,6 +1,7 @@
 // The data the MPRIS adapter exchanges with its owner: commands in, replies back, snapshots to publish.
 // Plain Swift values: the adapter knows MPRIS and sd-bus, the owner knows the player, and these types are
 // all they share.
+import AudioPipeline
 import Foundation
 
 /// A request a desktop client (playerctl, media keys, WirePlumber, a shell applet) made over MPRIS.
@@ -24,8 +25,8 @@ public enum MPRISCommand: Hashable, Sendable {
     /// position may still be past the end if the length is unknown.
     case setPosition(trackId: String, positionMicroseconds: Int64)
     /// `OpenUri`: play this file. The adapter has already checked that the URI is a `file://` URI naming a
-    /// readable regular file; `path` is its decoded absolute path.
-    case openUri(path: String)
+    /// readable regular file; `path` is its decoded absolute path (any bytes, as percent-escapes allow).
+    case openUri(path: TrackPath)
     /// A write of the `Volume` property (1.0 is 100%; never negative, never NaN).
     case setVolume(Double)
     /// `Quit`: the service should shut down. Reply first, then shut down from elsewhere.
@@ -63,8 +64,9 @@ public struct MPRISSnapshot: Equatable, Sendable {
     public var artists: [String]
     /// `xesam:album`.
     public var album: String?
-    /// The current file's absolute path, published as `xesam:url` (a `file://` URI).
-    public var filePath: String?
+    /// The current file's absolute path, published as `xesam:url` (a `file://` URI, percent-escaped, so valid
+    /// UTF-8 whatever the name's bytes).
+    public var filePath: TrackPath?
     /// `mpris:length` in microseconds, nil when unknown.
     public var lengthMicroseconds: Int64?
     /// `Volume`: 1.0 is 100%.
@@ -83,7 +85,7 @@ public struct MPRISSnapshot: Equatable, Sendable {
     /// A snapshot; the defaults describe a stopped player with nothing queued.
     public init(
         playbackStatus: PlaybackStatus = .stopped, trackId: String? = nil, title: String? = nil,
-        artists: [String] = [], album: String? = nil, filePath: String? = nil, lengthMicroseconds: Int64? = nil,
+        artists: [String] = [], album: String? = nil, filePath: TrackPath? = nil, lengthMicroseconds: Int64? = nil,
         volume: Double = 1.0, canGoNext: Bool = false, canGoPrevious: Bool = false, canPlay: Bool = false,
         canPause: Bool = false, canSeek: Bool = false
     ) {
@@ -155,7 +157,7 @@ enum MPRISURI {
     /// What an `OpenUri` argument turned out to be.
     enum Outcome: Equatable {
         /// A readable regular file at this absolute path.
-        case file(String)
+        case file(TrackPath)
         /// Not acceptable; the message says why, for the caller.
         case refused(String)
     }
@@ -172,25 +174,65 @@ enum MPRISURI {
         if let host = components.host, !host.isEmpty, host != "localhost" {
             return .refused("OpenUri: only local files can be opened (the URI names host \(host))")
         }
-        let path = components.path
-        guard path.hasPrefix("/") else { return .refused("OpenUri: the URI has no absolute path") }
+        // Percent-escapes stand for bytes, which need not spell UTF-8 (`%FF` in a file name is a byte 0xFF).
+        guard let bytes = percentDecoded(components.percentEncodedPath), let path = TrackPath(bytes: bytes) else {
+            return .refused("OpenUri: the URI's path is not valid")
+        }
+        guard path.bytes.first == UInt8(ascii: "/") else { return .refused("OpenUri: the URI has no absolute path") }
         var status = stat()
-        guard stat(path, &status) == 0 else {
+        guard path.withCString({ stat($0, &status) }) == 0 else {
             return .refused("OpenUri: cannot open the file: \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFREG else { return .refused("OpenUri: not a regular file") }
-        guard access(path, R_OK) == 0 else {
+        guard path.withCString({ access($0, R_OK) }) == 0 else {
             return .refused("OpenUri: the file is not readable: \(String(cString: strerror(errno)))")
         }
         return .file(path)
     }
 
-    /// A `file://` URI for an absolute `path`, percent-encoding what needs it.
-    static func fileURI(for path: String) -> String {
-        var components = URLComponents()
-        components.scheme = "file"
-        components.host = ""
-        components.path = path
-        return components.string ?? "file://" + path
+    /// A `file://` URI for an absolute `path`: every byte that is not an unreserved character, a sub-delimiter,
+    /// `:`, `@` or `/` (RFC 3986 path characters) is percent-escaped, so the URI is ASCII whatever the name's
+    /// bytes, and a name that is not UTF-8 survives the round trip through `localFile(_:)`.
+    static func fileURI(for path: TrackPath) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var uri = Array("file://".utf8)
+        for byte in path.bytes {
+            if pathCharacters.contains(byte) {
+                uri.append(byte)
+            } else {
+                uri += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: uri, as: UTF8.self)
+    }
+
+    /// The bytes of a URI path that may appear unescaped.
+    private static let pathCharacters = Set(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/".utf8)
+
+    /// `text` with every `%HH` replaced by its byte; nil for a malformed escape.
+    static func percentDecoded(_ text: String) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                return nil
+            }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 }

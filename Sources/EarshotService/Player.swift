@@ -50,7 +50,7 @@ final class PositionCell: Sendable {
 /// How the player was started.
 enum PlayerMode: Sendable {
     /// `earshot play FILE...`: play the files and exit at the end of the queue.
-    case foreground(files: [String])
+    case foreground(files: [TrackPath])
     /// `earshot serve`: a long-running service that restores its saved queue, paused.
     case service
 }
@@ -95,7 +95,7 @@ actor Player {
 
     private var rules: PlayerState
     private var translator: ServerEventTranslator
-    private var paths: [String] = []
+    private var paths: [TrackPath] = []
     private var tracks: [Int: TrackInfo] = [:]
     private var workerLoaded = false
 
@@ -682,7 +682,7 @@ actor Player {
         case .clear: replaceQueue(with: [], play: false)
         case .queue:
             // The user's own terminal asks: the paths are theirs to see (never logged).
-            return ControlReply.success(["queue": paths, "current": rules.queue.index])
+            return ControlReply.success(["queue": paths.map(\.jsonValue), "current": rules.queue.index])
         case .play: dispatch(.userPlay)
         case .pause: dispatch(.userPause)
         case .toggle: dispatch(.userToggle)
@@ -748,7 +748,7 @@ actor Player {
     // MARK: Queue and persistence
 
     /// Replaces the queue with `newPaths`, playing them when `play`.
-    private func replaceQueue(with newPaths: [String], play: Bool) {
+    private func replaceQueue(with newPaths: [TrackPath], play: Bool) {
         paths = newPaths
         tracks = [:]
         queueGeneration += 1
@@ -765,7 +765,7 @@ actor Player {
     }
 
     /// Appends `newPaths` to the queue; decoding continues into them without a gap.
-    private func appendToQueue(_ newPaths: [String]) {
+    private func appendToQueue(_ newPaths: [TrackPath]) {
         paths += newPaths
         if workerLoaded { worker.append(paths: newPaths) }
         if queueEndRingFrame != nil {

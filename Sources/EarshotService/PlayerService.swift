@@ -1,10 +1,11 @@
 // Starting the player: the control socket, MPRIS, signals, the tick, and the run loop.
+import AudioPipeline
 import Foundation
 
 /// Entry points of the service for the `earshot` executable.
 public enum PlayerService {
     /// Plays `files` in the foreground until the queue ends or SIGINT/SIGTERM; returns the exit code.
-    public static func runForeground(files: [String], configuration: PlayerConfiguration) -> Int32 {
+    public static func runForeground(files: [TrackPath], configuration: PlayerConfiguration) -> Int32 {
         run(mode: .foreground(files: files), configuration: configuration, store: nil, withMPRIS: false)
     }
 

@@ -1,6 +1,11 @@
 // Turning what a user names on the command line into queue entries: files as they are, directories
 // recursively in natural order, and M3U playlists line by line. Paths become absolute, since the service
 // runs in another working directory.
+//
+// Everything here works on bytes (TrackPath), never on Strings: a file name need not be UTF-8, and
+// FileManager would hand such a name back with U+FFFD in place of its bytes, naming another file.
+// Directories are read with opendir/readdir, and files are told apart with stat(2).
+import AudioPipeline
 import Foundation
 
 /// Expands files, directories and playlists into absolute paths of files to queue.
@@ -8,83 +13,181 @@ public enum QueueInput {
     /// The expansion, with a note for each name that could not be used (the user's own terminal shows them).
     public struct Expansion: Equatable, Sendable {
         /// Absolute paths, in queue order.
-        public var paths: [String]
-        /// One line per missing or unusable name.
+        public var paths: [TrackPath]
+        /// One line per missing or unusable name (names shown escaped, as `TrackPath.displayText`).
         public var problems: [String]
     }
 
-    /// Expands `names`, relative to `directory`.
-    public static func expand(_ names: [String], relativeTo directory: String = FileManager.default.currentDirectoryPath)
-        -> Expansion {
+    /// Expands `names`, relative to `directory` (by default the working directory).
+    public static func expand(_ names: [TrackPath], relativeTo directory: TrackPath? = nil) -> Expansion {
+        let base = directory ?? workingDirectory()
         var expansion = Expansion(paths: [], problems: [])
         for name in names {
-            let path = absolute(name, relativeTo: directory)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-                expansion.problems.append("\(name): no such file or directory")
-                continue
-            }
-            if isDirectory.boolValue {
+            let path = absolute(name, relativeTo: base)
+            switch kind(of: path) {
+            case nil:
+                expansion.problems.append("\(name.displayText): no such file or directory")
+            case .directory:
                 let found = audioFiles(under: path)
-                if found.isEmpty { expansion.problems.append("\(name): no .mp3 files in this directory") }
+                if found.isEmpty { expansion.problems.append("\(name.displayText): no .mp3 files in this directory") }
                 expansion.paths += found
-            } else if path.lowercased().hasSuffix(".m3u") || path.lowercased().hasSuffix(".m3u8") {
+            case .other where hasSuffix(path, ".m3u") || hasSuffix(path, ".m3u8"):
                 let listed = playlist(at: path)
                 expansion.paths += listed.paths
                 expansion.problems += listed.problems
-            } else {
+            case .other:
                 expansion.paths.append(path)
             }
         }
         return expansion
     }
 
-    /// `name` as an absolute, standardised path.
-    static func absolute(_ name: String, relativeTo directory: String) -> String {
-        let joined = name.hasPrefix("/") ? name : directory + "/" + name
-        return (joined as NSString).standardizingPath
+    /// The working directory's path.
+    static func workingDirectory() -> TrackPath {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil,
+              let path = TrackPath(bytes: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }) else {
+            return "/"
+        }
+        return path
+    }
+
+    /// `name` as an absolute path with `.`, `..` and repeated slashes resolved textually.
+    static func absolute(_ name: TrackPath, relativeTo directory: TrackPath) -> TrackPath {
+        let slash = UInt8(ascii: "/")
+        let joined = name.bytes.first == slash ? name.bytes : directory.bytes + [slash] + name.bytes
+        var components: [ArraySlice<UInt8>] = []
+        for component in joined.split(separator: slash, omittingEmptySubsequences: true) {
+            if component.elementsEqual(".".utf8) { continue }
+            if component.elementsEqual("..".utf8) {
+                _ = components.popLast()
+                continue
+            }
+            components.append(component)
+        }
+        var bytes: [UInt8] = []
+        for component in components {
+            bytes.append(slash)
+            bytes += component
+        }
+        return TrackPath(bytes: bytes) ?? "/"
+    }
+
+    private enum Kind {
+        case directory, other
+    }
+
+    /// Whether `path` is a directory or something else (following symbolic links); nil when it does not exist.
+    private static func kind(of path: TrackPath) -> Kind? {
+        var status = stat()
+        guard path.withCString({ stat($0, &status) }) == 0 else { return nil }
+        return status.st_mode & S_IFMT == S_IFDIR ? .directory : .other
+    }
+
+    /// Whether `path` ends in `suffix`, ignoring ASCII case.
+    private static func hasSuffix(_ path: TrackPath, _ suffix: String) -> Bool {
+        let tail = Array(suffix.utf8)
+        guard path.bytes.count >= tail.count else { return false }
+        return zip(path.bytes.suffix(tail.count), tail).allSatisfy { lowercased($0) == $1 }
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
     }
 
     /// Every `.mp3` below `directory`, in natural order ("2 x" before "10 x"), directories in order too.
-    static func audioFiles(under directory: String) -> [String] {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
-        var files: [String] = []
-        for name in names.sorted(by: naturallyBefore) where !name.hasPrefix(".") {
-            let path = directory + "/" + name
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { continue }
-            if isDirectory.boolValue {
-                files += audioFiles(under: path)
-            } else if name.lowercased().hasSuffix(".mp3") {
-                files.append(path)
+    static func audioFiles(under directory: TrackPath) -> [TrackPath] {
+        var files: [TrackPath] = []
+        for name in entryNames(in: directory).sorted(by: naturallyBefore) where name.first != UInt8(ascii: ".") {
+            guard let path = TrackPath(bytes: directory.bytes + [UInt8(ascii: "/")] + name) else { continue }
+            switch kind(of: path) {
+            case .directory: files += audioFiles(under: path)
+            case .other where hasSuffix(path, ".mp3"): files.append(path)
+            case .other, nil: continue
             }
         }
         return files
     }
 
-    /// The entries of an M3U playlist: comment lines skipped, relative entries taken from its directory.
-    static func playlist(at path: String) -> Expansion {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            return Expansion(paths: [], problems: ["\(path): playlist is unreadable or not UTF-8"])
+    /// The names in `directory` (without `.` and `..`), as raw bytes; empty when it cannot be read.
+    private static func entryNames(in directory: TrackPath) -> [[UInt8]] {
+        guard let stream = directory.withCString({ opendir($0) }) else { return [] }
+        defer { closedir(stream) }
+        var names: [[UInt8]] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if name == Array(".".utf8) || name == Array("..".utf8) { continue }
+            names.append(name)
         }
-        let base = (path as NSString).deletingLastPathComponent
+        return names
+    }
+
+    /// The entries of an M3U playlist: comment lines skipped, relative entries taken from its directory.
+    ///
+    /// Lines are taken as bytes, so an entry that is not UTF-8 (an old playlist's Latin-1 name) still names
+    /// its file; `file://` entries are percent-decoded to bytes.
+    static func playlist(at path: TrackPath) -> Expansion {
+        let shownName = TrackPath(bytes: path.bytes.split(separator: UInt8(ascii: "/")).last ?? [])?.displayText
+            ?? path.displayText
+        guard let contents = readFile(path) else {
+            return Expansion(paths: [], problems: ["\(path.displayText): playlist is unreadable"])
+        }
+        let base = absolute(TrackPath(bytes: path.bytes + Array("/..".utf8)) ?? path, relativeTo: "/")
         var expansion = Expansion(paths: [], problems: [])
-        for rawLine in text.split(whereSeparator: \.isNewline) {
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
-            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
-            let entry = line.hasPrefix("file://") ? (URL(string: line)?.path ?? line) : line
-            let resolved = absolute(entry, relativeTo: base)
-            if FileManager.default.fileExists(atPath: resolved) {
+        let lineBreaks: Set<UInt8> = [UInt8(ascii: "\n"), UInt8(ascii: "\r")]
+        let blanks: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t")]
+        var lines = contents.split(whereSeparator: lineBreaks.contains)
+        // A byte-order mark before the first line is not part of its name.
+        if let first = lines.first, first.starts(with: [0xEF, 0xBB, 0xBF]) { lines[0] = first.dropFirst(3) }
+        for rawLine in lines {
+            let line = rawLine.drop(while: blanks.contains).reversed().drop(while: blanks.contains).reversed()
+            guard !line.isEmpty, line.first != UInt8(ascii: "#") else { continue }
+            var entry = Array(line)
+            if entry.starts(with: "file://".utf8) {
+                let uri = String(decoding: entry, as: UTF8.self)
+                guard let components = URLComponents(string: uri),
+                      let decoded = MPRISURI.percentDecoded(components.percentEncodedPath) else {
+                    expansion.problems.append("a file:// entry in \(shownName) is not a valid URI")
+                    continue
+                }
+                entry = decoded
+            }
+            guard let entryPath = TrackPath(bytes: entry) else { continue }
+            let resolved = absolute(entryPath, relativeTo: base)
+            if kind(of: resolved) != nil {
                 expansion.paths.append(resolved)
             } else {
-                expansion.problems.append("\(line) (in \((path as NSString).lastPathComponent)): no such file")
+                expansion.problems.append("\(entryPath.displayText) (in \(shownName)): no such file")
             }
         }
         return expansion
     }
 
-    /// Natural order: digit runs compare by value, the rest case-insensitively.
-    static func naturallyBefore(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.compare(rhs, options: [.numeric, .caseInsensitive]) == .orderedAscending
+    /// The whole file at `path`, or nil when it cannot be read.
+    private static func readFile(_ path: TrackPath) -> [UInt8]? {
+        let descriptor = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return nil }
+            if count == 0 { return contents }
+            contents += chunk[..<count]
+        }
+    }
+
+    /// Natural order: digit runs compare by value, the rest case-insensitively; names that are not UTF-8 compare
+    /// by their display text, and names that compare the same are ordered by their bytes.
+    static func naturallyBefore(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        let left = TrackPath(bytes: lhs)?.displayText ?? ""
+        let right = TrackPath(bytes: rhs)?.displayText ?? ""
+        switch left.compare(right, options: [.numeric, .caseInsensitive]) {
+        case .orderedAscending: return true
+        case .orderedDescending: return false
+        case .orderedSame: return lhs.lexicographicallyPrecedes(rhs)
+        }
     }
 }

@@ -7,8 +7,12 @@
 // the service is killed mid-write; a leftover temporary file is simply ignored (and removed on the next
 // load). The directory is private (0700) and the file 0600: a queue of file paths is personal.
 //
+// Paths are stored losslessly (TrackPath's JSON form): a string when the path is valid UTF-8, else an object
+// `{"base64": "..."}` with its bytes, so a file name that is not UTF-8 is restored exactly.
+//
 // A file that cannot be read or decoded is not fatal: it is moved aside as `state.json.corrupt-<UTC time>`
 // for the user to inspect, and the caller starts empty. The reason given never quotes the file's content.
+import AudioPipeline
 import Foundation
 
 /// What Earshot saves between runs.
@@ -19,7 +23,7 @@ public struct PersistedState: Codable, Equatable, Sendable {
     /// The format version of the file.
     public var version: Int
     /// The queue, as file paths.
-    public var queue: [String]
+    public var queue: [TrackPath]
     /// The index of the current track in `queue` (0 when the queue is empty).
     public var trackIndex: Int
     /// How far into the current track the listener was, in milliseconds.
@@ -29,7 +33,7 @@ public struct PersistedState: Codable, Equatable, Sendable {
 
     /// A state in the current format.
     public init(
-        queue: [String], trackIndex: Int, positionMilliseconds: Int, volumePercent: Int,
+        queue: [TrackPath], trackIndex: Int, positionMilliseconds: Int, volumePercent: Int,
         version: Int = PersistedState.currentVersion
     ) {
         self.version = version
@@ -188,6 +192,8 @@ public final class StateStore: @unchecked Sendable {
             return .unusable("wrong type for \(Self.fieldName(context.codingPath))")
         } catch DecodingError.valueNotFound(_, let context) {
             return .unusable("null for \(Self.fieldName(context.codingPath))")
+        } catch DecodingError.dataCorrupted(let context) where !context.codingPath.isEmpty {
+            return .unusable("invalid value for \(Self.fieldName(context.codingPath))")
         } catch {
             return .unusable("not valid JSON")
         }

@@ -72,35 +72,64 @@ func loadConfiguration() -> PlayerConfiguration {
     }
 }
 
+/// One command-line argument: its raw bytes (a file name need not be UTF-8) and its text for everything else.
+struct Argument {
+    /// The bytes as the kernel passed them.
+    var bytes: [UInt8]
+    /// The argument as text (invalid UTF-8 replaced), for verbs, options and numbers.
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+    /// The argument as a path; nil for an empty argument.
+    var path: TrackPath? { TrackPath(bytes: bytes) }
+}
+
+/// The arguments after the program name, read from argv itself: `CommandLine.arguments` replaces bytes that are
+/// not UTF-8 with U+FFFD, which would turn such a file name into the name of another file.
+func rawArguments() -> [Argument] {
+    (1..<Int(CommandLine.argc)).compactMap { index in
+        CommandLine.unsafeArgv[index].map { argument in
+            Argument(bytes: Array(UnsafeBufferPointer(start: argument, count: strlen(argument)))
+                .map { UInt8(bitPattern: $0) })
+        }
+    }
+}
+
+/// The paths of `arguments`; an empty argument is an error.
+func paths(_ arguments: some Collection<Argument>) -> [TrackPath] {
+    arguments.map { argument in
+        guard let path = argument.path else { fail("an empty FILE argument (see earshot --help)") }
+        return path
+    }
+}
+
 /// Parses `earshot play`'s options and files.
-func parsePlay(_ arguments: ArraySlice<String>) -> (PlayerConfiguration, [String]) {
+func parsePlay(_ arguments: ArraySlice<Argument>) -> (PlayerConfiguration, [TrackPath]) {
     var configuration = loadConfiguration()
-    var files: [String] = []
+    var files: [TrackPath] = []
     var triggerRoles: [String] = []
     var rest = arguments
     func value(_ option: String) -> String {
         guard let value = rest.popFirst() else { fail("\(option) needs a value (see earshot --help)") }
-        return value
+        return value.text
     }
     while let argument = rest.popFirst() {
-        switch argument {
-        case "--sink": configuration.sinkName = value(argument)
+        switch argument.text {
+        case "--sink": configuration.sinkName = value(argument.text)
         case "--latency":
-            guard let milliseconds = Int(value(argument)), (10...2000).contains(milliseconds) else {
+            guard let milliseconds = Int(value(argument.text)), (10...2000).contains(milliseconds) else {
                 fail("--latency takes milliseconds from 10 to 2000")
             }
             configuration.targetLatencyMilliseconds = milliseconds
-        case "--role": configuration.mediaRole = value(argument)
-        case "--trigger-role": triggerRoles.append(value(argument))
+        case "--role": configuration.mediaRole = value(argument.text)
+        case "--trigger-role": triggerRoles.append(value(argument.text))
         case "--no-resume": configuration.policy.resumeAfterInterruption = false
         case "--resume-window":
-            guard let minutes = Double(value(argument)), minutes >= 0, minutes < 100_000 else {
+            guard let minutes = Double(value(argument.text)), minutes >= 0, minutes < 100_000 else {
                 fail("--resume-window takes minutes (a number >= 0)")
             }
             configuration.policy.resumeWindowMilliseconds = Int64(minutes * 60_000)
-        case "--": files.append(contentsOf: rest); rest = []
+        case "--": files += paths(rest); rest = []
         case let option where option.hasPrefix("--"): fail("unknown option \(option) (see earshot --help)")
-        default: files.append(argument)
+        default: files += paths([argument])
         }
     }
     if !triggerRoles.isEmpty { configuration.triggerRoles = Set(triggerRoles) }
@@ -121,10 +150,12 @@ func control(_ request: ControlRequest, json: Bool = false) -> Never {
     if parsed?["ok"] as? Bool != true {
         fail((parsed?["error"] as? String) ?? "the player refused the request", code: 1)
     }
-    if request == .queue, let queue = parsed?["queue"] as? [String] {
+    if request == .queue, let queue = parsed?["queue"] as? [Any] {
         let current = parsed?["current"] as? Int ?? 0
-        for (index, path) in queue.enumerated() {
-            print("\(index == current ? ">" : " ") \(index + 1). \(path)")
+        for (index, entry) in queue.enumerated() {
+            // Escaped: bytes that are not UTF-8 and control characters show as \xHH, never raw on the terminal.
+            let shown = TrackPath(jsonValue: entry)?.displayText ?? "(unreadable entry)"
+            print("\(index == current ? ">" : " ") \(index + 1). \(shown)")
         }
     }
     if request == .status {
@@ -137,8 +168,8 @@ func control(_ request: ControlRequest, json: Bool = false) -> Never {
     exit(0)
 }
 
-var arguments = CommandLine.arguments.dropFirst()
-guard let verb = arguments.popFirst() else { print(usage); exit(2) }
+var arguments = rawArguments()[...]
+guard let verb = arguments.popFirst()?.text else { print(usage); exit(2) }
 switch verb {
 case "--help", "-h", "help":
     print(usage)
@@ -159,14 +190,14 @@ case "play":
     }
     exit(PlayerService.runForeground(files: files, configuration: configuration))
 case "add":
-    let expansion = QueueInput.expand(Array(arguments))
+    let expansion = QueueInput.expand(paths(arguments))
     for problem in expansion.problems { FileHandle.standardError.write(Data("earshot: \(problem)\n".utf8)) }
     guard !expansion.paths.isEmpty else { fail("nothing to add", code: 1) }
     control(.add(paths: expansion.paths))
 case "queue": control(.queue)
 case "clear": control(.clear)
 case "decode":
-    guard let file = arguments.popFirst() else { fail("decode needs a FILE") }
+    guard let file = arguments.popFirst()?.path else { fail("decode needs a FILE") }
     do {
         let result = try DecodeBenchmark.run(path: file)
         print("frames=\(result.frames) seconds=\(result.seconds)")
@@ -180,17 +211,17 @@ case "stop": control(.stop)
 case "next": control(.next)
 case "previous": control(.previous)
 case "seek":
-    guard let text = arguments.popFirst(), let seconds = Double(text), seconds >= 0, seconds.isFinite else {
+    guard let text = arguments.popFirst()?.text, let seconds = Double(text), seconds >= 0, seconds.isFinite else {
         fail("seek takes SECONDS (a number >= 0)")
     }
     control(.seek(seconds: seconds))
 case "volume":
-    guard let text = arguments.popFirst(), let percent = Int(text), (0...150).contains(percent) else {
+    guard let text = arguments.popFirst()?.text, let percent = Int(text), (0...150).contains(percent) else {
         fail("volume takes PERCENT from 0 to 150")
     }
     control(.volume(percent: percent))
 case "status":
-    control(.status, json: arguments.contains("--json"))
+    control(.status, json: arguments.contains { $0.text == "--json" })
 case "events":
     do {
         try ControlClient.follow(path: controlSocketPath()) { line in

@@ -78,7 +78,7 @@ struct DecodeWorkerTests {
         let log = NoticeLog()
         let worker = DecodeWorker(ring: ring) { log.append($0) }
         defer { worker.stop() }
-        worker.load(paths: [first, corrupt, last], startIndex: 0, startFrame: 0)
+        worker.load(paths: [first, corrupt, last].map { TrackPath($0) }, startIndex: 0, startFrame: 0)
 
         var heard: [Int16] = []
         let finished = eventually(within: 30) {
@@ -132,7 +132,7 @@ struct DecodeWorkerTests {
         // Pausing an idle worker returns at once.
         worker.pauseProduction()
         worker.resumeProduction(trackIndex: 0, frame: 0)
-        worker.load(paths: [path], startIndex: 0, startFrame: 0)
+        worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
         #expect(eventually { ring.readableFrames == ring.capacity })
 
         // Play 3000 frames, then the user seeks to frame 50000.
@@ -176,7 +176,7 @@ struct DecodeWorkerTests {
         let log = NoticeLog()
         let worker = DecodeWorker(ring: ring) { log.append($0) }
         defer { worker.stop() }
-        worker.load(paths: [first, second], startIndex: 0, startFrame: 0)
+        worker.load(paths: [TrackPath(first), TrackPath(second)], startIndex: 0, startFrame: 0)
 
         var heard: [Int16] = []
         #expect(eventually {
@@ -205,9 +205,9 @@ struct DecodeWorkerTests {
         let log = NoticeLog()
         let worker = DecodeWorker(ring: ring) { log.append($0) }
         defer { worker.stop() }
-        worker.load(paths: [first], startIndex: 0, startFrame: 0)
+        worker.load(paths: [TrackPath(first)], startIndex: 0, startFrame: 0)
         #expect(eventually { log.contains(where: isQueueFinished) })
-        worker.append(paths: [second])
+        worker.append(paths: [TrackPath(second)])
         #expect(eventually { log.notices.filter(isQueueFinished).count == 2 })
         #expect(log.notices.contains(.trackStarted(index: 1, ringFrame: firstFrames, format: stereo44,
                                                    lengthFrames: firstFrames, metadata: TrackMetadata())))
@@ -220,7 +220,7 @@ struct DecodeWorkerTests {
         let ring = FrameRing(minimumCapacity: 16_384)
         let log = NoticeLog()
         let worker = DecodeWorker(ring: ring) { log.append($0) }
-        worker.load(paths: [path], startIndex: 0, startFrame: 0)
+        worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
         #expect(eventually { ring.readableFrames == ring.capacity })
         usleep(50_000)
         #expect(ring.totalFramesWritten == ring.capacity)
@@ -254,7 +254,7 @@ struct DecodeWorkerTests {
         defer { worker.stop() }
         worker.load(paths: [], startIndex: 0, startFrame: 0)
         #expect(eventually { log.notices == [.queueFinished(ringFrame: 0)] })
-        worker.load(paths: [try TestAudio.sine(seconds: 0.5)], startIndex: 3, startFrame: 0)
+        worker.load(paths: [TrackPath(try TestAudio.sine(seconds: 0.5))], startIndex: 3, startFrame: 0)
         #expect(eventually { log.notices.count == 2 })
         #expect(log.notices.last == .queueFinished(ringFrame: 0))
         #expect(worker.currentFormat == nil)

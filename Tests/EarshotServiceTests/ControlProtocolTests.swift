@@ -1,10 +1,16 @@
 // The control protocol's parser and the queue input expansion: pure functions, tested without a socket.
 import Foundation
 import Testing
+import AudioPipeline
 @testable import EarshotService
 
 @Suite("Control requests")
 struct ControlProtocolTests {
+    /// `/music/` + 0xFF 0xFE + `.mp3`: not UTF-8 at all.
+    static let invalid = TrackPath(bytes: Array("/music/".utf8) + [0xFF, 0xFE] + Array(".mp3".utf8))!
+    /// `/music/caf` + 0xE9 (Latin-1 é) + `.mp3`.
+    static let latin1 = TrackPath(bytes: Array("/music/caf".utf8) + [0xE9] + Array(".mp3".utf8))!
+
     func parse(_ text: String) -> Result<ControlRequest, ControlRequestError> {
         ControlRequest.parse(Array(text.utf8))
     }
@@ -14,7 +20,7 @@ struct ControlProtocolTests {
         let requests: [ControlRequest] = [
             .play, .pause, .toggle, .stop, .next, .previous, .seek(seconds: 30.5), .volume(percent: 80), .status,
             .events, .clear, .queue, .load(paths: ["/a b.mp3", "/ü.mp3"], play: true), .add(paths: ["/x.mp3"]),
-            .load(paths: ["/y.mp3"], play: false),
+            .load(paths: ["/y.mp3"], play: false), .add(paths: [Self.latin1, "/z.mp3", Self.invalid]),
         ]
         for request in requests {
             #expect(try parse(request.jsonLine).get() == request)
@@ -33,8 +39,15 @@ struct ControlProtocolTests {
         (#"{"command":"seek","seconds":-1}"#, "seek needs a number"),
         (#"{"command":"seek","seconds":true}"#, "seek needs a number"),
         (#"{"command":"volume","percent":151}"#, "from 0 to 150"),
-        (#"{"command":"load","paths":[]}"#, "non-empty string array"),
-        (#"{"command":"add","paths":"x"}"#, "non-empty string array"),
+        (#"{"command":"load","paths":[]}"#, "non-empty array"),
+        (#"{"command":"add","paths":"x"}"#, "non-empty array"),
+        (#"{"command":"add","paths":[""]}"#, "non-empty array"),
+        (#"{"command":"add","paths":["/a.mp3",5]}"#, "non-empty array"),
+        (#"{"command":"add","paths":["/a\u0000b.mp3"]}"#, "non-empty array"),
+        (#"{"command":"add","paths":[{"base64":"not base64!"}]}"#, "non-empty array"),
+        (#"{"command":"add","paths":[{"base64":"L2EAYg=="}]}"#, "non-empty array"),
+        (#"{"command":"add","paths":[{"base64":"L2E=","extra":1}]}"#, "non-empty array"),
+        (#"{"command":"add","paths":[{"hex":"2f61"}]}"#, "non-empty array"),
     ])
     func malformed(line: String, reason: String) {
         guard case .failure(let error) = parse(line) else {
@@ -42,6 +55,28 @@ struct ControlProtocolTests {
             return
         }
         #expect(error.message.contains(reason), "\(error.message)")
+    }
+
+    @Test("A path that is not UTF-8 travels as a base64 object, byte for byte; a UTF-8 path stays a plain string")
+    func nonUTF8Paths() throws {
+        let request = ControlRequest.add(paths: ["/music/ü b.mp3", Self.invalid])
+        // (JSONSerialization escapes every slash.)
+        #expect(request.jsonLine
+                    == #"{"command":"add","paths":["\/music\/ü b.mp3",{"base64":"L211c2ljL\/\/+Lm1wMw=="}]}"#)
+        // The documented example of the protocol's header comment, as a client would write it by hand.
+        let line = #"{"command": "load", "paths": [{"base64": "L211c2ljL2NhZukubXAz"}, "/a.mp3"], "play": false}"#
+        #expect(try parse(line).get() == .load(paths: [Self.latin1, "/a.mp3"], play: false))
+        guard case .add(let paths) = try parse(request.jsonLine).get() else {
+            Issue.record("not an add")
+            return
+        }
+        #expect(paths.map(\.bytes) == [Array("/music/ü b.mp3".utf8), Self.invalid.bytes])
+        // Valid UTF-8 given in the object form is the same path as the string form.
+        let utf8AsBase64 = #"{"command":"add","paths":[{"base64":"L2EubXAz"}]}"#
+        #expect(try parse(utf8AsBase64).get() == .add(paths: ["/a.mp3"]))
+        // Paths are compared by bytes: the two Unicode spellings of "é" are two different files on Linux.
+        #expect(try parse(#"{"command":"add","paths":["/caf\u00e9"]}"#).get()
+                    != parse(#"{"command":"add","paths":["/cafe\u0301"]}"#).get())
     }
 
     @Test("Invalid UTF-8 and over-long lines are refused; an odd command name is not echoed")
@@ -79,13 +114,48 @@ struct QueueInputTests {
         try "#EXTM3U\n# a comment\nalbum/2 two.mp3\n\nmissing.mp3\n".write(
             toFile: root + "/list.m3u", atomically: true, encoding: .utf8)
 
-        let expanded = QueueInput.expand(["album", "list.m3u", "nowhere.mp3", "album/1 one.mp3"], relativeTo: root)
+        let expanded = QueueInput.expand(
+            ["album", "list.m3u", "nowhere.mp3", "album/./disc 2/../1 one.mp3"], relativeTo: TrackPath(root))
         #expect(expanded.paths == [
             album + "/1 one.mp3", album + "/2 two.mp3", album + "/10 ten.mp3", album + "/disc 2/1 more.mp3",
             album + "/2 two.mp3", album + "/1 one.mp3",
-        ])
+        ].map { TrackPath($0) })
         #expect(expanded.problems.count == 2)
         #expect(expanded.problems.contains { $0.hasPrefix("nowhere.mp3") })
         #expect(expanded.problems.contains { $0.hasPrefix("missing.mp3") })
+    }
+}
+
+extension QueueInputTests {
+    @Test("Names that are not UTF-8 keep their bytes: named, found in a directory, and listed in a playlist")
+    func nonUTF8Names() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-raw-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let folder = Array(root.utf8) + Array("/caf".utf8) + [0xE9]
+        #expect(try #require(TrackPath(bytes: folder)).withCString { mkdir($0, 0o755) } == 0)
+        let names: [[UInt8]] = [
+            Array("/2 ".utf8) + [0xFF, 0xFE] + Array(".mp3".utf8),
+            Array("/10 ".utf8) + [0xC3] + Array(".mp3".utf8),
+            Array("/1 ok.mp3".utf8),
+        ]
+        for name in names {
+            let path = try #require(TrackPath(bytes: folder + name))
+            let descriptor = path.withCString { open($0, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644) }
+            #expect(descriptor >= 0)
+            close(descriptor)
+        }
+        let listed = folder + names[0]
+        let playlist = Array("#EXTM3U\n".utf8) + listed + Array("\nfile://".utf8)
+            + Array(MPRISURI.fileURI(for: TrackPath(bytes: folder + names[1])!).utf8.dropFirst("file://".count))
+            + Array("\n".utf8)
+        try Data(playlist).write(to: URL(fileURLWithPath: root + "/list.m3u"))
+
+        let expanded = QueueInput.expand([TrackPath(bytes: folder)!, "list.m3u"], relativeTo: TrackPath(root))
+        #expect(expanded.problems == [])
+        #expect(expanded.paths.map(\.bytes) == [folder + names[2], folder + names[0], folder + names[1],
+                                                  folder + names[0], folder + names[1]])
+        let missing = QueueInput.expand([TrackPath(bytes: Array("gone".utf8) + [0xFF])!], relativeTo: TrackPath(root))
+        #expect(missing.problems == [#"gone\xFF: no such file or directory"#])
     }
 }

@@ -3,6 +3,7 @@
 import Foundation
 import Testing
 
+import AudioPipeline
 @testable import EarshotService
 
 /// Stands in for the Player: records every command and publishes the state change it implies.
@@ -134,7 +135,7 @@ struct MPRISTests {
         let uri = "file://" + file.replacingOccurrences(of: " ", with: "%20")
 
         #expect(try bus.run(playerctl, ["-p", "earshot", "open", uri]).status == 0)
-        #expect(player.received == [.openUri(path: file)])
+        #expect(player.received == [.openUri(path: TrackPath(file))])
 
         let web = try bus.run(playerctl, ["-p", "earshot", "open", "http://x"])
         #expect(web.status != 0)
@@ -145,7 +146,7 @@ struct MPRISTests {
         let directory = try bus.run(playerctl, ["-p", "earshot", "open", "file://" + bus.directory])
         #expect(directory.status != 0)
         #expect(directory.errors.contains("not a regular file"))
-        #expect(player.received == [.openUri(path: file)])
+        #expect(player.received == [.openUri(path: TrackPath(file))])
     }
 
     @Test("a refusal from the player reaches the client as a D-Bus error")

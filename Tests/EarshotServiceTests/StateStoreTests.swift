@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 
+import AudioPipeline
 @testable import EarshotService
 
 @Suite("State store")
@@ -181,6 +182,33 @@ struct StateStoreTests {
         let expected = #"{"positionMilliseconds":1500,"queue":["/a.mp3"],"trackIndex":0,"version":1,"#
             + #""volumePercent":100}"# + "\n"
         #expect(text == expected)
+    }
+
+    @Test("a path that is not UTF-8 is saved as its bytes (base64) and restored exactly; UTF-8 paths stay strings")
+    func nonUTF8PathRoundTrip() throws {
+        let store = try freshStore()
+        let raw = try #require(TrackPath(bytes: Array("/m/".utf8) + [0xFF, 0xFE, 0x0A] + Array("é.mp3".utf8)))
+        let state = PersistedState(queue: ["/a.mp3", raw], trackIndex: 1, positionMilliseconds: 0, volumePercent: 100)
+        try store.save(state)
+        #expect(store.load() == .restored(state))
+        guard case .restored(let loaded) = store.load() else { return }
+        #expect(loaded.queue.map(\.bytes) == state.queue.map(\.bytes))
+        let text = try String(contentsOfFile: store.filePath, encoding: .utf8)
+        #expect(text.contains(#""queue":["/a.mp3",{"base64":"L20v//4Kw6kubXAz"}]"#), "\(text)")
+        // A file written before paths could be bytes (plain strings only) still loads.
+        let old = #"{"positionMilliseconds":0,"queue":["/ü.mp3"],"trackIndex":0,"version":1,"volumePercent":100}"#
+        try Data(old.utf8).write(to: URL(fileURLWithPath: store.filePath))
+        #expect(store.load() == .restored(
+            PersistedState(queue: ["/ü.mp3"], trackIndex: 0, positionMilliseconds: 0, volumePercent: 100)))
+        // A damaged entry is a corrupt file, reported by field name only.
+        let damaged = #"{"positionMilliseconds":0,"queue":[{"base64":"%%"}],"trackIndex":0,"version":1,"#
+            + #""volumePercent":100}"#
+        try Data(damaged.utf8).write(to: URL(fileURLWithPath: store.filePath))
+        guard case .corrupt(let reason, _) = store.load() else {
+            Issue.record("a damaged path entry was accepted")
+            return
+        }
+        #expect(reason.contains("queue"), "\(reason)")
     }
 
     @Test("saving into a place that cannot hold the directory fails with a clear error")

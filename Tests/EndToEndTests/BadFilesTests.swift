@@ -11,8 +11,16 @@
 // that bypass file modes (`setpriv --bounding-set=-dac_override,-dac_read_search`): same user, same server, same
 // files, and the kernel enforces mode 000 for that one process. Run as another user, chmod alone suffices.
 //
-// The non-UTF-8 file name cannot travel through Swift strings (ChildProcess takes [String]), so earshot is started by
-// a small shell script written as raw bytes, which `exec`s it (same process id, so the test's signals reach it).
+// The non-UTF-8 file name cannot travel through Swift strings, so earshot gets its arguments as raw bytes
+// (`ChildProcess(rawArguments:)`), as a shell passes them.
+//
+// Files that change under a playing service (deleted, or replaced by another file renamed over the path): what a user
+// expects is what any Unix program holding a file open does. The track that is playing plays to its end from the
+// file it opened: a deletion or a rename removes the name, not the data of an open file. The queue goes on and the
+// service stays up. Whatever opens the path again later (previous, a seek, a restart of the track after the output
+// was lost, a service restart) gets what the path names then: nothing, reported as `unreadable` (the decoder's
+// `cannotOpen`) and skipped, or the new file, which plays. Those tests use `earshot serve` with three tones: the
+// good tone for the file that changes, the bad tone for its replacement, and a third tone for the next track.
 
 #if canImport(Glibc)
 import Glibc
@@ -30,6 +38,8 @@ struct BadFilesTests {
     static let badFrequency = 1500.0
     /// The length of every bad file's audio before damage, in seconds.
     static let badSeconds = 0.5
+    /// A third tone, in Hz, for the track after a file that changes while it plays.
+    static let thirdFrequency = 880.0
 
     /// Every bad file queued between good tracks; the run plays them all and exits 0.
     @Test("bad files are played or skipped with a reason; the good tracks between them play; no names on stderr")
@@ -86,6 +96,200 @@ struct BadFilesTests {
         }
     }
 
+    /// How long the file that changes while it plays lasts, in seconds: longer than the decoder's lead (the ring
+    /// holds about 3 s), so that it still has part of the file to read when the file changes.
+    static let changingSeconds = 8.0
+    /// The latest heard position, in milliseconds, at which changing the file still leaves part of it unread.
+    static let latestChangeMilliseconds = 4000
+    /// How long the next track and the replacement file last, in seconds.
+    static let nextSeconds = 3.0
+
+    @Test("a file deleted while it plays plays to its end; the queue goes on; reopened later it is skipped as unreadable")
+    func deletedWhilePlaying() async throws {
+        try await ServiceHarness.run { harness in
+            let (changing, next) = try Self.makeChangingQueue(in: harness)
+            let service = try await harness.startService()
+            let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
+            try harness.earshotChecked(["play", changing.path, next.path])
+            try await Self.waitUntilHeard(harness, service, track: 0, milliseconds: 1000)
+            try FileManager.default.removeItem(at: changing)
+            let deletedAt = try harness.status()
+            try await Self.waitUntilHeard(harness, service, track: 1, milliseconds: 1000)
+            // The path names nothing now: `previous` opens it again.
+            try harness.earshotChecked(["previous"])
+            let ended = try await harness.settle("stopped", timeout: .seconds(30)) { try harness.status().playback }
+            let recording = try await Self.stopAfterTail(recorder)
+            let status = try harness.status()
+            let statusText = try harness.earshotChecked(["status"]).standardOutput
+
+            print("[bad files] deleted at \(deletedAt.positionMs) ms into the track")
+            #expect(deletedAt.trackIndex == 0 && deletedAt.positionMs < Self.latestChangeMilliseconds,
+                    "the file was deleted too late to test an open file: \(deletedAt)")
+            #expect(ended == "stopped", "the queue did not finish: \(status)")
+            #expect(status.lastError == ServiceStatus.TrackError(trackIndex: 0, kind: "unreadable"), "\(status)")
+            #expect(statusText.contains("last error: track 1: unreadable"), "\(statusText)")
+            let skips = SkipLine.all(in: service.standardError())
+            #expect(skips[1]?.kind == "cannotOpen", "\(skips)")
+            // The whole deleted file, then the next track: once before `previous`, once in full after the skip.
+            let runs = Self.expectTones(recording, [.good, .third])
+            if runs.count == 2 {
+                #expect(abs(runs[0].seconds - Self.changingSeconds) <= 0.1, "the deleted file played \(runs[0].seconds) s")
+                #expect(runs[1].seconds >= Self.nextSeconds + 0.8, "the next track played \(runs[1].seconds) s")
+            }
+            #expect(service.isRunning, "the service stopped: \(service.standardError())")
+            Self.expectNoNames(service, in: harness)
+        }
+    }
+
+    @Test("a file replaced while it plays plays to its end as it was; the queue goes on; reopened later it is the new file")
+    func replacedWhilePlaying() async throws {
+        try await ServiceHarness.run { harness in
+            let (changing, next) = try Self.makeChangingQueue(in: harness)
+            let replacement = try Fixtures.copy(
+                try Fixtures.tone(frequency: Self.badFrequency, seconds: Self.nextSeconds),
+                to: changing.deletingLastPathComponent(), named: "\(BadFileMaker.nameMarker) replacement.tmp")
+            let service = try await harness.startService()
+            let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
+            try harness.earshotChecked(["play", changing.path, next.path])
+            try await Self.waitUntilHeard(harness, service, track: 0, milliseconds: 1000)
+            // What a download manager or `cp --remove-destination`-like tool does: a new file renamed over the name.
+            guard rename(replacement.path, changing.path) == 0 else {
+                throw ToolkitError("rename over the playing file failed: errno \(errno)")
+            }
+            let replacedAt = try harness.status()
+            try await Self.waitUntilHeard(harness, service, track: 1, milliseconds: 1000)
+            try harness.earshotChecked(["previous"])
+            let ended = try await harness.settle("stopped", timeout: .seconds(30)) { try harness.status().playback }
+            let recording = try await Self.stopAfterTail(recorder)
+            let status = try harness.status()
+
+            print("[bad files] replaced at \(replacedAt.positionMs) ms into the track")
+            #expect(replacedAt.trackIndex == 0 && replacedAt.positionMs < Self.latestChangeMilliseconds,
+                    "the file was replaced too late to test an open file: \(replacedAt)")
+            #expect(ended == "stopped", "the queue did not finish: \(status)")
+            #expect(status.lastError == nil, "\(status)")
+            // The old file in full (none of the new one), the next track, after `previous` the new file, the next again.
+            let runs = Self.expectTones(recording, [.good, .third, .bad, .third])
+            if runs.count == 4 {
+                #expect(abs(runs[0].seconds - Self.changingSeconds) <= 0.1, "the replaced file played \(runs[0].seconds) s")
+                #expect(abs(runs[2].seconds - Self.nextSeconds) <= 0.1, "the new file played \(runs[2].seconds) s")
+                #expect(abs(runs[3].seconds - Self.nextSeconds) <= 0.1, "the next track played \(runs[3].seconds) s")
+            }
+            #expect(service.isRunning, "the service stopped: \(service.standardError())")
+            Self.expectNoNames(service, in: harness)
+        }
+    }
+
+    @Test("names that are not UTF-8 play through the service: found by `add DIR`, given to `add`, listed escaped, kept")
+    func nonUTF8NamesThroughTheService() async throws {
+        try await ServiceHarness.run { harness in
+            let folder = harness.root.appendingPathComponent("album", isDirectory: true)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let found = Array(folder.path.utf8) + Array("/1 \(BadFileMaker.nameMarker)-".utf8) + [0xFF, 0xFE, 0x0A]
+                + Array(".mp3".utf8)
+            let named = Array(harness.root.path.utf8) + Array("/\(BadFileMaker.nameMarker)-caf".utf8) + [0xE9]
+                + Array(".mp3".utf8)
+            let seconds = 1.0
+            try BadFileMaker.write(try Data(contentsOf: try Fixtures.tone(frequency: Self.goodFrequency, seconds: seconds)),
+                                   toRawPath: found)
+            try BadFileMaker.write(try Data(contentsOf: try Fixtures.tone(frequency: Self.badFrequency, seconds: seconds)),
+                                   toRawPath: named)
+            defer {
+                for path in [found, named] { _ = path.withCString { unlink($0) } }
+            }
+            var service = try await harness.startService(waitForMPRIS: true)
+            try harness.earshotChecked(["add", folder.path])
+            try harness.earshotChecked(rawArguments: [Array("add".utf8), named])
+            // Shown escaped: the invalid bytes and the newline as \xHH, one line per track.
+            let listing = "> 1. \(folder.path)/1 \(BadFileMaker.nameMarker)-\\xFF\\xFE\\x0A.mp3\n"
+                + "  2. \(harness.root.path)/\(BadFileMaker.nameMarker)-caf\\xE9.mp3\n"
+            #expect(try harness.earshotChecked(["queue"]).standardOutput == listing)
+            // MPRIS metadata stays valid UTF-8: the URL percent-escapes the bytes.
+            let url = try harness.playerctlEarshot(["metadata", "xesam:url"])
+            let escapedFolder = folder.path.replacingOccurrences(of: " ", with: "%20")
+            #expect(url == "file://\(escapedFolder)/1%20\(BadFileMaker.nameMarker)-%FF%FE%0A.mp3", "\(url)")
+
+            let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
+            try harness.earshotChecked(["play"])
+            let ended = try await harness.settle("stopped", timeout: .seconds(30)) { try harness.status().playback }
+            #expect(ended == "stopped")
+            let recording = try await Self.stopAfterTail(recorder)
+            #expect(try harness.status().lastError == nil)
+            let runs = Self.expectTones(recording, [.good, .bad])
+            for run in runs {
+                #expect(abs(run.seconds - seconds) <= 0.06, "a track played \(run.seconds) s, not \(seconds) s")
+            }
+
+            // The state file keeps the bytes, and a restarted service lists the same queue.
+            #expect(await harness.stopService(service) == 0)
+            let state = try String(contentsOf: harness.stateFile, encoding: .utf8)
+            #expect(state.contains(#"{"base64":"\#(Data(found).base64EncodedString())"}"#), "\(state)")
+            #expect(state.contains(#"{"base64":"\#(Data(named).base64EncodedString())"}"#), "\(state)")
+            service = try await harness.startService()
+            // (Which track is current is another matter: compare the entries only.)
+            let entries = { (text: String) in text.split(separator: "\n").map { $0.dropFirst() } }
+            #expect(entries(try harness.earshotChecked(["queue"]).standardOutput) == entries(listing))
+            Self.expectNoNames(service, in: harness)
+        }
+    }
+
+    /// The file that will change (good tone, `changingSeconds`) and the next track (third tone, `nextSeconds`), in
+    /// a `music` folder of the harness.
+    private static func makeChangingQueue(in harness: ServiceHarness) throws -> (changing: URL, next: URL) {
+        let music = harness.root.appendingPathComponent("music", isDirectory: true)
+        let changing = try Fixtures.copy(try Fixtures.tone(frequency: goodFrequency, seconds: changingSeconds),
+                                         to: music, named: "\(BadFileMaker.nameMarker) changing.mp3")
+        let next = try Fixtures.copy(try Fixtures.tone(frequency: thirdFrequency, seconds: nextSeconds),
+                                     to: music, named: "\(BadFileMaker.nameMarker) next.mp3")
+        return (changing, next)
+    }
+
+    /// Waits until the service has played `milliseconds` of track `track` (a generous deadline); the error gives the
+    /// last status and the service's log.
+    private static func waitUntilHeard(
+        _ harness: ServiceHarness, _ service: ChildProcess, track: Int, milliseconds: Int
+    ) async throws {
+        var last: ServiceStatus?
+        do {
+            _ = try await waitUntil("track \(track + 1) heard for \(milliseconds) ms", timeout: .seconds(30)) {
+                let status = try harness.status()
+                last = status
+                return status.playback == "playing" && status.trackIndex == track && status.positionMs >= milliseconds
+            }
+        } catch {
+            throw ToolkitError("\(error); last status: \(last.map { "\($0)" } ?? "none"); service log:\n"
+                + service.standardError())
+        }
+    }
+
+    /// Stops `recorder` after the last block has had time to reach the monitor.
+    private static func stopAfterTail(_ recorder: MonitorRecorder) async throws -> Recording {
+        try await Task.sleep(for: .milliseconds(300))
+        return try await recorder.stop()
+    }
+
+    /// The tone runs of `recording`, after checking that they are `tones` in order (an issue otherwise).
+    private static func expectTones(
+        _ recording: Recording, _ tones: [ToneRun.Tone], sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [ToneRun] {
+        let runs = ToneRun.runs(in: recording)
+        let summary = runs.map { "\($0.tone)(\(String(format: "%.3f", $0.seconds)))" }.joined(separator: " ")
+        print("[bad files] heard: \(summary)")
+        #expect(runs.map(\.tone) == tones, "the headphones heard \(summary)", sourceLocation: sourceLocation)
+        return runs
+    }
+
+    /// Checks that the service's log names no file.
+    private static func expectNoNames(
+        _ service: ChildProcess, in harness: ServiceHarness, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let log = service.standardError()
+        for marker in [BadFileMaker.nameMarker, harness.root.lastPathComponent] {
+            #expect(!log.contains(marker), "the service's stderr mentions \(marker):\n\(log)",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
     /// Compares the runs of tone the headphones played with the queue: every good track, and each bad file that
     /// played (as `heard` says), for about their lengths and in order.
     private func checkHeard(_ recording: Recording, badFiles: [BadFile], heard: [Bool]) {
@@ -118,7 +322,8 @@ struct BadFilesTests {
                 let tolerance = 0.05 + 0.01 * (want.seconds / Self.goodSeconds)
                 #expect(abs(run.seconds - want.seconds) <= tolerance,
                         "the good run from \(want.label) lasted \(run.seconds) s, not \(want.seconds) s")
-            case .bad:
+            case .bad, .third:
+                // (No third tone is queued here: the runs' tones matched.)
                 let allowed = want.allowed ?? want.seconds...want.seconds
                 #expect((allowed.lowerBound - 0.03...allowed.upperBound + 0.03).contains(run.seconds),
                         "\(want.label) played \(run.seconds) s, expected \(allowed)")
@@ -145,8 +350,6 @@ private struct BadFile {
     let path: [UInt8]
     /// What should happen.
     let expectation: Expectation
-    /// A product bug that makes the expectation fail today, recorded as a known issue (the test then flags its fix).
-    var knownIssue: String?
 
     /// What the recording should hold for this file.
     var heard: Expectation {
@@ -156,24 +359,17 @@ private struct BadFile {
 
     /// Checks the file's skip report (or its absence); returns whether the file's audio is to be heard.
     func check(skip: SkipLine?) -> Bool {
-        let check = {
-            switch expectation {
-            case .played:
-                #expect(skip == nil, "\(label) was skipped: \(skip?.reason ?? "")")
-            case .skipped(let kinds):
-                #expect(skip != nil, "\(label) was neither skipped nor reported")
-                if let skip {
-                    #expect(kinds.contains(skip.kind), "\(label) skipped as \(skip.kind), expected one of \(kinds)")
-                    #expect(skip.reason.count >= 5, "\(label) skipped without a reason")
-                }
-            case .playedThenSkipped(_, let kind):
-                #expect(skip?.kind == kind, "\(label) should be reported as \(kind): \(skip as Any)")
+        switch expectation {
+        case .played:
+            #expect(skip == nil, "\(label) was skipped: \(skip?.reason ?? "")")
+        case .skipped(let kinds):
+            #expect(skip != nil, "\(label) was neither skipped nor reported")
+            if let skip {
+                #expect(kinds.contains(skip.kind), "\(label) skipped as \(skip.kind), expected one of \(kinds)")
+                #expect(skip.reason.count >= 5, "\(label) skipped without a reason")
             }
-        }
-        if let knownIssue {
-            withKnownIssue(Comment(rawValue: knownIssue), isIntermittent: false) { check() }
-        } else {
-            check()
+        case .playedThenSkipped(_, let kind):
+            #expect(skip?.kind == kind, "\(label) should be reported as \(kind): \(skip as Any)")
         }
         switch expectation {
         case .played: return skip == nil
@@ -210,10 +406,26 @@ private struct SkipLine: CustomStringConvertible {
 
 /// A stretch of the recording where one tone is heard.
 private struct ToneRun {
-    /// The good tracks' tone or the bad files' tone.
-    enum Tone: CustomStringConvertible {
-        case good, bad
-        var description: String { self == .good ? "G" : "B" }
+    /// The good tracks' tone, the bad files' tone, or the third tone.
+    enum Tone: CaseIterable, CustomStringConvertible {
+        case good, bad, third
+
+        var description: String {
+            switch self {
+            case .good: return "G"
+            case .bad: return "B"
+            case .third: return "T"
+            }
+        }
+
+        /// The tone's frequency, in Hz.
+        var frequency: Double {
+            switch self {
+            case .good: return BadFilesTests.goodFrequency
+            case .bad: return BadFilesTests.badFrequency
+            case .third: return BadFilesTests.thirdFrequency
+            }
+        }
     }
 
     /// Which tone.
@@ -225,19 +437,18 @@ private struct ToneRun {
     /// The lengths accepted for a bad file's run, when not just `seconds`.
     var allowed: ClosedRange<Double>?
 
-    /// The runs of good and bad tone in `recording`, in 10 ms windows; silence between windows of one tone does not
-    /// split a run, and runs shorter than 50 ms (a window straddling two tracks) are dropped.
+    /// The runs of each tone in `recording`, in 10 ms windows; silence between windows of one tone does not split a
+    /// run, and runs shorter than 50 ms (a window straddling two tracks) are dropped.
     static func runs(in recording: Recording) -> [ToneRun] {
         let window = Recording.defaultWindow
         var runs: [ToneRun] = []
         var start = 0.0
         while start + window <= recording.duration {
             let range = start..<start + window
-            let good = recording.toneAmplitude(atFrequency: BadFilesTests.goodFrequency, in: range)
-            let bad = recording.toneAmplitude(atFrequency: BadFilesTests.badFrequency, in: range)
+            let amplitudes = Tone.allCases.map { ($0, recording.toneAmplitude(atFrequency: $0.frequency, in: range)) }
             start += window
-            guard max(good, bad) >= 0.1 else { continue }
-            append(good >= bad ? .good : .bad, window, to: &runs)
+            guard let loudest = amplitudes.max(by: { $0.1 < $1.1 }), loudest.1 >= 0.1 else { continue }
+            append(loudest.0, window, to: &runs)
         }
         var merged: [ToneRun] = []
         for run in runs where run.seconds >= 0.05 {
@@ -266,7 +477,7 @@ private struct BadFileMaker {
     let scratch: URL
     /// Where the bad files are made: `bad/` in the scratch folder.
     let folder: URL
-    /// Where their sources (WAVs, clean MP3s) and the launch script go: `work/` in the scratch folder.
+    /// Where their sources (WAVs, clean MP3s) go: `work/` in the scratch folder.
     let work: URL
     /// Whether earshot must run without CAP_DAC_OVERRIDE for mode 000 to stop it (the tests run as root).
     let dropsFileCapabilities = geteuid() == 0
@@ -357,8 +568,7 @@ private struct BadFileMaker {
 
         try Self.write(base, toRawPath: nonUTF8Name)
         files.append(BadFile(
-            label: "a non-UTF-8 file name", path: nonUTF8Name, expectation: .played(seconds: played),
-            knownIssue: "CommandLine.arguments replaces invalid UTF-8 with U+FFFD, so earshot opens another path"))
+            label: "a non-UTF-8 file name", path: nonUTF8Name, expectation: .played(seconds: played)))
         files.append(BadFile(label: "a 4000-byte path", path: try makeLongPath(base, bytes: 4000),
                              expectation: .played(seconds: played)))
         return files
@@ -370,29 +580,16 @@ private struct BadFileMaker {
     }
 
     /// Starts `earshot play` on `queue` (raw-byte paths) with a private socket and empty config and state folders,
-    /// through a shell script that `exec`s it, without the file-mode capabilities when running as root.
+    /// without the file-mode capabilities when running as root (setpriv then `exec`s earshot: same process id).
     func launchEarshotPlay(_ queue: [[UInt8]]) throws -> ChildProcess {
         let socket = scratch.appendingPathComponent("control.sock").path
         guard socket.utf8.count < 100 else { throw ToolkitError("control socket path too long: \(socket)") }
-        var command: [[UInt8]] = []
+        var command = [try TestEnvironment.earshotBinary.path]
         if dropsFileCapabilities {
-            command.append(Array(try ProcessRunner.locate("setpriv").path.utf8))
-            command.append(Array(Self.dropFileCapabilities.utf8))
+            command = [try ProcessRunner.locate("setpriv").path, Self.dropFileCapabilities] + command
         }
-        command += [Array(try TestEnvironment.earshotBinary.path.utf8), Array("play".utf8), Array("--".utf8)]
-        var script = Array("exec".utf8)
-        for argument in command + queue {
-            // Single quotes keep every byte; a quote inside is closed, escaped and reopened.
-            script += Array(" '".utf8)
-            for byte in argument {
-                script += byte == UInt8(ascii: "'") ? Array("'\\''".utf8) : [byte]
-            }
-            script += [UInt8(ascii: "'")]
-        }
-        script += [UInt8(ascii: "\n")]
-        let scriptURL = work.appendingPathComponent("play.sh")
-        try Data(script).write(to: scriptURL)
-        return try ChildProcess("sh", [scriptURL.path], environment: [
+        let arguments = (command.dropFirst() + ["play", "--"]).map { Array($0.utf8) } + queue
+        return try ChildProcess(command[0], rawArguments: arguments, environment: [
             "EARSHOT_SOCKET": socket,
             "XDG_CONFIG_HOME": scratch.appendingPathComponent("config").path,
             "XDG_STATE_HOME": scratch.appendingPathComponent("state").path,

@@ -82,7 +82,18 @@ enum ProcessRunner {
         environment: [String: String] = [:],
         timeout: Duration = .seconds(60)
     ) throws -> CommandResult {
-        let child = try ChildProcess(program, arguments, environment: environment)
+        try run(program, rawArguments: arguments.map { Array($0.utf8) }, environment: environment, timeout: timeout)
+    }
+
+    /// Runs `program` like `run(_:_:environment:timeout:)`, with arguments given as raw bytes (a file name that
+    /// is not UTF-8 cannot be a Swift String).
+    static func run(
+        _ program: String,
+        rawArguments: [[UInt8]],
+        environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) throws -> CommandResult {
+        let child = try ChildProcess(program, rawArguments: rawArguments, environment: environment)
         guard child.waitForExit(timeout: timeout) else {
             child.kill()
             _ = child.waitForExit(timeout: .seconds(5))
@@ -138,15 +149,28 @@ final class ChildProcess: Sendable {
     ///   - unsetting: variables of this process's environment that the child must not see.
     ///   - standardOutput: where standard output goes; a fresh file in `ProcessRunner.outputDirectory` if `nil`.
     /// - Throws: if the program is not installed or cannot be started.
-    init(
+    convenience init(
         _ program: String,
         _ arguments: [String],
         environment: [String: String] = [:],
         unsetting: Set<String> = [],
         standardOutput: URL? = nil
     ) throws {
+        try self.init(program, rawArguments: arguments.map { Array($0.utf8) }, environment: environment,
+                      unsetting: unsetting, standardOutput: standardOutput)
+    }
+
+    /// Starts `program` with arguments given as raw bytes (which need not be UTF-8); otherwise as
+    /// `init(_:_:environment:unsetting:standardOutput:)`. The command line for messages shows them decoded.
+    init(
+        _ program: String,
+        rawArguments arguments: [[UInt8]],
+        environment: [String: String] = [:],
+        unsetting: Set<String> = [],
+        standardOutput: URL? = nil
+    ) throws {
         let executable = try ProcessRunner.locate(program)
-        let commandLine = ([program] + arguments).joined(separator: " ")
+        let commandLine = ([program] + arguments.map { String(decoding: $0, as: UTF8.self) }).joined(separator: " ")
         self.commandLine = commandLine
         let stem = "\(executable.lastPathComponent)-\(UUID().uuidString)"
         standardOutputURL = standardOutput
@@ -174,7 +198,11 @@ final class ChildProcess: Sendable {
 
         let variables = ProcessInfo.processInfo.environment.filter { !unsetting.contains($0.key) }
             .merging(environment) { _, new in new }
-        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        let argv = ([Array(executable.path.utf8)] + arguments).map { bytes in
+            (bytes + [0]).withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { strdup($0.baseAddress!) }
+            }
+        } + [nil]
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             argv.forEach { free($0) }

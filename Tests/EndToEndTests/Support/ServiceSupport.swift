@@ -24,11 +24,21 @@ struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
     let trackCount: Int
     /// The stream volume in percent.
     let volume: Int
+    /// The last track that failed, and the kind of failure (never more), or `nil`.
+    let lastError: TrackError?
+
+    /// `lastError`: a queue index and an error kind.
+    struct TrackError: Decodable, Sendable, Equatable {
+        /// The failed track's queue index.
+        let trackIndex: Int
+        /// The kind of failure, e.g. `unreadable`.
+        let kind: String
+    }
 
     /// One line for failure messages.
     var description: String {
         "\(playback)(\(pauseReason ?? "-")) track \(trackIndex + 1)/\(trackCount) at \(positionMs) ms, "
-            + "volume \(volume)%"
+            + "volume \(volume)%" + (lastError.map { ", last error \($0.kind) at track \($0.trackIndex + 1)" } ?? "")
     }
 }
 
@@ -200,6 +210,15 @@ final class ServiceHarness: Sendable {
     func earshot(_ arguments: [String], timeout: Duration = .seconds(20)) throws -> CommandResult {
         try ProcessRunner.run(
             try TestEnvironment.earshotBinary.path, arguments, environment: environment, timeout: timeout)
+    }
+
+    /// Runs `earshot ARGUMENTS` given as raw bytes (file names that are not UTF-8); throws unless it succeeds.
+    @discardableResult
+    func earshotChecked(rawArguments: [[UInt8]], timeout: Duration = .seconds(20)) throws -> CommandResult {
+        try ProcessRunner.run(
+            try TestEnvironment.earshotBinary.path, rawArguments: rawArguments, environment: environment,
+            timeout: timeout
+        ).requireSuccess()
     }
 
     /// Runs `earshot ARGUMENTS` and throws unless it succeeds.
