@@ -574,7 +574,9 @@ def measure_startup(bench, tracks, repetitions):
         for player in PLAYERS:
             mark = headphones.frame_at(time.monotonic())
             process = bench.start(player, tracks["position_mp3"], tracks["position_wav"])
-            first = headphones.first_audible_after(mark, timeout=20)
+            # Searched from 100 ms before the mark (the sink is silent then: the last player stopped 0.5 s
+            # earlier), so that a sink rendering ahead of the clock shows as a negative time, not as zero.
+            first = headphones.first_audible_after(mark - RATE // 10, timeout=20)
             stop(process)
             if first is not None:
                 results.setdefault(player, []).append(round((first - mark) / RATE * 1000, 1))
