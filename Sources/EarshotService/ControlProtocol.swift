@@ -148,6 +148,33 @@ extension ControlRequest {
         }
     }
 
+    /// The request as the lines a client sends, each within `maximumLineBytes`: a long `load` or `add` (a big
+    /// directory, a 10 000-track playlist) becomes one `load` or `add` of the first paths and then `add`s of the
+    /// rest, in order. Any other request is itself.
+    public func splitForSending(maximumLineBytes limit: Int = maximumLineBytes) -> [ControlRequest] {
+        let paths: [TrackPath]
+        switch self {
+        case .load(let all, _), .add(let all): paths = all
+        default: return [self]
+        }
+        var batches: [[TrackPath]] = [[]]
+        // The envelope (command, play flag, brackets) is under 64 bytes; each path adds its own JSON and a comma.
+        var size = 64
+        for path in paths {
+            let pathBytes = ControlReply.line(["p": [path.jsonValue]]).utf8.count - #"{"p":[]}"#.utf8.count + 1
+            if size + pathBytes > limit, !batches[batches.count - 1].isEmpty {
+                batches.append([])
+                size = 64
+            }
+            batches[batches.count - 1].append(path)
+            size += pathBytes
+        }
+        return batches.enumerated().map { index, batch in
+            if index == 0, case .load(_, let play) = self { return .load(paths: batch, play: play) }
+            return .add(paths: batch)
+        }
+    }
+
     /// The command's name.
     public var name: String {
         switch self {

@@ -260,7 +260,8 @@ public enum ControlClient {
         defer { close(descriptor) }
         // Even when the write fails the reply is read: a refusing player answers and hangs up at once.
         let sent = ControlServer.write(request.jsonLine + "\n", to: descriptor)
-        var reader = LineReader(descriptor: descriptor, maximumLineBytes: 1 << 20)
+        // A reply can list the whole queue: tens of thousands of paths.
+        var reader = LineReader(descriptor: descriptor, maximumLineBytes: 1 << 28)
         guard case .line(let reply) = reader.nextLine() else {
             throw ControlSocketError(sent ? "the player closed the connection without replying"
                                           : "the player closed the connection")

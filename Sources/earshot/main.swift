@@ -140,11 +140,16 @@ func parsePlay(_ arguments: ArraySlice<Argument>) -> (PlayerConfiguration, [Trac
 
 /// Sends one request to the running player and prints its reply; exits non-zero on an error reply.
 func control(_ request: ControlRequest, json: Bool = false) -> Never {
-    let reply: String
-    do {
-        reply = try ControlClient.send(request, path: controlSocketPath())
-    } catch {
-        fail(error.description, code: 1)
+    var reply = ""
+    // A long queue goes as several requests, each within the service's line limit.
+    for part in request.splitForSending() {
+        do {
+            reply = try ControlClient.send(part, path: controlSocketPath())
+        } catch {
+            fail(error.description, code: 1)
+        }
+        let parsed = (try? JSONSerialization.jsonObject(with: Data(reply.utf8))) as? [String: Any]
+        if parsed?["ok"] as? Bool != true { break }
     }
     let parsed = (try? JSONSerialization.jsonObject(with: Data(reply.utf8))) as? [String: Any]
     if parsed?["ok"] as? Bool != true {

@@ -98,6 +98,36 @@ struct ControlProtocolTests {
         }
         #expect(!odd.message.contains("secret"))
     }
+
+    @Test("A queue too long for one line goes as a load and then adds, each line within the limit, nothing lost")
+    func longQueueIsSplit() throws {
+        // 10 000 tracks of about 60 bytes each: several times the line limit, with names that are not UTF-8.
+        let paths = (0..<10_000).map { number in
+            number % 7 == 0
+                ? TrackPath(bytes: Array("/music/album \(number / 12)/".utf8) + [0xFF, 0xFE] + Array("\(number).mp3".utf8))!
+                : TrackPath("/music/album \(number / 12)/track \(number) \u{2014} a long enough title.mp3")
+        }
+        let parts = ControlRequest.load(paths: paths, play: true).splitForSending()
+        #expect(parts.count > 5)
+        var received: [TrackPath] = []
+        for (index, part) in parts.enumerated() {
+            let line = Array(part.jsonLine.utf8)
+            #expect(line.count <= ControlRequest.maximumLineBytes)
+            switch try ControlRequest.parse(line).get() {
+            case .load(let batch, let play) where index == 0:
+                #expect(play)
+                received += batch
+            case .add(let batch) where index > 0:
+                received += batch
+            default:
+                Issue.record("part \(index) is neither the first load nor a later add")
+            }
+        }
+        #expect(received == paths)
+        // Short requests are sent as they are.
+        #expect(ControlRequest.add(paths: ["/a.mp3"]).splitForSending() == [.add(paths: ["/a.mp3"])])
+        #expect(ControlRequest.status.splitForSending() == [.status])
+    }
 }
 
 @Suite("Queue input expansion")
