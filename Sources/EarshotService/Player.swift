@@ -550,7 +550,9 @@ actor Player {
     /// The server went away: pause with the position kept, forget its streams, and reconnect in the background.
     private func serverLost(at now: Moment) {
         log.record("server", ["state": "lost"])
-        // The stream and its timing died with the server: the last heard position comes from the last tick.
+        // The stream and its timing died with the server, but the stream read its timing once more as the connection
+        // failed: the position is what was heard when the server went away, not at the last tick (up to 50 ms ago).
+        if let position = currentHeardPosition() { heard = position }
         closeStream()
         connection = nil
         serverName = nil
