@@ -409,6 +409,16 @@ actor Player {
         return worker.locate(ringFrame: frame) ?? heard
     }
 
+    /// After our stream died: what it had taken from the ring but not yet played died with it. The rules flush
+    /// when the player was playing; when it was already paused (a pause corks without flushing) nothing else
+    /// moves the decoder back, and a later resume would skip what the dead stream held (its whole buffer, 50 ms
+    /// by default). So unless a reposition happened since `repositionsBefore`, decoding restarts at the position
+    /// heard.
+    private func restartDecodingAtHeardPosition(unlessRepositionedSince repositionsBefore: Int) {
+        guard repositionCount == repositionsBefore, case .paused = rules.playback, let heard else { return }
+        reposition(to: heard)
+    }
+
     /// Drops what is queued but unheard and continues decoding at `position`.
     private func reposition(to position: TrackPosition) {
         repositionCount += 1
@@ -520,7 +530,9 @@ actor Player {
             log.record("output", ["stream": "failed"])
             closeStream()
             dispatchAll(translator.ourStreamIsGone(at: now))
+            let repositionsBefore = repositionCount
             dispatch(.outputLost(.streamFailed))
+            restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
         }
     }
 
@@ -557,7 +569,9 @@ actor Player {
         connection = nil
         serverName = nil
         connectionGeneration += 1
+        let repositionsBefore = repositionCount
         dispatch(.outputLost(.serverLost))
+        restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
         // Interruptions reported by the dead server can never end by themselves.
         dispatchAll(translator.ourStreamIsGone(at: now))
         if rules.interruptions.contains(.serverCorkRequest) {
