@@ -409,6 +409,16 @@ actor Player {
         return worker.locate(ringFrame: frame) ?? heard
     }
 
+    /// After our stream died: what it had taken from the ring but not yet played died with it. The rules flush
+    /// when the player was playing; when it was already paused (a pause corks without flushing) nothing else
+    /// moves the decoder back, and a later resume would skip what the dead stream held (its whole buffer, 50 ms
+    /// by default). So unless a reposition happened since `repositionsBefore`, decoding restarts at the position
+    /// heard.
+    private func restartDecodingAtHeardPosition(unlessRepositionedSince repositionsBefore: Int) {
+        guard repositionCount == repositionsBefore, case .paused = rules.playback, let heard else { return }
+        reposition(to: heard)
+    }
+
     /// Drops what is queued but unheard and continues decoding at `position`.
     private func reposition(to position: TrackPosition) {
         repositionCount += 1
@@ -520,7 +530,9 @@ actor Player {
             log.record("output", ["stream": "failed"])
             closeStream()
             dispatchAll(translator.ourStreamIsGone(at: now))
+            let repositionsBefore = repositionCount
             dispatch(.outputLost(.streamFailed))
+            restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
         }
     }
 
@@ -550,12 +562,16 @@ actor Player {
     /// The server went away: pause with the position kept, forget its streams, and reconnect in the background.
     private func serverLost(at now: Moment) {
         log.record("server", ["state": "lost"])
-        // The stream and its timing died with the server: the last heard position comes from the last tick.
+        // The stream and its timing died with the server, but the stream read its timing once more as the connection
+        // failed: the position is what was heard when the server went away, not at the last tick (up to 50 ms ago).
+        if let position = currentHeardPosition() { heard = position }
         closeStream()
         connection = nil
         serverName = nil
         connectionGeneration += 1
+        let repositionsBefore = repositionCount
         dispatch(.outputLost(.serverLost))
+        restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
         // Interruptions reported by the dead server can never end by themselves.
         dispatchAll(translator.ourStreamIsGone(at: now))
         if rules.interruptions.contains(.serverCorkRequest) {

@@ -154,6 +154,8 @@ public final class PlaybackStream: @unchecked Sendable {
     private var readAtFlush = 0
     /// The last heard frame just before that flush.
     private var heardAtFlush = 0
+    /// The heard frame read as the connection failed (`connectionIsFailing()`), while the timing was still there.
+    private var heardAtConnectionLoss: Int?
     /// Operations started from callbacks with this stream as userdata; cancelled in close() so none outlives it.
     private var pendingOperations: [OpaquePointer] = []
 
@@ -348,7 +350,8 @@ public final class PlaybackStream: @unchecked Sendable {
 
     /// The last ring frame that has been heard: `ring.totalFramesRead` (frames handed to the server) minus the
     /// frames still queued in the server and the sink (`pa_stream_get_latency`, interpolated), clamped at 0 and at
-    /// the last flush point. nil before the server has reported timing.
+    /// the last flush point. nil before the server has reported timing. After the connection failed (the server
+    /// died), the value read at the moment it failed.
     ///
     /// Silence padded on an underrun is queued like audio but does not come from the ring, so while padded silence
     /// is still queued the value is an underestimate (by at most the buffer length): resuming from it replays a
@@ -640,7 +643,10 @@ public final class PlaybackStream: @unchecked Sendable {
     }
 
     private func heardLocked() -> Int? {
-        guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY else { return nil }
+        guard let stream else { return nil }
+        // Failed with its connection: the timing is gone, and the reading taken as the connection failed is the
+        // last word on what was heard.
+        guard pa_stream_get_state(stream) == PA_STREAM_READY else { return heardAtConnectionLoss }
         let read = ring.totalFramesRead
         var microseconds: pa_usec_t = 0
         var negative: Int32 = 0
@@ -749,6 +755,14 @@ public final class PlaybackStream: @unchecked Sendable {
             guard success != 0, let userdata else { return }
             Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().acknowledge(corked: true)
         }, userdata: Unmanaged.passUnretained(self).toOpaque()))
+    }
+
+    /// Called by the connection's state callback when the connection fails (the server died), before libpulse fails
+    /// the connection's streams: the stream is still ready and its interpolated timing still readable, for the last
+    /// time. What it says is kept for `heardRingFrame()`, so that the owner learns what the listener heard up to the
+    /// moment the server went away, not up to its last poll. Lock held.
+    func connectionIsFailing() {
+        heardAtConnectionLoss = heardLocked()
     }
 
     /// Called by the connection's subscription when a sink is removed, which on PulseAudio 16 arrives before the

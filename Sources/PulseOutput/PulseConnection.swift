@@ -269,6 +269,10 @@ public final class PulseConnection: @unchecked Sendable {
         case PA_CONTEXT_READY:
             deliver(.ready)
         case PA_CONTEXT_FAILED:
+            // libpulse fails the streams only after this callback: their timing can still be read, once.
+            for entry in streams.values {
+                entry.stream?.connectionIsFailing()
+            }
             deliver(.failed(PulseError.lastError(of: context, step: "connection")))
         case PA_CONTEXT_TERMINATED:
             deliver(.terminated)

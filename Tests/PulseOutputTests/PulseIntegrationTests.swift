@@ -431,11 +431,14 @@ struct PulseIntegrationTests {
         defer { #expect(throws: Never.self) { try soundServerControl(["start"]) } }
 
         // SIGKILL, as a crash: pulseaudio, or the whole PipeWire stack (pipewire-pulse, wireplumber, pipewire).
+        let heardBeforeKill = try #require(playing.stream.heardRingFrame())
+        let killed = ContinuousClock.now
         try soundServerControl(["kill"])
         let failed = await notices.waitFor(.seconds(5)) {
             if case .failed = $0 { return true }
             return false
         }
+        let noticed = ContinuousClock.now
         guard case .failed(let error)? = failed?.notice else {
             Issue.record("no failure notice: \(notices.all)")
             return
@@ -447,6 +450,13 @@ struct PulseIntegrationTests {
             return false
         }
         #expect(streamFailed != nil)
+        // The stream's timing died with the server, but what it said as the connection failed is kept: the frame
+        // heard when the server went away, after the one heard before the kill and no further than the time between.
+        let heardAtDeath = try #require(playing.stream.heardRingFrame(), "no heard position after the server died")
+        let elapsedFrames = Int((noticed - killed) / .seconds(1) * Double(testRate))
+        #expect(heardAtDeath >= heardBeforeKill && heardAtDeath <= heardBeforeKill + elapsedFrames + testRate / 100,
+                "heard \(heardBeforeKill) before the kill, \(heardAtDeath) at it, \(elapsedFrames) frames apart")
+        #expect(heardAtDeath <= playing.ring.totalFramesRead)
         #expect(throws: PulseError.self) { try playing.stream.cork() }
         #expect(playing.stream.requestSilence() == nil, "a failed stream is not due any request")
 

@@ -352,6 +352,9 @@ _soundserver_launch_pipewire() {
         _soundserver_spawn dbus dbus-daemon --session --nofork --nopidfile --address="$SOUNDSERVER_DBUS_ADDRESS"
         _soundserver_wait_for 50 dbus test -S "$XDG_RUNTIME_DIR/bus" || return 1
     fi
+    # A killed pipewire leaves its socket behind: waiting for the socket would then pass at once, and WirePlumber,
+    # started before the new pipewire listens, would fail ("Failed to connect to PipeWire") and leave no graph.
+    rm -f "$XDG_RUNTIME_DIR/pipewire-0" "$XDG_RUNTIME_DIR/pipewire-0.lock"
     _soundserver_spawn pipewire pipewire
     _soundserver_wait_for 50 pipewire test -S "$XDG_RUNTIME_DIR/pipewire-0" || return 1
     _soundserver_spawn wireplumber wireplumber

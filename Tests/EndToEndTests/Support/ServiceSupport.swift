@@ -26,6 +26,14 @@ struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
     let volume: Int
     /// The last track that failed, and the kind of failure (never more), or `nil`.
     let lastError: TrackError?
+    /// `deviceRemoved`, `portUnplugged`, `serverLost` or `streamFailed` when paused for a lost output.
+    let outputLostReason: String?
+    /// The sound server's name while connected, `nil` while there is none.
+    let server: String?
+    /// The sink our stream is on, if there is a stream.
+    let sink: String?
+    /// Write callbacks that found the ring short (padded with silence).
+    let underruns: Int?
 
     /// `lastError`: a queue index and an error kind.
     struct TrackError: Decodable, Sendable, Equatable {
@@ -37,8 +45,10 @@ struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
 
     /// One line for failure messages.
     var description: String {
-        "\(playback)(\(pauseReason ?? "-")) track \(trackIndex + 1)/\(trackCount) at \(positionMs) ms, "
-            + "volume \(volume)%" + (lastError.map { ", last error \($0.kind) at track \($0.trackIndex + 1)" } ?? "")
+        "\(playback)(\(pauseReason ?? "-")\(outputLostReason.map { "/" + $0 } ?? "")) track \(trackIndex + 1)/"
+            + "\(trackCount) at \(positionMs) ms, volume \(volume)%, sink \(sink ?? "none"), server "
+            + "\(server ?? "none"), underruns \(underruns ?? -1)"
+            + (lastError.map { ", last error \($0.kind) at track \($0.trackIndex + 1)" } ?? "")
     }
 }
 
@@ -239,6 +249,32 @@ final class ServiceHarness: Sendable {
         } catch {
             throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
         }
+    }
+
+    /// Polls the status until `condition` holds (a generous wait) and returns that status; throws, quoting the
+    /// last status and the service's log, when `timeout` passes or `service` exits.
+    @discardableResult
+    func waitForStatus(
+        of service: ChildProcess, _ description: String, timeout: Duration = .seconds(20),
+        _ condition: (ServiceStatus) -> Bool
+    ) async throws -> ServiceStatus {
+        var last: ServiceStatus?
+        do {
+            try await waitUntil(description, timeout: timeout, interval: .milliseconds(25)) {
+                guard service.isRunning else {
+                    throw ToolkitError("earshot serve exited with \(service.exitStatus ?? -1) while waiting until "
+                        + description)
+                }
+                guard let status = try? status() else { return false }
+                last = status
+                return condition(status)
+            }
+        } catch {
+            throw ToolkitError("\(error); last status: \(last?.description ?? "none"); log:\n"
+                + service.standardError())
+        }
+        guard let last else { throw ToolkitError("no status while waiting until \(description)") }
+        return last
     }
 
     /// Runs `playerctl ARGUMENTS` on this harness's bus (a non-zero exit is not thrown).
