@@ -44,7 +44,8 @@ let package = Package(
         // Integration tests: need the private sound server that scripts/test starts.
         .testTarget(name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore"]),
         // End-to-end tests: run the built `earshot` binary against the private server and record sinks.
-        .testTarget(name: "EndToEndTests", dependencies: ["earshot"]),
+        // The phone-call flood places its calls through PulseOutput from inside the test process.
+        .testTarget(name: "EndToEndTests", dependencies: ["earshot", "PulseOutput", "AudioPipeline"]),
     ],
     swiftLanguageModes: [.v6]
 )

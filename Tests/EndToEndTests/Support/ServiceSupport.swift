@@ -9,6 +9,7 @@ import Glibc
 #endif
 import Foundation
 import Synchronization
+import Testing
 
 /// The fields of `earshot status --json` the service tests read.
 struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
@@ -32,12 +33,22 @@ struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
     }
 }
 
+/// A reply of the control socket to `status` (what `earshot status --json` prints), its status decoded as `Status`.
+struct StatusReply<Status: Decodable>: Decodable {
+    /// Whether the request succeeded.
+    let ok: Bool
+    /// The status object.
+    let status: Status
+}
+
 /// A private session bus: `dbus-daemon --session --nofork --print-address`, listening in a test's folder.
 final class PrivateSessionBus: Sendable {
-    /// The bus address clients use (`DBUS_SESSION_BUS_ADDRESS`).
+    /// The bus address clients use (`DBUS_SESSION_BUS_ADDRESS`); the same after a `restart()`.
     let address: String
-    /// The daemon.
-    private let daemon: ChildProcess
+    /// The socket the daemon listens on.
+    private let socket: String
+    /// The daemon running now.
+    private let daemon: Mutex<ChildProcess>
 
     /// Starts a daemon listening on a socket in `directory` and waits until it prints its address.
     ///
@@ -49,10 +60,17 @@ final class PrivateSessionBus: Sendable {
             throw ToolkitError("dbus-daemon is needed for the MPRIS tests: apt-get install dbus-daemon (\(error))")
         }
         let socket = directory.appendingPathComponent("bus").path
+        let daemon = try await Self.launch(socket: socket)
+        self.socket = socket
+        self.daemon = Mutex(daemon)
+        address = daemon.standardOutput().trimmed.components(separatedBy: "\n").first ?? "unix:path=\(socket)"
+    }
+
+    /// Starts a daemon on `socket` and waits until it prints its address.
+    private static func launch(socket: String) async throws -> ChildProcess {
         let daemon = try ChildProcess(
             "dbus-daemon",
             ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)", "--print-address=1"])
-        self.daemon = daemon
         do {
             try await waitUntil("dbus-daemon prints its address", timeout: .seconds(10)) {
                 guard daemon.isRunning else {
@@ -65,13 +83,23 @@ final class PrivateSessionBus: Sendable {
             daemon.kill()
             throw error
         }
-        address = daemon.standardOutput().trimmed.components(separatedBy: "\n").first ?? "unix:path=\(socket)"
+        return daemon
+    }
+
+    /// Kills the daemon with SIGKILL, as a crash would, and starts a new one at the same address.
+    func restart() async throws {
+        stop()
+        // A killed daemon leaves its socket file behind, and a new one cannot bind over it.
+        unlink(socket)
+        let fresh = try await Self.launch(socket: socket)
+        daemon.withLock { $0 = fresh }
     }
 
     /// Stops the daemon with SIGKILL: it may have inherited SIGTERM blocked from the test runner.
     func stop() {
-        daemon.kill()
-        _ = daemon.waitForExit(timeout: .seconds(5))
+        let running = daemon.withLock { $0 }
+        running.kill()
+        _ = running.waitForExit(timeout: .seconds(5))
     }
 }
 
@@ -208,18 +236,43 @@ final class ServiceHarness: Sendable {
         try earshot(arguments, timeout: timeout).requireSuccess()
     }
 
-    /// The service's `earshot status --json`.
+    /// The service's `earshot status --json`: the fields the service tests read.
     func status() throws -> ServiceStatus {
-        struct Reply: Decodable {
-            let ok: Bool
-            let status: ServiceStatus
-        }
+        try decodedStatus()
+    }
+
+    /// The service's `earshot status --json` with every field the politeness tests read (interruptions, cork).
+    func playerStatus() throws -> PlayerStatus {
+        try decodedStatus()
+    }
+
+    /// `earshot status --json`, its `status` object decoded as `Status`.
+    private func decodedStatus<Status: Decodable>() throws -> Status {
         let result = try earshotChecked(["status", "--json"])
         do {
-            return try JSONDecoder().decode(Reply.self, from: Data(result.standardOutput.utf8)).status
+            return try JSONDecoder().decode(StatusReply<Status>.self, from: Data(result.standardOutput.utf8)).status
         } catch {
             throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
         }
+    }
+
+    /// Polls `playerStatus()` until `condition` holds (a generous wait) and returns that status; throws, quoting
+    /// the last status, when `timeout` passes.
+    @discardableResult
+    func waitForPlayerStatus(
+        _ description: String, timeout: Duration = .seconds(20), _ condition: (PlayerStatus) -> Bool
+    ) async throws -> PlayerStatus {
+        var last: PlayerStatus?
+        do {
+            try await waitUntil(description, timeout: timeout, interval: .milliseconds(25)) {
+                guard let status = try? playerStatus() else { return false }
+                last = status
+                return condition(status)
+            }
+        } catch {
+            throw ToolkitError("\(error); last status: \(last?.description ?? "none")")
+        }
+        return try #require(last)
     }
 
     /// Runs `playerctl ARGUMENTS` on this harness's bus (a non-zero exit is not thrown).
