@@ -203,12 +203,15 @@ final class ServiceHarness: Sendable {
     /// `waitForMPRIS`, until `playerctl -l` lists it).
     func startService(waitForMPRIS: Bool = false, timeout: Duration = .seconds(20)) async throws -> ChildProcess {
         let service = try spawnService()
-        try await waitUntil("earshot serve answers `earshot status --json`", timeout: timeout) {
+        // Asked on the socket from here: starting an `earshot status` process per poll would cost more than the
+        // wait itself on a loaded machine.
+        let ready = "earshot serve answers `status` on its socket"
+        try await waitUntil(ready, timeout: timeout, interval: .milliseconds(5)) {
             guard service.isRunning else {
                 throw ToolkitError(
                     "earshot serve exited with \(service.exitStatus ?? -1): \(service.standardError().trimmed)")
             }
-            return (try? status()) != nil
+            return (try? request(["command": "status"], timeout: .seconds(2)))?["ok"] as? Bool == true
         }
         if waitForMPRIS {
             try await waitUntil("`playerctl -l` lists earshot", timeout: timeout) {
@@ -273,6 +276,40 @@ final class ServiceHarness: Sendable {
             throw ToolkitError("\(error); last status: \(last?.description ?? "none")")
         }
         return try #require(last)
+    }
+
+    /// Sends one request (`{"command": ...}`) on the control socket from this process, as the CLI would, and
+    /// returns the decoded reply. Much cheaper than running `earshot`, for tests that send many.
+    ///
+    /// - Throws: if the socket cannot be reached, no reply arrives within `timeout`, or it is not a JSON object.
+    @discardableResult
+    func request(_ fields: [String: Any], timeout: Duration = .seconds(20)) throws -> [String: Any] {
+        let line = try JSONSerialization.data(withJSONObject: fields)
+        let replies = try ControlSocketProbe.exchange(
+            path: socketPath, payload: Array(line) + [UInt8(ascii: "\n")], replies: 1, timeout: timeout)
+        guard let reply = try JSONSerialization.jsonObject(with: Data(replies[0].utf8)) as? [String: Any] else {
+            throw ToolkitError("the reply to \(fields) is not a JSON object: \(replies[0])")
+        }
+        return reply
+    }
+
+    /// The service's status asked on the control socket from this process (no `earshot` process started).
+    func socketStatus() throws -> ServiceStatus {
+        let line = Array(#"{"command":"status"}"#.utf8) + [UInt8(ascii: "\n")]
+        let reply = try ControlSocketProbe.exchange(path: socketPath, payload: line, replies: 1, timeout: .seconds(20))
+        do {
+            return try JSONDecoder().decode(StatusReply<ServiceStatus>.self, from: Data(reply[0].utf8)).status
+        } catch {
+            throw ToolkitError("unexpected reply to `status` (\(error)): \(reply[0])")
+        }
+    }
+
+    /// Sends a request like `request(_:timeout:)` and throws unless the reply says `ok`.
+    @discardableResult
+    func requestChecked(_ fields: [String: Any], timeout: Duration = .seconds(20)) throws -> [String: Any] {
+        let reply = try request(fields, timeout: timeout)
+        guard reply["ok"] as? Bool == true else { throw ToolkitError("\(fields) was refused: \(reply)") }
+        return reply
     }
 
     /// Runs `playerctl ARGUMENTS` on this harness's bus (a non-zero exit is not thrown).
