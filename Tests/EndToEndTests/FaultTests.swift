@@ -15,9 +15,7 @@ struct FaultTests {
     @Test("1000 overlapping phone calls while playing: status answers throughout, then playing again, nothing leaked")
     func phoneCallFlood() async throws {
         try await ServiceHarness.run { harness in
-            let track = try Fixtures.copy(
-                try Fixtures.positionTrack(seconds: Fixtures.longestPositionTrack), to: harness.root,
-                named: PrivateNames.fileName)
+            let track = try harness.privatePositionTrack()
             let service = try await harness.startService()
             try harness.earshotChecked(["play", track.path])
             try await harness.waitForPlayerStatus("earshot has played 300 ms") {
@@ -91,9 +89,7 @@ struct FaultTests {
     @Test("the session bus killed and started again while playing: MPRIS returns on it, the music never stops")
     func sessionBusRestart() async throws {
         try await ServiceHarness.run { harness in
-            let track = try Fixtures.copy(
-                try Fixtures.positionTrack(seconds: Fixtures.longestPositionTrack), to: harness.root,
-                named: PrivateNames.fileName)
+            let track = try harness.privatePositionTrack()
             let service = try await harness.startService(waitForMPRIS: true)
             try harness.earshotChecked(["play", track.path])
             let before = try await harness.waitForPlayerStatus("earshot has played 1 s") {

@@ -113,9 +113,7 @@ struct ServiceTests {
     @Test("kill -9 at 100 random moments while playing, seeking and adding: the state file always reads, little lost")
     func killNineKeepsStateReadable() async throws {
         try await ServiceHarness.run { harness in
-            let track = try Fixtures.copy(
-                try Fixtures.positionTrack(seconds: Fixtures.longestPositionTrack), to: harness.root,
-                named: PrivateNames.fileName)
+            let track = try harness.privatePositionTrack()
             let extra = try Fixtures.titledTrack(title: "Extra", artist: "Queue", seconds: 3)
             // The headphones are recorded throughout: what was heard at each kill is read from the sweep.
             let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)

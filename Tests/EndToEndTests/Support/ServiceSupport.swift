@@ -9,7 +9,6 @@ import Glibc
 #endif
 import Foundation
 import Synchronization
-import Testing
 
 /// The fields of `earshot status --json` the service tests read.
 struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
@@ -265,17 +264,13 @@ final class ServiceHarness: Sendable {
     func waitForPlayerStatus(
         _ description: String, timeout: Duration = .seconds(20), _ condition: (PlayerStatus) -> Bool
     ) async throws -> PlayerStatus {
-        var last: PlayerStatus?
-        do {
-            try await waitUntil(description, timeout: timeout, interval: .milliseconds(25)) {
-                guard let status = try? playerStatus() else { return false }
-                last = status
-                return condition(status)
-            }
-        } catch {
-            throw ToolkitError("\(error); last status: \(last?.description ?? "none")")
-        }
-        return try #require(last)
+        try await pollStatus(description, timeout: timeout, until: condition) { try? playerStatus() }
+    }
+
+    /// The longest position track, copied into this harness's folder under a private name (`PrivateNames`).
+    func privatePositionTrack() throws -> URL {
+        try Fixtures.copy(
+            try Fixtures.positionTrack(seconds: Fixtures.longestPositionTrack), to: root, named: PrivateNames.fileName)
     }
 
     /// Sends one request (`{"command": ...}`) on the control socket from this process, as the CLI would, and
