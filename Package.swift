@@ -49,7 +49,8 @@ let package = Package(
         // Integration tests: need the private sound server that scripts/test starts.
         .testTarget(name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore"]),
         // End-to-end tests: run the built `earshot` binary against the private server and record sinks.
-        .testTarget(name: "EndToEndTests", dependencies: ["earshot"]),
+        // The phone-call flood places its calls through PulseOutput from inside the test process.
+        .testTarget(name: "EndToEndTests", dependencies: ["earshot", "PulseOutput", "AudioPipeline"]),
         // The tour's timeline picture, from small recordings made in the test.
         .testTarget(name: "TourTimelineTests", dependencies: ["TourTimeline"]),
     ],

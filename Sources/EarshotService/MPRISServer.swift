@@ -20,7 +20,8 @@
 //   Seeked signals are kept in order.
 // - If the connection drops (the session bus restarted), the bus thread closes it and reconnects with
 //   backoff (0.1 s doubling to 2 s), registering the object and the name again. Clients re-read everything
-//   when the name reappears, so nothing is replayed.
+//   when the name reappears, so nothing is replayed. A reconnection ignores any `guid=` in the address: it
+//   names the daemon that went away, and sd-bus would refuse the new one listening at the same place.
 import CMPRISShim
 import CSystemd
 import Foundation
@@ -195,12 +196,18 @@ public final class MPRISServer: @unchecked Sendable {
 
     // MARK: Connection (bus thread, or `start()` before it)
 
-    private func connect() throws(MPRISError) -> OpaquePointer {
+    /// Connects and registers. `reconnecting`: the bus was lost, so a server GUID in the address is dropped.
+    private func connect(reconnecting: Bool = false) throws(MPRISError) -> OpaquePointer {
         var newBus: OpaquePointer?
-        if let busAddress {
+        var address = busAddress
+        // The session's address as sd_bus_open_user reads it; without one, sd_bus_open_user finds the bus itself.
+        if reconnecting, let given = busAddress ?? ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] {
+            address = Self.addressForgettingServer(given)
+        }
+        if let address {
             var result = sd_bus_new(&newBus)
             guard result >= 0, let created = newBus else { throw MPRISError(operation: "create a bus", code: -result) }
-            result = sd_bus_set_address(created, busAddress)
+            result = sd_bus_set_address(created, address)
             if result >= 0 { result = sd_bus_set_bus_client(created, 1) }
             if result >= 0 { result = sd_bus_start(created) }
             guard result >= 0 else {
@@ -234,6 +241,17 @@ public final class MPRISServer: @unchecked Sendable {
         return newBus
     }
 
+    /// `address` (a D-Bus address: `transport:key=value,...;...`) without its `guid` keys. A GUID pins the
+    /// address to one daemon; once that daemon is gone, the session's bus is whichever listens there now.
+    static func addressForgettingServer(_ address: String) -> String {
+        address.split(separator: ";", omittingEmptySubsequences: false).map { entry -> String in
+            guard let colon = entry.firstIndex(of: ":") else { return String(entry) }
+            let keys = entry[entry.index(after: colon)...].split(separator: ",", omittingEmptySubsequences: false)
+                .filter { !$0.hasPrefix("guid=") }
+            return entry[...colon] + keys.joined(separator: ",")
+        }.joined(separator: ";")
+    }
+
     private func disconnect() {
         guard let bus else { return }
         sd_bus_flush_close_unref(bus)
@@ -253,7 +271,7 @@ public final class MPRISServer: @unchecked Sendable {
                 waitForWakeUp(descriptor: -1, events: 0, timeoutMilliseconds: backoffMilliseconds)
                 if isStopRequested() { break }
                 do throws(MPRISError) {
-                    self.bus = try connect()
+                    self.bus = try connect(reconnecting: true)
                     lock.lock()
                     connected = true
                     lock.unlock()

@@ -278,6 +278,32 @@ struct MPRISTests {
         #expect(player.received == [.play])
     }
 
+    @Test("an address naming the daemon's guid still reconnects to the daemon that replaced it")
+    func reconnectsPastTheGUID() throws {
+        let playerctl = try requireTool("playerctl", package: "playerctl")
+        let bus = try PrivateSessionBus()
+        let pinned = bus.printedAddress
+        #expect(pinned.contains(",guid="), "dbus-daemon printed \(pinned)")
+        let server = MPRISServer(busAddress: pinned) { _ in .done }
+        try server.start()
+        defer { server.stop() }
+        try bus.restart()
+        #expect(bus.printedAddress != pinned, "the new daemon has a guid of its own")
+        #expect(eventually(timeout: .seconds(10)) { (try? bus.run(playerctl, ["-l"]).line) == "earshot" })
+        #expect(server.isConnected)
+    }
+
+    @Test("a server guid is dropped from every entry of an address, and nothing else")
+    func addressForgettingServer() {
+        #expect(MPRISServer.addressForgettingServer("unix:path=/run/user/1000/bus,guid=0123abcd")
+            == "unix:path=/run/user/1000/bus")
+        #expect(MPRISServer.addressForgettingServer("unix:guid=aa,path=/tmp/bus;tcp:host=localhost,port=1,guid=bb")
+            == "unix:path=/tmp/bus;tcp:host=localhost,port=1")
+        #expect(MPRISServer.addressForgettingServer("unix:path=/run/user/1000/bus")
+            == "unix:path=/run/user/1000/bus")
+        #expect(MPRISServer.addressForgettingServer("unix:path=/tmp/guid=1") == "unix:path=/tmp/guid=1")
+    }
+
     @Test("Quit reaches the player, and stop() from inside the handler does not deadlock")
     func quit() throws {
         let bus = try PrivateSessionBus()

@@ -94,6 +94,11 @@ final class PrivateSessionBus: @unchecked Sendable {
         daemon?.stop()
     }
 
+    /// The address the running daemon printed: `address` with the daemon's `guid`, which changes on a restart.
+    var printedAddress: String {
+        daemon?.output.split(separator: "\n").first.map(String.init) ?? address
+    }
+
     /// The environment for clients of this bus.
     var clientEnvironment: [String: String] {
         ["DBUS_SESSION_BUS_ADDRESS": address, "PATH": "/usr/bin:/bin", "HOME": directory, "LANG": "C.UTF-8"]

@@ -114,21 +114,17 @@ final class EarshotPlayer: Sendable {
     func waitForStatus(
         _ description: String, timeout: Duration = .seconds(15), _ condition: (PlayerStatus) -> Bool
     ) async throws -> PlayerStatus {
-        var last: PlayerStatus?
         do {
-            try await waitUntil(description, timeout: timeout, interval: .milliseconds(25)) {
+            return try await pollStatus(description, timeout: timeout, until: condition) {
                 guard process.isRunning else {
                     throw ToolkitError(
                         "earshot exited with \(process.exitStatus ?? -1) while waiting until \(description)")
                 }
-                guard let status = try? status() else { return false }
-                last = status
-                return condition(status)
+                return try? status()
             }
         } catch {
-            throw ToolkitError("\(error); last status: \(last?.description ?? "none"); log:\n\(standardError)")
+            throw ToolkitError("\(error); log:\n\(standardError)")
         }
-        return try #require(last)
     }
 
     /// Waits until the player has been heard playing for `milliseconds` of the track (the position is what the
@@ -183,6 +179,25 @@ extension EarshotPlayer {
             }
         }
     }
+}
+
+/// Reads a status every 25 ms until `condition` holds for it (a generous wait) and returns that status; throws,
+/// quoting the last status read, when `timeout` passes or `read` throws. `read` returns nil while there is no
+/// answer yet.
+func pollStatus<Status: CustomStringConvertible>(
+    _ description: String, timeout: Duration, until condition: (Status) -> Bool, read: () throws -> Status?
+) async throws -> Status {
+    var last: Status?
+    do {
+        try await waitUntil(description, timeout: timeout, interval: .milliseconds(25)) {
+            guard let status = try read() else { return false }
+            last = status
+            return condition(status)
+        }
+    } catch {
+        throw ToolkitError("\(error); last status: \(last?.description ?? "none")")
+    }
+    return try #require(last)
 }
 
 /// Distinctive names for the tests' audio files, so that a log naming them would be caught.

@@ -52,12 +52,22 @@ struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
     }
 }
 
+/// A reply of the control socket to `status` (what `earshot status --json` prints), its status decoded as `Status`.
+struct StatusReply<Status: Decodable>: Decodable {
+    /// Whether the request succeeded.
+    let ok: Bool
+    /// The status object.
+    let status: Status
+}
+
 /// A private session bus: `dbus-daemon --session --nofork --print-address`, listening in a test's folder.
 final class PrivateSessionBus: Sendable {
-    /// The bus address clients use (`DBUS_SESSION_BUS_ADDRESS`).
+    /// The bus address clients use (`DBUS_SESSION_BUS_ADDRESS`); the same after a `restart()`.
     let address: String
-    /// The daemon.
-    private let daemon: ChildProcess
+    /// The socket the daemon listens on.
+    private let socket: String
+    /// The daemon running now.
+    private let daemon: Mutex<ChildProcess>
 
     /// Starts a daemon listening on a socket in `directory` and waits until it prints its address.
     ///
@@ -69,10 +79,17 @@ final class PrivateSessionBus: Sendable {
             throw ToolkitError("dbus-daemon is needed for the MPRIS tests: apt-get install dbus-daemon (\(error))")
         }
         let socket = directory.appendingPathComponent("bus").path
+        let daemon = try await Self.launch(socket: socket)
+        self.socket = socket
+        self.daemon = Mutex(daemon)
+        address = daemon.standardOutput().trimmed.components(separatedBy: "\n").first ?? "unix:path=\(socket)"
+    }
+
+    /// Starts a daemon on `socket` and waits until it prints its address.
+    private static func launch(socket: String) async throws -> ChildProcess {
         let daemon = try ChildProcess(
             "dbus-daemon",
             ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)", "--print-address=1"])
-        self.daemon = daemon
         do {
             try await waitUntil("dbus-daemon prints its address", timeout: .seconds(10)) {
                 guard daemon.isRunning else {
@@ -85,13 +102,23 @@ final class PrivateSessionBus: Sendable {
             daemon.kill()
             throw error
         }
-        address = daemon.standardOutput().trimmed.components(separatedBy: "\n").first ?? "unix:path=\(socket)"
+        return daemon
+    }
+
+    /// Kills the daemon with SIGKILL, as a crash would, and starts a new one at the same address.
+    func restart() async throws {
+        stop()
+        // A killed daemon leaves its socket file behind, and a new one cannot bind over it.
+        unlink(socket)
+        let fresh = try await Self.launch(socket: socket)
+        daemon.withLock { $0 = fresh }
     }
 
     /// Stops the daemon with SIGKILL: it may have inherited SIGTERM blocked from the test runner.
     func stop() {
-        daemon.kill()
-        _ = daemon.waitForExit(timeout: .seconds(5))
+        let running = daemon.withLock { $0 }
+        running.kill()
+        _ = running.waitForExit(timeout: .seconds(5))
     }
 }
 
@@ -195,12 +222,15 @@ final class ServiceHarness: Sendable {
     /// `waitForMPRIS`, until `playerctl -l` lists it).
     func startService(waitForMPRIS: Bool = false, timeout: Duration = .seconds(20)) async throws -> ChildProcess {
         let service = try spawnService()
-        try await waitUntil("earshot serve answers `earshot status --json`", timeout: timeout) {
+        // Asked on the socket from here: starting an `earshot status` process per poll would cost more than the
+        // wait itself on a loaded machine.
+        let ready = "earshot serve answers `status` on its socket"
+        try await waitUntil(ready, timeout: timeout, interval: .milliseconds(5)) {
             guard service.isRunning else {
                 throw ToolkitError(
                     "earshot serve exited with \(service.exitStatus ?? -1): \(service.standardError().trimmed)")
             }
-            return (try? status()) != nil
+            return (try? request(["command": "status"], timeout: .seconds(2)))?["ok"] as? Bool == true
         }
         if waitForMPRIS {
             try await waitUntil("`playerctl -l` lists earshot", timeout: timeout) {
@@ -237,15 +267,21 @@ final class ServiceHarness: Sendable {
         try earshot(arguments, timeout: timeout).requireSuccess()
     }
 
-    /// The service's `earshot status --json`.
+    /// The service's `earshot status --json`: the fields the service tests read.
     func status() throws -> ServiceStatus {
-        struct Reply: Decodable {
-            let ok: Bool
-            let status: ServiceStatus
-        }
+        try decodedStatus()
+    }
+
+    /// The service's `earshot status --json` with every field the politeness tests read (interruptions, cork).
+    func playerStatus() throws -> PlayerStatus {
+        try decodedStatus()
+    }
+
+    /// `earshot status --json`, its `status` object decoded as `Status`.
+    private func decodedStatus<Status: Decodable>() throws -> Status {
         let result = try earshotChecked(["status", "--json"])
         do {
-            return try JSONDecoder().decode(Reply.self, from: Data(result.standardOutput.utf8)).status
+            return try JSONDecoder().decode(StatusReply<Status>.self, from: Data(result.standardOutput.utf8)).status
         } catch {
             throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
         }
@@ -258,23 +294,66 @@ final class ServiceHarness: Sendable {
         of service: ChildProcess, _ description: String, timeout: Duration = .seconds(20),
         _ condition: (ServiceStatus) -> Bool
     ) async throws -> ServiceStatus {
-        var last: ServiceStatus?
         do {
-            try await waitUntil(description, timeout: timeout, interval: .milliseconds(25)) {
+            return try await pollStatus(description, timeout: timeout, until: condition) {
                 guard service.isRunning else {
                     throw ToolkitError("earshot serve exited with \(service.exitStatus ?? -1) while waiting until "
                         + description)
                 }
-                guard let status = try? status() else { return false }
-                last = status
-                return condition(status)
+                return try? status()
             }
         } catch {
-            throw ToolkitError("\(error); last status: \(last?.description ?? "none"); log:\n"
-                + service.standardError())
+            throw ToolkitError("\(error); log:\n" + service.standardError())
         }
-        guard let last else { throw ToolkitError("no status while waiting until \(description)") }
-        return last
+    }
+
+    /// Polls `playerStatus()` until `condition` holds (a generous wait) and returns that status; throws, quoting
+    /// the last status, when `timeout` passes.
+    @discardableResult
+    func waitForPlayerStatus(
+        _ description: String, timeout: Duration = .seconds(20), _ condition: (PlayerStatus) -> Bool
+    ) async throws -> PlayerStatus {
+        try await pollStatus(description, timeout: timeout, until: condition) { try? playerStatus() }
+    }
+
+    /// The longest position track, copied into this harness's folder under a private name (`PrivateNames`).
+    func privatePositionTrack() throws -> URL {
+        try Fixtures.copy(
+            try Fixtures.positionTrack(seconds: Fixtures.longestPositionTrack), to: root, named: PrivateNames.fileName)
+    }
+
+    /// Sends one request (`{"command": ...}`) on the control socket from this process, as the CLI would, and
+    /// returns the decoded reply. Much cheaper than running `earshot`, for tests that send many.
+    ///
+    /// - Throws: if the socket cannot be reached, no reply arrives within `timeout`, or it is not a JSON object.
+    @discardableResult
+    func request(_ fields: [String: Any], timeout: Duration = .seconds(20)) throws -> [String: Any] {
+        let line = try JSONSerialization.data(withJSONObject: fields)
+        let replies = try ControlSocketProbe.exchange(
+            path: socketPath, payload: Array(line) + [UInt8(ascii: "\n")], replies: 1, timeout: timeout)
+        guard let reply = try JSONSerialization.jsonObject(with: Data(replies[0].utf8)) as? [String: Any] else {
+            throw ToolkitError("the reply to \(fields) is not a JSON object: \(replies[0])")
+        }
+        return reply
+    }
+
+    /// The service's status asked on the control socket from this process (no `earshot` process started).
+    func socketStatus() throws -> ServiceStatus {
+        let line = Array(#"{"command":"status"}"#.utf8) + [UInt8(ascii: "\n")]
+        let reply = try ControlSocketProbe.exchange(path: socketPath, payload: line, replies: 1, timeout: .seconds(20))
+        do {
+            return try JSONDecoder().decode(StatusReply<ServiceStatus>.self, from: Data(reply[0].utf8)).status
+        } catch {
+            throw ToolkitError("unexpected reply to `status` (\(error)): \(reply[0])")
+        }
+    }
+
+    /// Sends a request like `request(_:timeout:)` and throws unless the reply says `ok`.
+    @discardableResult
+    func requestChecked(_ fields: [String: Any], timeout: Duration = .seconds(20)) throws -> [String: Any] {
+        let reply = try request(fields, timeout: timeout)
+        guard reply["ok"] as? Bool == true else { throw ToolkitError("\(fields) was refused: \(reply)") }
+        return reply
     }
 
     /// Runs `playerctl ARGUMENTS` on this harness's bus (a non-zero exit is not thrown).
