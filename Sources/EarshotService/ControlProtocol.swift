@@ -125,6 +125,32 @@ extension ControlRequest {
         return number.doubleValue
     }
 
+    /// `paths` cut, in order, into runs small enough that `.load(paths:play:)` or `.add(paths:)` of each run fits in
+    /// one request line (`maximumLineBytes` with its newline). A queue of a few thousand files does not fit in one
+    /// line, so a client loads the first run and adds the others. A path too long for any line gets a run of its own
+    /// (and the service refuses that request, as it would anyway).
+    public static func pathBatches(_ paths: [String], maximumLineBytes: Int = maximumLineBytes) -> [[String]] {
+        // The envelope of the longest request around no paths, and each path's cost as one more array element
+        // (its encoded form plus a comma): measured with the encoder itself, so escaping is counted exactly.
+        let envelope = ControlRequest.load(paths: [], play: false).jsonLine.utf8.count + 1
+        let emptyAdd = ControlRequest.add(paths: []).jsonLine.utf8.count
+        var batches: [[String]] = []
+        var current: [String] = []
+        var used = envelope
+        for path in paths {
+            let cost = ControlRequest.add(paths: [path]).jsonLine.utf8.count - emptyAdd + 1
+            if !current.isEmpty, used + cost > maximumLineBytes {
+                batches.append(current)
+                current = []
+                used = envelope
+            }
+            current.append(path)
+            used += cost
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
     /// The request as one JSON line, as a client sends it.
     public var jsonLine: String {
         switch self {

@@ -109,8 +109,8 @@ func parsePlay(_ arguments: ArraySlice<String>) -> (PlayerConfiguration, [String
     return (configuration, files)
 }
 
-/// Sends one request to the running player and prints its reply; exits non-zero on an error reply.
-func control(_ request: ControlRequest, json: Bool = false) -> Never {
+/// Sends `request` to the running player and returns its reply (raw and parsed); exits when it refuses.
+func sendAccepted(_ request: ControlRequest) -> (reply: String, parsed: [String: Any]?) {
     let reply: String
     do {
         reply = try ControlClient.send(request, path: controlSocketPath())
@@ -121,6 +121,22 @@ func control(_ request: ControlRequest, json: Bool = false) -> Never {
     if parsed?["ok"] as? Bool != true {
         fail((parsed?["error"] as? String) ?? "the player refused the request", code: 1)
     }
+    return (reply, parsed)
+}
+
+/// Sends `paths` as one `load` (or `add`) and as many `add`s as it takes to keep each request within one line.
+func sendPaths(_ paths: [String], load: Bool) -> Never {
+    var batches = ControlRequest.pathBatches(paths)
+    let last = batches.removeLast()
+    for (index, batch) in batches.enumerated() {
+        _ = sendAccepted(load && index == 0 ? .load(paths: batch, play: true) : .add(paths: batch))
+    }
+    control(load && batches.isEmpty ? .load(paths: last, play: true) : .add(paths: last))
+}
+
+/// Sends `request` to the running player, prints what the reply holds for people, and exits.
+func control(_ request: ControlRequest, json: Bool = false) -> Never {
+    let (reply, parsed) = sendAccepted(request)
     if request == .queue, let queue = parsed?["queue"] as? [String] {
         let current = parsed?["current"] as? Int ?? 0
         for (index, path) in queue.enumerated() {
@@ -155,14 +171,14 @@ case "play":
         let expansion = QueueInput.expand(files)
         for problem in expansion.problems { FileHandle.standardError.write(Data("earshot: \(problem)\n".utf8)) }
         guard !expansion.paths.isEmpty else { fail("nothing to play", code: 1) }
-        control(.load(paths: expansion.paths, play: true))
+        sendPaths(expansion.paths, load: true)
     }
     exit(PlayerService.runForeground(files: files, configuration: configuration))
 case "add":
     let expansion = QueueInput.expand(Array(arguments))
     for problem in expansion.problems { FileHandle.standardError.write(Data("earshot: \(problem)\n".utf8)) }
     guard !expansion.paths.isEmpty else { fail("nothing to add", code: 1) }
-    control(.add(paths: expansion.paths))
+    sendPaths(expansion.paths, load: false)
 case "queue": control(.queue)
 case "clear": control(.clear)
 case "decode":

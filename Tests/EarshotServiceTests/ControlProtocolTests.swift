@@ -22,6 +22,27 @@ struct ControlProtocolTests {
         #expect(try parse(#"{"command":"resume"}"#).get() == .play)
     }
 
+    @Test("A long list of paths is cut into requests that each fit in a line, in order, losing none")
+    func pathBatches() throws {
+        // 3000 paths of 50 to 80 bytes with characters JSON escapes: about 200 KB, several lines' worth.
+        let paths = (0..<3000).map { index in
+            "/music/\"quoted\" \\ folder/" + String(repeating: "ü", count: index % 16) + "/track-\(index).mp3"
+        }
+        let batches = ControlRequest.pathBatches(paths)
+        #expect(batches.count > 2)
+        #expect(Array(batches.joined()) == paths)
+        for batch in batches {
+            for request in [ControlRequest.load(paths: batch, play: true), .add(paths: batch)] {
+                let line = request.jsonLine
+                #expect(line.utf8.count + 1 <= ControlRequest.maximumLineBytes)
+                #expect(try parse(line).get() == request)
+            }
+        }
+        // A few paths stay one request; no paths, no request.
+        #expect(ControlRequest.pathBatches(["/a.mp3", "/b.mp3"]) == [["/a.mp3", "/b.mp3"]])
+        #expect(ControlRequest.pathBatches([]).isEmpty)
+    }
+
     @Test("Malformed requests get a reason, never a crash", arguments: [
         ("", "not valid JSON"),
         ("not json", "not valid JSON"),
