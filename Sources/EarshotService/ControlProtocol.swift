@@ -102,7 +102,12 @@ extension ControlRequest {
             let play = fields["play"].map { ($0 as? Bool) ?? false } ?? true
             return .success(.load(paths: paths, play: play))
         case "seek":
-            guard let seconds = number(fields["seconds"]), seconds.isFinite, seconds >= 0, seconds < 1e7 else {
+            // Rounded to milliseconds, the player's step, before the range check. Rounding also makes a request
+            // survive its own JSON line: a decimal longer than a Double holds could parse one unit in the last place
+            // away from its written-back form (found by fuzzing).
+            guard let given = number(fields["seconds"]), case let seconds = (given * 1000).rounded() / 1000,
+                seconds.isFinite, seconds >= 0, seconds < 1e7
+            else {
                 return .failure(ControlRequestError("seek needs a number field 'seconds' >= 0"))
             }
             return .success(.seek(seconds: seconds))

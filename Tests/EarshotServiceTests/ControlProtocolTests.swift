@@ -22,6 +22,15 @@ struct ControlProtocolTests {
         #expect(try parse(#"{"command":"resume"}"#).get() == .play)
     }
 
+    @Test("A seek with more digits than a Double holds survives its own JSON line (fuzzing regression)")
+    func longDecimalSeek() throws {
+        // Found by scripts/fuzz: Foundation parsed the long decimal one unit in the last place away from the
+        // shortest form the request is written back as. Seeks are rounded to milliseconds, the player's step.
+        let request = try parse(#"{"command":"seek","seconds":30.577777777777777777}"#).get()
+        #expect(request == .seek(seconds: 30.578))
+        #expect(try parse(request.jsonLine).get() == request)
+    }
+
     @Test("A long list of paths is cut into requests that each fit in a line, in order, losing none")
     func pathBatches() throws {
         // 3000 paths of 50 to 80 bytes with characters JSON escapes: about 200 KB, several lines' worth.
