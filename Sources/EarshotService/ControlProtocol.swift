@@ -113,7 +113,12 @@ extension ControlRequest {
             let play = fields["play"].map { ($0 as? Bool) ?? false } ?? true
             return .success(.load(paths: paths, play: play))
         case "seek":
-            guard let seconds = number(fields["seconds"]), seconds.isFinite, seconds >= 0, seconds < 1e7 else {
+            // Rounded to milliseconds, the player's step, before the range check. Rounding also makes a request
+            // survive its own JSON line: a decimal longer than a Double holds could parse one unit in the last place
+            // away from its written-back form (found by fuzzing).
+            guard let given = number(fields["seconds"]), case let seconds = (given * 1000).rounded() / 1000,
+                seconds.isFinite, seconds >= 0, seconds < 1e7
+            else {
                 return .failure(ControlRequestError("seek needs a number field 'seconds' >= 0"))
             }
             return .success(.seek(seconds: seconds))
@@ -158,13 +163,14 @@ extension ControlRequest {
         default: return [self]
         }
         var batches: [[TrackPath]] = [[]]
-        // The envelope (command, play flag, brackets) is under 64 bytes; each path adds its own JSON and a comma.
-        var size = 64
+        // The envelope (command, play flag, brackets) is under 64 bytes; each path adds its own JSON (measured with
+        // the encoder, so escaping counts exactly) and a comma; the line's newline takes one byte of the limit.
+        var size = 65
         for path in paths {
             let pathBytes = ControlReply.line(["p": [path.jsonValue]]).utf8.count - #"{"p":[]}"#.utf8.count + 1
             if size + pathBytes > limit, !batches[batches.count - 1].isEmpty {
                 batches.append([])
-                size = 64
+                size = 65
             }
             batches[batches.count - 1].append(path)
             size += pathBytes

@@ -143,6 +143,12 @@ public final class MPRISServer: @unchecked Sendable {
         started = true
         let thread = Thread { [self] in
             runBusThread()
+            // The Thread keeps this closure, and so the server, for as long as the Thread lives: forget it
+            // here, or server -> thread -> closure -> server is a cycle and the server and its wake-up pipe
+            // outlive every owner (AddressSanitizer's leak check found it).
+            lock.lock()
+            busThread = nil
+            lock.unlock()
             finished.signal()
         }
         thread.name = "earshot-mpris"

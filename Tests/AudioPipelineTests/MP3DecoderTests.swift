@@ -159,6 +159,30 @@ struct MP3DecoderTests {
         #expect(decoder.positionFrame == samples.count / 2)
     }
 
+    @Test("a LAME tag claiming two billion frames is not believed when the rate is converted (fuzzing regression)")
+    func overclaimingTagWithConversion() throws {
+        // The first frame of a lame file holds the Info tag: "Info" (or "Xing"), 4 flag bytes, then (flag bit 0)
+        // the frame count, big-endian. Claim 0x7FFFFFFF frames in a 2 s file.
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: TestAudio.sine())))
+        let tagStart = try #require((0..<(bytes.count - 12)).first { start in
+            let name = Array(bytes[start..<(start + 4)])
+            return name == Array("Info".utf8) || name == Array("Xing".utf8)
+        })
+        #expect(bytes[tagStart + 7] & 1 == 1, "the tag has a frame count")
+        bytes.replaceSubrange((tagStart + 8)..<(tagStart + 12), with: [0x7F, 0xFF, 0xFF, 0xFF])
+        let path = try TestAudio.bytesFile("overclaiming-tag.mp3", bytes)
+        // Converted to 48 kHz, the 44.1 kHz file opens (libmpg123 would otherwise walk two billion frames first),
+        // its length is measured from the file rather than taken from the tag, and it decodes to its real end.
+        let decoder = try MP3Decoder(path: path, outputRate: 48_000)
+        #expect(decoder.format.sampleRate == 48_000)
+        let length = try #require(decoder.lengthFrames)
+        #expect(length < 48_000 * 3)
+        let samples = try TestAudio.decodeAll(decoder)
+        #expect(abs(samples.count / 2 - 96_000) < 4_800)
+        // At the file's own rate the tag costs nothing, and is still believed (truncation stays detectable).
+        #expect(try MP3Decoder(path: path).lengthFrames ?? 0 > 1_000_000_000)
+    }
+
     @Test("garbage after good audio ends decoding within bounds instead of looping")
     func trailingGarbageEnds() throws {
         let audio = try [UInt8](Data(contentsOf: URL(fileURLWithPath: TestAudio.sine())))

@@ -12,7 +12,9 @@ final class FakePlayer: @unchecked Sendable {
     private let lock = NSLock()
     private var commands: [MPRISCommand] = []
     private var snapshot: MPRISSnapshot
-    private var server: MPRISServer?
+    // Weak: the server's handler holds this player, so a strong reference back would be a cycle that outlives
+    // the test (AddressSanitizer's leak check reported it).
+    private weak var server: MPRISServer?
     /// Replies to give instead of `.done`, by command.
     private var refusals: [MPRISCommand: String] = [:]
 
@@ -328,8 +330,8 @@ struct MPRISTests {
 /// Holds a server for a handler that needs to reach it.
 final class ServerBox: @unchecked Sendable {
     // Unchecked Sendable: written once before the server starts, read on the bus thread afterwards.
-    /// The server, once created.
-    var server: MPRISServer?
+    /// The server, once created. Weak: the server's handler holds this box, and the test holds the server.
+    weak var server: MPRISServer?
 }
 
 /// The signals in dbus-monitor's default output.

@@ -25,31 +25,73 @@ struct ToolResult {
 }
 
 /// A child process whose output goes to files (no pipes to drain, so no deadlock on large output).
+/// Started with posix_spawn, not Foundation's Process: on Linux every Process leaks itself and what it holds
+/// (swift-corelibs-foundation SR-12551), which the AddressSanitizer run's leak check reports.
 final class ChildProcess: @unchecked Sendable {
-    // Unchecked Sendable: `process` is only started, signalled and waited on; the output files are read-only.
-    /// The running process.
-    let process = Process()
+    // Unchecked Sendable: `reapedStatus` is guarded by `lock`; everything else is immutable.
+    /// The child's process id.
+    let processIdentifier: pid_t
     /// The file its standard output goes to.
     let outputPath: String
     /// The file its standard error goes to.
     let errorPath: String
     private let exited = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var reapedStatus: Int32?
 
-    /// Starts `executable` with `arguments` and exactly `environment`.
+    /// Starts `executable` with `arguments` and exactly `environment`, with every signal at its default and
+    /// none blocked (the test runner blocks SIGTERM, and a child would inherit that).
     init(_ executable: String, _ arguments: [String], environment: [String: String], directory: String) throws {
         outputPath = directory + "/\(UUID().uuidString).out"
         errorPath = directory + "/\(UUID().uuidString).err"
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-        process.standardError = FileHandle(forWritingAtPath: errorPath)
-        let exited = self.exited
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var spawned: pid_t = 0
+        let result = posix_spawn(&spawned, executable, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw BusFailure("cannot start \(executable): \(String(cString: strerror(result)))") }
+        let pid = spawned
+        processIdentifier = pid
+        // The waiter keeps `self` until the child ends. It waits without reaping first, so that `stop` can never
+        // signal a recycled process id.
+        Thread.detachNewThread { [self] in
+            var information = siginfo_t()
+            while waitid(P_PID, id_t(pid), &information, WEXITED | WNOWAIT) != 0, errno == EINTR {}
+            var status: Int32 = 0
+            lock.withLock {
+                while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+                reapedStatus = status
+            }
+            exited.signal()
+        }
+    }
+
+    /// Whether the child is still running (has not been reaped).
+    var isRunning: Bool { lock.withLock { reapedStatus == nil } }
+
+    /// The exit status once the child has ended (the signal's number if a signal ended it), else -1.
+    var terminationStatus: Int32 {
+        // Decoded by hand: the W* macros are not imported into Swift.
+        lock.withLock { reapedStatus.map { ($0 & 0x7f) == 0 ? ($0 >> 8) & 0xff : $0 & 0x7f } ?? -1 }
     }
 
     /// What it printed on standard output so far.
@@ -61,13 +103,16 @@ final class ChildProcess: @unchecked Sendable {
     func wait(timeout: Duration) -> Bool {
         let (seconds, attoseconds) = timeout.components
         let milliseconds = Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-        return exited.wait(timeout: .now() + .milliseconds(milliseconds)) == .success
+        guard exited.wait(timeout: .now() + .milliseconds(milliseconds)) == .success else { return false }
+        // Others may wait too (`stop` after `wait`): leave the signal for them.
+        exited.signal()
+        return true
     }
 
-    /// Sends `signal` and waits for the exit. SIGKILL by default: children of the test runner inherit its
-    /// signal mask, in which SIGTERM is blocked, so a SIGTERM would only sit pending.
+    /// Sends `signal` (SIGKILL by default) and waits for the exit.
     func stop(signal: Int32 = SIGKILL) {
-        if process.isRunning { kill(process.processIdentifier, signal) }
+        // Under the lock, so the child cannot be reaped (and its id reused) between the check and the kill.
+        lock.withLock { if reapedStatus == nil { kill(processIdentifier, signal) } }
         _ = wait(timeout: .seconds(5))
     }
 }
@@ -112,7 +157,7 @@ final class PrivateSessionBus: @unchecked Sendable {
         // The daemon prints its address once it listens.
         let deadline = ContinuousClock.now + .seconds(5)
         while !started.output.contains("\n") {
-            guard ContinuousClock.now < deadline, started.process.isRunning else {
+            guard ContinuousClock.now < deadline, started.isRunning else {
                 throw BusFailure("dbus-daemon did not start: \(started.errors)")
             }
             usleep(5000)
@@ -140,7 +185,7 @@ final class PrivateSessionBus: @unchecked Sendable {
             child.stop(signal: SIGKILL)
             throw BusFailure("\(tool) \(arguments.joined(separator: " ")) did not finish in \(timeout)")
         }
-        return ToolResult(status: child.process.terminationStatus, output: child.output, errors: child.errors)
+        return ToolResult(status: child.terminationStatus, output: child.output, errors: child.errors)
     }
 
     /// Starts `tool` as a long-running client (a monitor); the caller stops it.
