@@ -41,8 +41,13 @@ let package = Package(
         .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline"]),
         // Configuration, state file and MPRIS (against a private dbus-daemon, driven by playerctl).
         .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotCore"]),
+        // Test-only: counts allocations and lock calls on armed threads by interposing malloc and the pthread locks
+        // in the test executable (never linked into `earshot`).
+        .target(name: "CRealtimeAudit", path: "Tests/CRealtimeAudit"),
         // Integration tests: need the private sound server that scripts/test starts.
-        .testTarget(name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore"]),
+        .testTarget(
+            name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore", "CRealtimeAudit"]
+        ),
         // End-to-end tests: run the built `earshot` binary against the private server and record sinks.
         .testTarget(name: "EndToEndTests", dependencies: ["earshot"]),
     ],
