@@ -16,6 +16,8 @@ let package = Package(
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CMPG123", providers: [.apt(["libmpg123-dev"])]),
         .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
+        // gettid, RLIMIT_RTTIME and SCHED_RESET_ON_FORK, which Swift's Glibc module does not expose.
+        .target(name: "CThreadShim"),
         // The MPRIS object's sd-bus vtables: C macros Swift cannot express, forwarding to Swift callbacks.
         .target(name: "CMPRISShim", linkerSettings: [.linkedLibrary("systemd")]),
 
@@ -26,12 +28,12 @@ let package = Package(
         .target(name: "AudioPipeline", dependencies: ["CMPG123"]),
 
         // The libpulse adapter: mainloop, context, stream, subscription, translation to events.
-        .target(name: "PulseOutput", dependencies: ["CPulse", "AudioPipeline", "EarshotCore"]),
+        .target(name: "PulseOutput", dependencies: ["CPulse", "CThreadShim", "AudioPipeline", "EarshotCore"]),
 
         // The serial owner of the state, the control socket, the event log, persistence and MPRIS.
         .target(
             name: "EarshotService",
-            dependencies: ["EarshotCore", "AudioPipeline", "PulseOutput", "CSystemd", "CMPRISShim"]
+            dependencies: ["EarshotCore", "AudioPipeline", "PulseOutput", "CSystemd", "CMPRISShim", "CThreadShim"]
         ),
 
         // Wiring and argument handling only.

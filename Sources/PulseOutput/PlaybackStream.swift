@@ -153,6 +153,8 @@ public final class PlaybackStream: @unchecked Sendable {
     private let endOfData = Atomic<Bool>(false)
     /// How many write callbacks found the ring short while playing and padded with silence.
     private let underruns = Atomic<Int>(0)
+    /// How many times the server ran out of our data while we meant to keep playing (its underflow event).
+    private let serverUnderflows = Atomic<Int>(0)
     /// CLOCK_MONOTONIC nanoseconds of the server's last request for data (write callback); 0 before the first.
     private let lastRequestNanoseconds = Atomic<UInt64>(0)
     /// Frames the server has asked for in all, over every write callback.
@@ -401,6 +403,13 @@ public final class PlaybackStream: @unchecked Sendable {
         underruns.load(ordering: .relaxed)
     }
 
+    /// How many times the server reported that it ran out of our data (underflow) while the stream was meant to keep
+    /// playing: not corked, not draining, not at the end of the data. The server's view of underruns: each one is a
+    /// gap the listener heard, whether the ring was short or the write callback came too late.
+    public var serverUnderflowCount: Int {
+        serverUnderflows.load(ordering: .relaxed)
+    }
+
     // MARK: - Stall watchdog
 
     /// CLOCK_MONOTONIC now, in nanoseconds: the clock of `lastRequestUptimeNanoseconds` (and of the service's
@@ -602,7 +611,7 @@ public final class PlaybackStream: @unchecked Sendable {
         }, me)
         pa_stream_set_underflow_callback(stream, { _, userdata in
             guard let userdata else { return }
-            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().deliver(.underflow)
+            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().serverRanDry()
         }, me)
     }
 
@@ -751,6 +760,15 @@ public final class PlaybackStream: @unchecked Sendable {
         if paddedSilence {
             underruns.add(1, ordering: .relaxed)
         }
+    }
+
+    /// The server's underflow event: counted unless the stream was meant to run out (corked, draining, at the end of
+    /// the data), then delivered.
+    private func serverRanDry() {
+        if !desiredCorked && !draining && !endOfData.load(ordering: .acquiring) {
+            serverUnderflows.add(1, ordering: .relaxed)
+        }
+        deliver(.underflow)
     }
 
     private func stateChanged(_ stream: OpaquePointer) {
