@@ -80,8 +80,10 @@ enum RealtimePriority {
 
     /// Raises the thread `threadID` (a kernel thread id of this process) and reports what is in effect.
     static func raise(threadID: Int32) -> RealtimeOutcome {
-        guard earshot_limit_realtime_cpu(cpuLimitMicroseconds) > 0 else {
-            return .none(reason: "RLIMIT_RTTIME: \(errorText(errno))")
+        let limit = earshot_limit_realtime_cpu(cpuLimitMicroseconds)
+        guard limit > 0 else {
+            // A hard limit of 0 forbids real-time scheduling altogether.
+            return .none(reason: limit == 0 ? "RLIMIT_RTTIME is 0" : "RLIMIT_RTTIME: \(errorText(errno))")
         }
         return decide(direct: setFIFO(threadID: threadID), rtkit: { askRTKit(threadID: threadID) })
     }
