@@ -16,6 +16,8 @@ let package = Package(
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CMPG123", providers: [.apt(["libmpg123-dev"])]),
         .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
+        // gettid, RLIMIT_RTTIME and SCHED_RESET_ON_FORK, which Swift's Glibc module does not expose.
+        .target(name: "CThreadShim"),
         // The MPRIS object's sd-bus vtables: C macros Swift cannot express, forwarding to Swift callbacks.
         .target(name: "CMPRISShim", linkerSettings: [.linkedLibrary("systemd")]),
 
@@ -26,12 +28,12 @@ let package = Package(
         .target(name: "AudioPipeline", dependencies: ["CMPG123"]),
 
         // The libpulse adapter: mainloop, context, stream, subscription, translation to events.
-        .target(name: "PulseOutput", dependencies: ["CPulse", "AudioPipeline", "EarshotCore"]),
+        .target(name: "PulseOutput", dependencies: ["CPulse", "CThreadShim", "AudioPipeline", "EarshotCore"]),
 
         // The serial owner of the state, the control socket, the event log, persistence and MPRIS.
         .target(
             name: "EarshotService",
-            dependencies: ["EarshotCore", "AudioPipeline", "PulseOutput", "CSystemd", "CMPRISShim"]
+            dependencies: ["EarshotCore", "AudioPipeline", "PulseOutput", "CSystemd", "CMPRISShim", "CThreadShim"]
         ),
 
         // Wiring and argument handling only.
@@ -46,8 +48,13 @@ let package = Package(
         .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline"]),
         // Configuration, state file and MPRIS (against a private dbus-daemon, driven by playerctl).
         .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotCore", "AudioPipeline"]),
+        // Test-only: counts allocations and lock calls on armed threads by interposing malloc and the pthread locks
+        // in the test executable (never linked into `earshot`).
+        .target(name: "CRealtimeAudit", path: "Tests/CRealtimeAudit"),
         // Integration tests: need the private sound server that scripts/test starts.
-        .testTarget(name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore"]),
+        .testTarget(
+            name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore", "CRealtimeAudit"]
+        ),
         // End-to-end tests: run the built `earshot` binary against the private server and record sinks.
         // The phone-call flood places its calls through PulseOutput from inside the test process.
         .testTarget(name: "EndToEndTests", dependencies: ["earshot", "PulseOutput", "AudioPipeline"]),

@@ -575,10 +575,13 @@ public final class MPRISServer: @unchecked Sendable {
     }
 }
 
-/// D-Bus type codes as sd-bus's `char` parameters.
-private enum BusType {
+/// D-Bus type codes as sd-bus's `char` parameters (MPRIS, and the rtkit call in RealtimePriority.swift).
+enum BusType {
     static let boolean = code("b")
+    static let int32 = code("i")
+    static let uint32 = code("u")
     static let int64 = code("x")
+    static let uint64 = code("t")
     static let double = code("d")
     static let string = code("s")
     static let objectPath = code("o")

@@ -47,6 +47,16 @@ final class PositionCell: Sendable {
     }
 }
 
+/// A new connection to the sound server and how its mainloop thread is scheduled.
+struct ConnectedServer: Sendable {
+    /// The connected, subscribed connection.
+    let connection: PulseConnection
+    /// What real-time scheduling its mainloop thread got.
+    let realtime: RealtimeOutcome
+    /// The kernel thread id of its mainloop thread, when it could be found.
+    let threadID: Int32?
+}
+
 /// How the player was started.
 enum PlayerMode: Sendable {
     /// `earshot play FILE...`: play the files and exit at the end of the queue.
@@ -69,7 +79,7 @@ actor Player {
         case decode(DecodeNotice)
         case stream(StreamNotice, generation: Int)
         case connection(ConnectionNotice, generation: Int)
-        case reconnected(PulseConnection, generation: Int)
+        case reconnected(ConnectedServer, generation: Int)
         case tick
         case request(ControlRequest, ReplySlot<String>)
         case mpris(MPRISCommand, ReplySlot<MPRISReply>)
@@ -100,12 +110,15 @@ actor Player {
     private var workerLoaded = false
 
     private var connection: PulseConnection?
+    /// The scheduling of the connection's mainloop thread (the one that feeds the server), and its thread id.
+    private var realtime: (outcome: RealtimeOutcome, threadID: Int32?)?
     private var connectionGeneration = 0
     private var reconnecting = false
     private var serverName: String?
     private var stream: PlaybackStream?
     private var streamGeneration = 0
     private var underrunsOfClosedStreams = 0
+    private var serverUnderflowsOfClosedStreams = 0
 
     /// The last position the listener heard.
     private var heard: TrackPosition?
@@ -179,7 +192,9 @@ actor Player {
             if let exitCode {
                 finishProgressLine()
                 let underruns = underrunsOfClosedStreams + (stream?.underrunCount ?? 0)
-                log.record("service", ["state": "finished", "underruns": "\(underruns)"])
+                let underflows = serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0)
+                log.record("service", ["state": "finished", "underruns": "\(underruns)",
+                                       "serverUnderflows": "\(underflows)"])
                 return exitCode
             }
         }
@@ -195,11 +210,12 @@ actor Player {
         case .connection(let notice, let generation):
             guard generation == connectionGeneration, connection != nil else { return }
             connectionNoticed(notice)
-        case .reconnected(let newConnection, let generation):
+        case .reconnected(let server, let generation):
             guard generation == connectionGeneration else { return }
             reconnecting = false
-            connection = newConnection
-            serverName = (try? newConnection.serverInfo())?.displayName
+            connection = server.connection
+            noteRealtime(of: server)
+            serverName = (try? server.connection.serverInfo())?.displayName
             log.record("server", ["state": "connected"])
             dispatch(.outputAppeared)
         case .tick:
@@ -305,9 +321,11 @@ actor Player {
         // The generation only moves on success: a failed attempt must not orphan a background reconnection,
         // whose result is then still current.
         let generation = connectionGeneration + 1
-        guard let candidate = Self.makeConnection(generation: generation, inbox: inbox) else { return false }
+        guard let server = Self.makeConnection(generation: generation, inbox: inbox) else { return false }
+        let candidate = server.connection
         connectionGeneration = generation
         connection = candidate
+        noteRealtime(of: server)
         // A background reconnection still running belongs to an older generation: its result is dropped, and a
         // later loss starts a new one.
         reconnecting = false
@@ -316,20 +334,32 @@ actor Player {
         return true
     }
 
-    /// A connected, subscribed connection whose notices go to the inbox tagged with `generation`.
+    /// A connected, subscribed connection whose notices go to the inbox tagged with `generation`, its mainloop
+    /// thread raised to real-time scheduling as far as allowed (every connection has a thread of its own).
     private static func makeConnection(
         generation: Int, inbox: AsyncStream<Input>.Continuation
-    ) -> PulseConnection? {
+    ) -> ConnectedServer? {
         do {
             let connection = try PulseConnection(operationTimeout: .seconds(3)) { notice in
                 inbox.yield(.connection(notice, generation: generation))
             }
             try connection.connect(applicationName: "Earshot")
             try connection.subscribe()
-            return connection
+            guard let threadID = try? connection.mainloopThreadID() else {
+                return ConnectedServer(connection: connection, realtime: .none(reason: "mainloop thread not found"),
+                                       threadID: nil)
+            }
+            return ConnectedServer(connection: connection, realtime: RealtimePriority.raise(threadID: threadID),
+                                   threadID: threadID)
         } catch {
             return nil
         }
+    }
+
+    /// Remembers and logs how the new connection's mainloop thread is scheduled.
+    private func noteRealtime(of server: ConnectedServer) {
+        realtime = (server.realtime, server.threadID)
+        log.record("realtime", ["thread": "mainloop", "scheduling": server.realtime.description])
     }
 
     /// Opens the stream when there is a connection and the audio's format is known, and uncorks it if the
@@ -397,6 +427,7 @@ actor Player {
     private func closeStream() {
         guard let closing = stream else { return }
         underrunsOfClosedStreams += closing.underrunCount
+        serverUnderflowsOfClosedStreams += closing.serverUnderflowCount
         closing.close()
         stream = nil
         streamGeneration += 1
@@ -509,6 +540,8 @@ actor Player {
         let now = monotonicMoment()
         switch notice {
         case .ready, .started, .underflow, .drained:
+            // Underflows are counted by the stream (status: serverUnderflows); logging each would flood the journal
+            // on a loaded machine.
             break
         case .corkRequested:
             dispatch(.interruptionBegan(.serverCorkRequest, at: now))
@@ -567,6 +600,7 @@ actor Player {
         if let position = currentHeardPosition() { heard = position }
         closeStream()
         connection = nil
+        realtime = nil
         serverName = nil
         connectionGeneration += 1
         let repositionsBefore = repositionCount
@@ -589,8 +623,8 @@ actor Player {
             var delay: UInt32 = 200_000
             while true {
                 usleep(delay)
-                if let connection = Player.makeConnection(generation: generation, inbox: inbox) {
-                    inbox.yield(.reconnected(connection, generation: generation))
+                if let server = Player.makeConnection(generation: generation, inbox: inbox) {
+                    inbox.yield(.reconnected(server, generation: generation))
                     return
                 }
                 delay = min(delay * 2, 1_000_000)
@@ -739,7 +773,10 @@ actor Player {
             "corked": stream?.isCorked ?? true,
             "streamOpen": stream != nil,
             "underruns": underrunsOfClosedStreams + (stream?.underrunCount ?? 0),
+            "serverUnderflows": serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0),
             "server": serverName.map { $0 as Any } ?? NSNull(),
+            "realtime": realtime?.outcome.description ?? RealtimeOutcome.none(reason: "not connected").description,
+            "realtimeThread": realtime?.threadID.map { Int($0) as Any } ?? NSNull(),
             "volume": rules.volumePercent,
             "lastError": lastError,
         ]

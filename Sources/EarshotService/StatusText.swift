@@ -18,10 +18,12 @@ public enum StatusText {
         let corked = status["corked"] as? Bool == true ? "corked" : "running"
         let server = status["server"] as? String ?? "not connected"
         lines.append("output: \(sink) (\(corked)) on \(server)")
+        if let realtime = status["realtime"] as? String { lines.append("realtime: \(realtime)") }
         if let interruptions = status["activeInterruptions"] as? [String], !interruptions.isEmpty {
             lines.append("interruptions: \(interruptions.joined(separator: ", "))")
         }
-        lines.append("volume \(status["volume"] as? Int ?? 100)%, underruns \(status["underruns"] as? Int ?? 0)")
+        lines.append("volume \(status["volume"] as? Int ?? 100)%, underruns \(status["underruns"] as? Int ?? 0), "
+            + "server underflows \(status["serverUnderflows"] as? Int ?? 0)")
         if let failure = status["lastError"] as? [String: Any], let kind = failure["kind"] as? String {
             lines.append("last error: track \((failure["trackIndex"] as? Int ?? 0) + 1): \(kind)")
         }

@@ -3,6 +3,8 @@
 // The write callback is the real-time path: it runs whenever the server asks for data and only copies frames from
 // the FrameRing into memory libpulse hands out (pa_stream_begin_write), padding with silence when the decoder is
 // late. No allocation, no locks beyond the mainloop lock libpulse already holds, no logging, no strings.
+// RealtimePathTests proves it on a real server: a `WriteCallbackProbe` lets the test count heap and lock calls on
+// libpulse's thread while exactly this callback body runs (the libpulse calls it makes included).
 //
 // Buffering: tlength is the target latency (50 ms by default) and ADJUST_LATENCY makes the server size the sink's
 // buffer from it, so little of our audio can be queued anywhere when the output changes (the default tlength of
@@ -95,6 +97,25 @@ public enum StreamNotice: Sendable, Equatable {
     case drained
 }
 
+/// Two C functions a test calls around the body of a stream's write callback, on libpulse's thread: the seam that
+/// lets a test prove the real-time path allocates nothing and takes no locks, by counting on that thread only while
+/// our code runs (libpulse's own work around the callback is not ours to count).
+///
+/// Plain C function pointers, so calling them costs no retain or release; a stream without a probe pays one
+/// predictable branch per callback. Production code passes none.
+public struct WriteCallbackProbe: Sendable {
+    /// Called first thing in the write callback, before any of our work.
+    public let entered: @convention(c) () -> Void
+    /// Called last thing in the write callback, after all of our work.
+    public let left: @convention(c) () -> Void
+
+    /// A probe calling `entered` and `left` around every write callback.
+    public init(entered: @escaping @convention(c) () -> Void, left: @escaping @convention(c) () -> Void) {
+        self.entered = entered
+        self.left = left
+    }
+}
+
 /// Buffer sizes the server actually granted for a stream (it may adjust what was asked for).
 public struct BufferMetrics: Sendable, Equatable {
     /// Target length of the server-side buffer (tlength), in bytes.
@@ -126,10 +147,14 @@ public final class PlaybackStream: @unchecked Sendable {
     public let targetLatencyMilliseconds: Int
 
     private let noticeHandler: @Sendable (StreamNotice) -> Void
+    /// Called around the write callback's body; nil outside tests.
+    private let writeProbe: WriteCallbackProbe?
     /// Set by the owner when nothing more will be written: the write callback then stops padding with silence.
     private let endOfData = Atomic<Bool>(false)
     /// How many write callbacks found the ring short while playing and padded with silence.
     private let underruns = Atomic<Int>(0)
+    /// How many times the server ran out of our data while we meant to keep playing (its underflow event).
+    private let serverUnderflows = Atomic<Int>(0)
     /// CLOCK_MONOTONIC nanoseconds of the server's last request for data (write callback); 0 before the first.
     private let lastRequestNanoseconds = Atomic<UInt64>(0)
     /// Frames the server has asked for in all, over every write callback.
@@ -169,6 +194,7 @@ public final class PlaybackStream: @unchecked Sendable {
     ///   - properties: role, names and icon shown to mixers and policy modules.
     ///   - targetLatencyMilliseconds: the server-side buffer length to ask for.
     ///   - sinkName: the sink to play on, or nil for the server's default.
+    ///   - writeProbe: for tests only: functions called around the write callback's body (see `WriteCallbackProbe`).
     ///   - noticeHandler: called on the libpulse thread with the lock held; must return quickly and must not call
     ///     waiting methods.
     public init(
@@ -178,9 +204,11 @@ public final class PlaybackStream: @unchecked Sendable {
         properties: StreamProperties = StreamProperties(),
         targetLatencyMilliseconds: Int = 50,
         sinkName: String? = nil,
+        writeProbe: WriteCallbackProbe? = nil,
         noticeHandler: @escaping @Sendable (StreamNotice) -> Void = { _ in }
     ) throws(PulseError) {
         self.connection = connection
+        self.writeProbe = writeProbe
         self.ring = ring
         self.sampleRate = sampleRate
         self.targetLatencyMilliseconds = targetLatencyMilliseconds
@@ -378,6 +406,13 @@ public final class PlaybackStream: @unchecked Sendable {
         underruns.load(ordering: .relaxed)
     }
 
+    /// How many times the server reported that it ran out of our data (underflow) while the stream was meant to keep
+    /// playing: not corked, not draining, not at the end of the data. The server's view of underruns: each one is a
+    /// gap the listener heard, whether the ring was short or the write callback came too late.
+    public var serverUnderflowCount: Int {
+        serverUnderflows.load(ordering: .relaxed)
+    }
+
     // MARK: - Stall watchdog
 
     /// CLOCK_MONOTONIC now, in nanoseconds: the clock of `lastRequestUptimeNanoseconds` (and of the service's
@@ -559,8 +594,10 @@ public final class PlaybackStream: @unchecked Sendable {
             // Guaranteed reference: the stream outlives its callbacks (close() clears them), so the real-time
             // path does no retain/release on the owner.
             Unmanaged<PlaybackStream>.fromOpaque(userdata)._withUnsafeGuaranteedRef { owner in
+                owner.writeProbe?.entered()
                 owner.noteRequest(bytes: requestedBytes)
                 owner.supply(stream, requestedBytes: requestedBytes)
+                owner.writeProbe?.left()
             }
         }, me)
         pa_stream_set_moved_callback(stream, { stream, userdata in
@@ -577,7 +614,7 @@ public final class PlaybackStream: @unchecked Sendable {
         }, me)
         pa_stream_set_underflow_callback(stream, { _, userdata in
             guard let userdata else { return }
-            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().deliver(.underflow)
+            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().serverRanDry()
         }, me)
     }
 
@@ -729,6 +766,15 @@ public final class PlaybackStream: @unchecked Sendable {
         if paddedSilence {
             underruns.add(1, ordering: .relaxed)
         }
+    }
+
+    /// The server's underflow event: counted unless the stream was meant to run out (corked, draining, at the end of
+    /// the data), then delivered.
+    private func serverRanDry() {
+        if !desiredCorked && !draining && !endOfData.load(ordering: .acquiring) {
+            serverUnderflows.add(1, ordering: .relaxed)
+        }
+        deliver(.underflow)
     }
 
     private func stateChanged(_ stream: OpaquePointer) {

@@ -25,6 +25,7 @@
 // thread, which needs the lock to finish its iteration.
 
 import CPulse
+import CThreadShim
 import Foundation
 
 /// Something that happened to the connection or on the server, as delivered to `PulseConnection`'s notice
@@ -168,6 +169,35 @@ public final class PulseConnection: @unchecked Sendable {
         withLock {
             guard let context else { return false }
             return pa_context_get_state(context) == PA_CONTEXT_READY
+        }
+    }
+
+    /// The kernel thread id of libpulse's mainloop thread: the thread that runs every callback, the write callback
+    /// included, so the one whose scheduling priority decides whether the server gets its data in time. Asked on that
+    /// thread itself (a deferred event), so it is the id `/proc/PID/task/` and rtkit know.
+    public func mainloopThreadID() throws(PulseError) -> Int32 {
+        try lockedForWaiting("find the mainloop thread") { () throws(PulseError) -> Int32 in
+            guard let api = pa_threaded_mainloop_get_api(mainloop), let deferNew = api.pointee.defer_new else {
+                throw PulseError(code: .badState, step: "find the mainloop thread (no mainloop api)")
+            }
+            let reply = Reply<Int32>(mainloop: mainloop, value: 0)
+            let event = deferNew(api, { api, event, userdata in
+                // Runs once on the mainloop thread, lock held; the event frees itself.
+                api?.pointee.defer_free(event)
+                guard let reply = Reply<Int32>.from(userdata) else { return }
+                reply.value = earshot_thread_id()
+                reply.finish(succeeded: true)
+            }, reply.userdata)
+            guard let event else {
+                throw PulseError(code: .badState, step: "find the mainloop thread (no deferred event)")
+            }
+            let done = waitLocked(timeout: operationTimeout) { reply.isFinished }
+            if !done {
+                // Freed with the lock held, so the callback can never run against a reply that is gone.
+                api.pointee.defer_free(event)
+                throw PulseError(code: .timeout, step: "find the mainloop thread")
+            }
+            return reply.value
         }
     }
 

@@ -222,12 +222,13 @@ final class PlayingStream {
     /// The stream under test.
     let stream: PlaybackStream
 
-    /// Creates the ring, the producer and the (corked) stream.
+    /// Creates the ring, the producer and the (corked) stream, with `writeProbe` around its write callback if given.
     init(
         connection: PulseConnection,
         sinkName: String?,
         role: String = "music",
-        limitFrames: Int? = nil
+        limitFrames: Int? = nil,
+        writeProbe: WriteCallbackProbe? = nil
     ) throws {
         self.connection = connection
         ring = FrameRing(minimumCapacity: testRate / 2)
@@ -239,6 +240,7 @@ final class PlayingStream {
             ring: ring,
             properties: StreamProperties(mediaRole: role, mediaName: "Test tone"),
             sinkName: sinkName,
+            writeProbe: writeProbe,
             noticeHandler: { recorder.record($0) }
         )
     }

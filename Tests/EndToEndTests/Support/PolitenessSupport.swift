@@ -39,6 +39,12 @@ struct PlayerStatus: Decodable, Sendable, CustomStringConvertible {
     let streamOpen: Bool
     /// Write callbacks that found the ring short.
     let underruns: Int
+    /// Times the server ran out of our data while we meant to play.
+    let serverUnderflows: Int
+    /// How the thread that feeds the server is scheduled (`SCHED_FIFO 10`, `rtkit SCHED_RR N`, `none (reason)`).
+    let realtime: String
+    /// That thread's kernel thread id, when known.
+    let realtimeThread: Int?
 
     /// One line for failure messages.
     var description: String {
@@ -56,7 +62,14 @@ final class EarshotPlayer: Sendable {
     let environment: [String: String]
 
     /// Starts `earshot play OPTIONS FILES` with a control socket in `scratch`; does not wait for anything.
-    init(playing files: [URL], options: [String] = [], in scratch: URL) throws {
+    ///
+    /// - Parameters:
+    ///   - launcher: a command that runs earshot for us (`setpriv ... --`), or empty to start it directly.
+    ///   - extraEnvironment: variables earshot gets on top of the player's own.
+    init(
+        playing files: [URL], options: [String] = [], in scratch: URL, launcher: [String] = [],
+        extraEnvironment: [String: String] = [:]
+    ) throws {
         let socket = scratch.appendingPathComponent("control.sock").path
         // A Unix socket path is limited to 108 bytes.
         guard socket.utf8.count < 100 else {
@@ -68,8 +81,14 @@ final class EarshotPlayer: Sendable {
             "XDG_STATE_HOME": scratch.appendingPathComponent("state").path,
             // The default log level: what a user's journal would hold.
             "EARSHOT_LOG": "",
-        ]
-        process = try TestEnvironment.launchEarshot(["play"] + options + files.map(\.path), environment: environment)
+        ].merging(extraEnvironment) { _, extra in extra }
+        let arguments = ["play"] + options + files.map(\.path)
+        if let program = launcher.first {
+            process = try ChildProcess(program, Array(launcher.dropFirst()) + [try TestEnvironment.earshotBinary.path]
+                                           + arguments, environment: environment)
+        } else {
+            process = try TestEnvironment.launchEarshot(arguments, environment: environment)
+        }
     }
 
     /// Kills the player at once (for cleanup; tests that check the exit use `process.terminate`).

@@ -1,0 +1,21 @@
+// CThreadShim: the few Linux thread and scheduling calls Swift cannot reach through Glibc (they need _GNU_SOURCE
+// or are variadic): the kernel thread id, RLIMIT_RTTIME and SCHED_RESET_ON_FORK.
+#ifndef CTHREADSHIM_H
+#define CTHREADSHIM_H
+
+#include <stdint.h>
+
+/// The calling thread's kernel thread id (gettid), as /proc/PID/task/ and rtkit know it.
+int32_t earshot_thread_id(void);
+
+/// Sets RLIMIT_RTTIME (CPU time in microseconds a real-time thread may use without blocking) to `microseconds`, or
+/// keeps a lower hard limit already in place. Returns the limit now in effect, or -1 with errno set.
+int64_t earshot_limit_realtime_cpu(uint64_t microseconds);
+
+/// The current RLIMIT_RTTIME soft limit in microseconds (UINT64_MAX for unlimited), or 0 on error.
+uint64_t earshot_realtime_cpu_limit(void);
+
+/// SCHED_RESET_ON_FORK: or-ed into a policy, children do not inherit real-time scheduling.
+extern const int earshot_sched_reset_on_fork;
+
+#endif

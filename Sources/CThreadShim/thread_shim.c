@@ -1,0 +1,31 @@
+// Thin wrappers over glibc for Swift; see include/CThreadShim.h.
+#define _GNU_SOURCE
+#include "CThreadShim.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+const int earshot_sched_reset_on_fork = SCHED_RESET_ON_FORK;
+
+int32_t earshot_thread_id(void) {
+    return (int32_t)gettid();
+}
+
+int64_t earshot_limit_realtime_cpu(uint64_t microseconds) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_RTTIME, &limit) != 0) return -1;
+    // Lowering a hard limit is always allowed; raising it needs privilege, so a lower one stays.
+    rlim_t wanted = (rlim_t)microseconds;
+    if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < wanted) wanted = limit.rlim_max;
+    limit.rlim_cur = wanted;
+    limit.rlim_max = wanted;
+    if (setrlimit(RLIMIT_RTTIME, &limit) != 0) return -1;
+    return (int64_t)wanted;
+}
+
+uint64_t earshot_realtime_cpu_limit(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_RTTIME, &limit) != 0) return 0;
+    return limit.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)limit.rlim_cur;
+}
