@@ -8,8 +8,9 @@
 # plus the realtime scheduling status reported. Numbers, never assertions. For scripts/bench to call, or by hand:
 #   scripts/lib/stress-run.sh --minutes 10 --latency 20
 # Options: --minutes N (default 10; --seconds N for short trials), --latency MS (default 20, written to the
-# configuration file), --server pulseaudio|pipewire (default pulseaudio), --earshot PATH (default: build release), --no-stress (the same run on an
-# idle machine, for comparison), --json FILE (also write the numbers there).
+# configuration file), --server pulseaudio|pipewire (default pulseaudio), --earshot PATH (default: build release),
+# --no-stress (the same run without stress-ng, for comparison), --json FILE (also write the numbers there).
+# STRESS_RUN_KEEP=1 keeps the work folder (recording, status samples, earshot's log) for a closer look.
 set -euo pipefail
 
 usage() {
@@ -42,9 +43,9 @@ done
 EARSHOT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export EARSHOT_ROOT
 cd "$EARSHOT_ROOT"
-# shellcheck source=common.sh
+# shellcheck source=scripts/lib/common.sh
 source scripts/lib/common.sh
-# shellcheck source=soundserver.sh
+# shellcheck source=scripts/lib/soundserver.sh
 source scripts/lib/soundserver.sh
 ensure_swift
 
