@@ -126,7 +126,7 @@ struct BadFilesTests {
             #expect(deletedAt.trackIndex == 0 && deletedAt.positionMs < Self.latestChangeMilliseconds,
                     "the file was deleted too late to test an open file: \(deletedAt)")
             #expect(ended == "stopped", "the queue did not finish: \(status)")
-            #expect(status.lastError == ServiceStatus.TrackError(trackIndex: 0, kind: "unreadable"), "\(status)")
+            #expect(status.lastError == EarshotStatus.TrackError(trackIndex: 0, kind: "unreadable"), "\(status)")
             #expect(statusText.contains("last error: track 1: unreadable"), "\(statusText)")
             let skips = SkipLine.all(in: service.standardError())
             #expect(skips[1]?.kind == "cannotOpen", "\(skips)")
@@ -249,7 +249,7 @@ struct BadFilesTests {
     private static func waitUntilHeard(
         _ harness: ServiceHarness, _ service: ChildProcess, track: Int, milliseconds: Int
     ) async throws {
-        var last: ServiceStatus?
+        var last: EarshotStatus?
         do {
             _ = try await waitUntil("track \(track + 1) heard for \(milliseconds) ms", timeout: .seconds(30)) {
                 let status = try harness.status()

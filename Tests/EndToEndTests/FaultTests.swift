@@ -18,7 +18,7 @@ struct FaultTests {
             let track = try harness.privatePositionTrack()
             let service = try await harness.startService()
             try harness.earshotChecked(["play", track.path])
-            try await harness.waitForPlayerStatus("earshot has played 300 ms") {
+            try await harness.waitForStatus("earshot has played 300 ms") {
                 $0.playback == "playing" && $0.positionMs >= 300
             }
             let clientsBefore = try ServerControl.pactl(["list", "short", "clients"]).trimmed
@@ -47,7 +47,7 @@ struct FaultTests {
 
             // The calls are over: the rules resume (resume allowed, remembered, well within the resume window).
             let settled = ContinuousClock.now
-            let after = try await harness.waitForPlayerStatus("playing again with no call active") {
+            let after = try await harness.waitForStatus("playing again with no call active") {
                 $0.playback == "playing" && $0.activeInterruptions.isEmpty && !$0.corked
             }
             let resumedAfter = ContinuousClock.now - settled
@@ -61,7 +61,7 @@ struct FaultTests {
                     <= clientsBefore
             }
             // Still playing, and the music moves on.
-            let later = try await harness.waitForPlayerStatus("the position moves on after the flood") {
+            let later = try await harness.waitForStatus("the position moves on after the flood") {
                 $0.positionMs >= after.positionMs + 300
             }
             #expect(later.playback == "playing", "\(later)")
@@ -92,7 +92,7 @@ struct FaultTests {
             let track = try harness.privatePositionTrack()
             let service = try await harness.startService(waitForMPRIS: true)
             try harness.earshotChecked(["play", track.path])
-            let before = try await harness.waitForPlayerStatus("earshot has played 1 s") {
+            let before = try await harness.waitForStatus("earshot has played 1 s") {
                 $0.playback == "playing" && $0.positionMs >= 1000
             }
             #expect(try harness.playerctlEarshot(["status"]) == "Playing")
@@ -119,7 +119,7 @@ struct FaultTests {
                 throw ToolkitError("\(error); service log:\n\(service.standardError())")
             }
             #expect(try harness.playerctl(["-l"]).standardOutput.components(separatedBy: "\n").contains("earshot"))
-            let status = try harness.playerStatus()
+            let status = try harness.status()
             #expect(status.playback == "playing" && status.underruns == 0, "\(status)")
             // The positions the recording can hold (a narrow band keeps the analysis quick).
             let positions = (Double(before.positionMs) / 1000 - 0.5)...(Double(status.positionMs) / 1000 + 0.5)
@@ -174,7 +174,7 @@ struct FaultTests {
         /// How long the answer took.
         let latency: Duration
         /// What it said.
-        let status: PlayerStatus
+        let status: EarshotStatus
 
         /// For failure messages.
         var description: String { "\(status) after \(latency)" }
@@ -190,7 +190,7 @@ struct FaultTests {
             let replies = try ControlSocketProbe.exchange(path: socket, payload: request, replies: 1,
                                                           timeout: .seconds(10))
             let latency = ContinuousClock.now - asked
-            let status = try JSONDecoder().decode(StatusReply<PlayerStatus>.self, from: Data(replies[0].utf8)).status
+            let status = try JSONDecoder().decode(StatusReply<EarshotStatus>.self, from: Data(replies[0].utf8)).status
             samples.append(StatusSample(latency: latency, status: status))
             try await Task.sleep(for: .milliseconds(100))
         }

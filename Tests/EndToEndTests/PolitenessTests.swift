@@ -72,8 +72,8 @@ struct PolitenessTests {
     /// a little before it exits, and Earshot may rightly resume in between.
     private func statuses(
         of player: EarshotPlayer, during call: ChildProcess, timeout: Duration = .seconds(20)
-    ) async throws -> [PlayerStatus] {
-        var seen: [PlayerStatus] = []
+    ) async throws -> [EarshotStatus] {
+        var seen: [EarshotStatus] = []
         let deadline = ContinuousClock.now + timeout
         while call.isRunning && ContinuousClock.now < deadline {
             let status = try player.status()
@@ -382,7 +382,7 @@ struct PolitenessTests {
     // MARK: 6-8: devices
 
     /// Unplugs headphones while the sweep plays and waits until the player says the output is lost.
-    private func unplugWhilePlaying(_ player: EarshotPlayer) async throws -> PlayerStatus {
+    private func unplugWhilePlaying(_ player: EarshotPlayer) async throws -> EarshotStatus {
         try ServerControl.unplug(sink: TestEnvironment.headphones)
         return try await player.waitForStatus("paused for the lost output") { $0.pauseReason == "outputLost" }
     }
@@ -442,7 +442,7 @@ struct PolitenessTests {
             let replugged = ContinuousClock.now
             try ServerControl.replug(sink: TestEnvironment.headphones)
             let newHeadphones = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
-            var seen: [PlayerStatus] = []
+            var seen: [EarshotStatus] = []
             var streams: [SinkInput] = []
             for _ in 0..<15 {
                 seen.append(try player.status())

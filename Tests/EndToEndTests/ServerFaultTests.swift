@@ -277,7 +277,7 @@ struct ServerFaultTests {
     /// reconnected, checks that it stays paused and silent on both sinks, sends `resume`, and checks that the
     /// track is heard again on the sink the status names, from about where it was kept.
     private static func reconnectAndResume(
-        _ harness: ServiceHarness, _ service: ChildProcess, kept: ServiceStatus,
+        _ harness: ServiceHarness, _ service: ChildProcess, kept: EarshotStatus,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         #expect(service.isRunning, "earshot serve exited: \(service.standardError())", sourceLocation: sourceLocation)

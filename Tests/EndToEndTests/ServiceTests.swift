@@ -69,7 +69,7 @@ struct ServiceTests {
             try harness.earshotChecked(["add", other.path])
             let queueBefore = try harness.earshotChecked(["queue"]).standardOutput
             try harness.earshotChecked(["seek", "30"])
-            var heard: ServiceStatus?
+            var heard: EarshotStatus?
             try await waitUntil("the position is about 30 s while playing", timeout: .seconds(15)) {
                 let status = try harness.status()
                 heard = status

@@ -15,45 +15,6 @@ import Glibc
 import Foundation
 import Testing
 
-/// The fields of `earshot status --json` that the playback and politeness tests read.
-struct PlayerStatus: Decodable, Sendable, CustomStringConvertible {
-    /// `playing`, `paused` or `stopped`.
-    let playback: String
-    /// `user`, `interruption`, `resumeDeclined`, `outputLost`, ..., or `nil` unless paused.
-    let pauseReason: String?
-    /// `deviceRemoved`, `portUnplugged`, `serverLost` or `streamFailed` when paused for a lost output.
-    let outputLostReason: String?
-    /// The user asked to play during an interruption: playback starts when it ends.
-    let waitingForInterruptionEnd: Bool
-    /// The interruption sources active now (`server`, `stream#N`).
-    let activeInterruptions: [String]
-    /// The last position heard in the current track, in milliseconds.
-    let positionMs: Int
-    /// The current track's index in the queue.
-    let trackIndex: Int
-    /// The sink our stream is on, if there is a stream.
-    let sink: String?
-    /// Whether the stream is really corked (acknowledged by the server).
-    let corked: Bool
-    /// Whether there is a stream.
-    let streamOpen: Bool
-    /// Write callbacks that found the ring short.
-    let underruns: Int
-    /// Times the server ran out of our data while we meant to play.
-    let serverUnderflows: Int
-    /// How the thread that feeds the server is scheduled (`SCHED_FIFO 10`, `rtkit SCHED_RR N`, `none (reason)`).
-    let realtime: String
-    /// That thread's kernel thread id, when known.
-    let realtimeThread: Int?
-
-    /// One line for failure messages.
-    var description: String {
-        "\(playback)(\(pauseReason ?? "-")\(outputLostReason.map { "/" + $0 } ?? "")) at \(positionMs) ms, track "
-            + "\(trackIndex), waiting \(waitingForInterruptionEnd), interruptions \(activeInterruptions), sink "
-            + "\(sink ?? "none"), corked \(corked), stream \(streamOpen), underruns \(underruns)"
-    }
-}
-
 /// `earshot play FILE...` running as a child of the test, with its own control socket in a scratch folder.
 final class EarshotPlayer: Sendable {
     /// The running `earshot play`; its standard error is the event log plus error lines.
@@ -114,10 +75,10 @@ final class EarshotPlayer: Sendable {
     }
 
     /// `earshot status --json`, decoded.
-    func status() throws -> PlayerStatus {
+    func status() throws -> EarshotStatus {
         struct Reply: Decodable {
             let ok: Bool
-            let status: PlayerStatus
+            let status: EarshotStatus
         }
         let result = try control(["status", "--json"])
         do {
@@ -131,8 +92,8 @@ final class EarshotPlayer: Sendable {
     /// last status and the log, when `timeout` passes or the player exits.
     @discardableResult
     func waitForStatus(
-        _ description: String, timeout: Duration = .seconds(15), _ condition: (PlayerStatus) -> Bool
-    ) async throws -> PlayerStatus {
+        _ description: String, timeout: Duration = .seconds(15), _ condition: (EarshotStatus) -> Bool
+    ) async throws -> EarshotStatus {
         do {
             return try await pollStatus(description, timeout: timeout, until: condition) {
                 guard process.isRunning else {
@@ -149,7 +110,7 @@ final class EarshotPlayer: Sendable {
     /// Waits until the player has been heard playing for `milliseconds` of the track (the position is what the
     /// server reports as played, so this is past the null sink's late start).
     @discardableResult
-    func waitUntilHeard(milliseconds: Int, timeout: Duration = .seconds(20)) async throws -> PlayerStatus {
+    func waitUntilHeard(milliseconds: Int, timeout: Duration = .seconds(20)) async throws -> EarshotStatus {
         try await waitForStatus("earshot has played \(milliseconds) ms", timeout: timeout) {
             $0.playback == "playing" && $0.positionMs >= milliseconds
         }

@@ -10,48 +10,6 @@ import Glibc
 import Foundation
 import Synchronization
 
-/// The fields of `earshot status --json` the service tests read.
-struct ServiceStatus: Decodable, Sendable, CustomStringConvertible {
-    /// `playing`, `paused` or `stopped`.
-    let playback: String
-    /// Why it is paused (`user`, `restored`, ...), or `nil`.
-    let pauseReason: String?
-    /// The last position heard in the current track, in milliseconds.
-    let positionMs: Int
-    /// The current track's index in the queue.
-    let trackIndex: Int
-    /// How many tracks the queue holds.
-    let trackCount: Int
-    /// The stream volume in percent.
-    let volume: Int
-    /// The last track that failed, and the kind of failure (never more), or `nil`.
-    let lastError: TrackError?
-    /// `deviceRemoved`, `portUnplugged`, `serverLost` or `streamFailed` when paused for a lost output.
-    let outputLostReason: String?
-    /// The sound server's name while connected, `nil` while there is none.
-    let server: String?
-    /// The sink our stream is on, if there is a stream.
-    let sink: String?
-    /// Write callbacks that found the ring short (padded with silence).
-    let underruns: Int?
-
-    /// `lastError`: a queue index and an error kind.
-    struct TrackError: Decodable, Sendable, Equatable {
-        /// The failed track's queue index.
-        let trackIndex: Int
-        /// The kind of failure, e.g. `unreadable`.
-        let kind: String
-    }
-
-    /// One line for failure messages.
-    var description: String {
-        "\(playback)(\(pauseReason ?? "-")\(outputLostReason.map { "/" + $0 } ?? "")) track \(trackIndex + 1)/"
-            + "\(trackCount) at \(positionMs) ms, volume \(volume)%, sink \(sink ?? "none"), server "
-            + "\(server ?? "none"), underruns \(underruns ?? -1)"
-            + (lastError.map { ", last error \($0.kind) at track \($0.trackIndex + 1)" } ?? "")
-    }
-}
-
 /// A reply of the control socket to `status` (what `earshot status --json` prints), its status decoded as `Status`.
 struct StatusReply<Status: Decodable>: Decodable {
     /// Whether the request succeeded.
@@ -267,21 +225,12 @@ final class ServiceHarness: Sendable {
         try earshot(arguments, timeout: timeout).requireSuccess()
     }
 
-    /// The service's `earshot status --json`: the fields the service tests read.
-    func status() throws -> ServiceStatus {
-        try decodedStatus()
-    }
-
-    /// The service's `earshot status --json` with every field the politeness tests read (interruptions, cork).
-    func playerStatus() throws -> PlayerStatus {
-        try decodedStatus()
-    }
-
-    /// `earshot status --json`, its `status` object decoded as `Status`.
-    private func decodedStatus<Status: Decodable>() throws -> Status {
+    /// The service's `earshot status --json`.
+    func status() throws -> EarshotStatus {
         let result = try earshotChecked(["status", "--json"])
         do {
-            return try JSONDecoder().decode(StatusReply<Status>.self, from: Data(result.standardOutput.utf8)).status
+            return try JSONDecoder().decode(StatusReply<EarshotStatus>.self, from: Data(result.standardOutput.utf8))
+                .status
         } catch {
             throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
         }
@@ -292,8 +241,8 @@ final class ServiceHarness: Sendable {
     @discardableResult
     func waitForStatus(
         of service: ChildProcess, _ description: String, timeout: Duration = .seconds(20),
-        _ condition: (ServiceStatus) -> Bool
-    ) async throws -> ServiceStatus {
+        _ condition: (EarshotStatus) -> Bool
+    ) async throws -> EarshotStatus {
         do {
             return try await pollStatus(description, timeout: timeout, until: condition) {
                 guard service.isRunning else {
@@ -307,13 +256,13 @@ final class ServiceHarness: Sendable {
         }
     }
 
-    /// Polls `playerStatus()` until `condition` holds (a generous wait) and returns that status; throws, quoting
-    /// the last status, when `timeout` passes.
+    /// Polls `status()` until `condition` holds (a generous wait) and returns that status; throws, quoting the last
+    /// status, when `timeout` passes.
     @discardableResult
-    func waitForPlayerStatus(
-        _ description: String, timeout: Duration = .seconds(20), _ condition: (PlayerStatus) -> Bool
-    ) async throws -> PlayerStatus {
-        try await pollStatus(description, timeout: timeout, until: condition) { try? playerStatus() }
+    func waitForStatus(
+        _ description: String, timeout: Duration = .seconds(20), _ condition: (EarshotStatus) -> Bool
+    ) async throws -> EarshotStatus {
+        try await pollStatus(description, timeout: timeout, until: condition) { try? status() }
     }
 
     /// The longest position track, copied into this harness's folder under a private name (`PrivateNames`).
@@ -338,11 +287,11 @@ final class ServiceHarness: Sendable {
     }
 
     /// The service's status asked on the control socket from this process (no `earshot` process started).
-    func socketStatus() throws -> ServiceStatus {
+    func socketStatus() throws -> EarshotStatus {
         let line = Array(#"{"command":"status"}"#.utf8) + [UInt8(ascii: "\n")]
         let reply = try ControlSocketProbe.exchange(path: socketPath, payload: line, replies: 1, timeout: .seconds(20))
         do {
-            return try JSONDecoder().decode(StatusReply<ServiceStatus>.self, from: Data(reply[0].utf8)).status
+            return try JSONDecoder().decode(StatusReply<EarshotStatus>.self, from: Data(reply[0].utf8)).status
         } catch {
             throw ToolkitError("unexpected reply to `status` (\(error)): \(reply[0])")
         }
