@@ -154,12 +154,9 @@ func control(_ request: ControlRequest, json: Bool = false) -> Never {
             print("\(index == current ? ">" : " ") \(index + 1). \(shown)")
         }
     }
-    if request == .status {
-        if json {
-            print(reply)
-        } else if let status = parsed?["status"] as? [String: Any] {
-            print(StatusText.render(status))
-        }
+    if request == .status, let status = parsed?["status"] as? [String: Any] {
+        // The status object alone, as the README documents it: the reply's envelope belongs to the protocol.
+        print(json ? ControlReply.line(status) : StatusText.render(status))
     }
     exit(ExitStatus.success)
 }
