@@ -1,6 +1,6 @@
 // The command line answers like a Unix tool (issue 11): `--version`, the whole help and each verb's help, usage
-// errors with exit status 64 and the usage line on standard error, and `status --json` printing the status object
-// the README documents.
+// errors with exit status 64 and the usage line on standard error, `status --json` printing the status object the
+// README documents, and the bash completion's verbs and options matching the CLI's own help.
 import Foundation
 import Testing
 
@@ -87,6 +87,32 @@ struct CommandLineTests {
             let reply = try harness.request(["command": "status"])
             #expect(reply["ok"] as? Bool == true && reply["status"] is [String: Any], "\(reply)")
             #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("the bash completion offers the CLI's verbs and each verb's options")
+    func completionMatchesHelp() throws {
+        let script = try String(
+            contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Config/earshot.bash-completion"),
+            encoding: .utf8)
+        func words(_ variable: String) -> [String]? {
+            guard let line = script.split(separator: "\n").first(where: { $0.hasPrefix("\(variable)=\"") }) else {
+                return nil
+            }
+            return line.dropFirst(variable.count + 2).dropLast().split(separator: " ").map(String.init)
+        }
+        let verbs = try Self.verbs()
+        #expect(words("_earshot_verbs") == verbs)
+        for verb in verbs {
+            let help = try Self.earshot(["help", verb]).standardOutput
+            let optionLines = help.components(separatedBy: "\nOptions:\n").last?.split(separator: "\n") ?? []
+            // An option line starts with its names (`-h, --help`, `--sink NAME`); the long name is the one offered.
+            let options = optionLines.compactMap { line in
+                line.split(separator: " ").prefix { $0.hasPrefix("-") }.map { $0.filter { $0 != "," } }
+                    .first { $0.hasPrefix("--") }
+            }
+            let offered = words("_earshot_options_\(verb)") ?? ["--help"]
+            #expect(Set(offered) == Set(options), "\(verb): completion \(offered), help \(options)")
         }
     }
 
