@@ -43,9 +43,10 @@ ensure_build_packages() {
 # cannot be installed (not root and no usable sudo, or apt-get fails), stops the script with one line naming them
 # and the command that installs them. apt-get's own output is kept in a log and its first error quoted.
 ensure_packages() {
-    local missing=()
-    mapfile -t missing < <(_missing_packages "$@")
-    [ ${#missing[@]} -eq 0 ] && return 0
+    local missing=() found
+    found=$(_missing_packages "$@")
+    [ -n "$found" ] || return 0
+    mapfile -t missing <<<"$found"
     local install="apt-get install ${missing[*]}"
     local sudo=()
     if [ "$(id -u)" -ne 0 ]; then
@@ -67,8 +68,9 @@ ensure_packages() {
         _packages_error "${missing[*]}" "sudo $install" "apt-get failed: ${reason:-no output}"
     fi
     rm -f "$apt_log"
-    mapfile -t missing < <(_missing_packages "$@")
-    [ ${#missing[@]} -eq 0 ] || _packages_error "${missing[*]}" "sudo apt-get install ${missing[*]}" \
+    found=$(_missing_packages "$@")
+    [ -z "$found" ] || mapfile -t missing <<<"$found"
+    [ -z "$found" ] || _packages_error "${missing[*]}" "sudo apt-get install ${missing[*]}" \
         "apt-get finished but they are still not installed"
 }
 
