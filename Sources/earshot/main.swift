@@ -3,62 +3,20 @@ import AudioPipeline
 import EarshotService
 import Foundation
 
-let usage = """
-    earshot: a polite background music player for the Linux desktop
-
-    USAGE
-      earshot serve       run the player service in the foreground (systemd runs it; see Config/earshot.service):
-                          restores the saved queue paused, answers the control socket and MPRIS
-      earshot play [--sink NAME] [--latency MS] [--role ROLE] [--no-resume] [--resume-window MINUTES] FILE...
-                          play FILEs in order through the sound server, with a control socket;
-                          exits 0 at the end of the queue, non-zero when no file could be played;
-                          with a service running, replaces its queue with FILEs and plays them
-      earshot play        (no files) resume the running player, like `earshot resume`
-      earshot add FILE|DIR|PLAYLIST.m3u...
-                          append to the running player's queue (directories recursively, in natural order)
-      earshot queue       list the queue
-      earshot clear       empty the queue
-      earshot pause       pause the running player (idempotent)
-      earshot resume      resume the running player
-      earshot toggle      pause if playing, play otherwise
-      earshot stop        stop; the next play starts the current track again
-      earshot next        next track
-      earshot previous    previous track
-      earshot seek SECONDS
-                          move to SECONDS into the current track
-      earshot volume PERCENT
-                          set the stream volume (0-150)
-      earshot status [--json]
-                          show what the player is doing
-      earshot events      follow the player's event log
-      earshot decode FILE decode FILE as fast as possible, discard the audio and print frames and seconds
-                          (used by scripts/bench to compare with `mpg123 -t`)
-      earshot --help      show this help
-
-    OPTIONS (play)
-      --sink NAME         play on this sink (default: the server's default sink)
-      --latency MS        target latency in milliseconds (default 50; 10-2000)
-      --role ROLE         media.role of the stream (default music)
-      --trigger-role ROLE a stream role that interrupts Earshot (default phone; repeatable)
-      --no-resume         never resume by itself after an interruption
-      --resume-window MINUTES
-                          resume only after interruptions shorter than this (default 30)
-
-    FILES
-      $XDG_CONFIG_HOME/earshot/config.json   configuration (see Config/config.json); an unknown key or a wrong
-                          type is an error naming the key, and the service refuses to start (exit 78)
-      $XDG_STATE_HOME/earshot/state.json     queue, track, position and volume, restored paused on start
-
-    ENVIRONMENT
-      EARSHOT_SOCKET      control socket path (default $XDG_RUNTIME_DIR/earshot/control.sock)
-      PULSE_SERVER        the sound server to use (libpulse's own variable)
-      EARSHOT_LOG         log level: info (default) or debug
-    """
-
-/// Prints `message` to standard error and exits with `code`.
-func fail(_ message: String, code: Int32 = 2) -> Never {
+/// Prints `message` to standard error and exits with `code` (`ExitStatus.failure` or `.configuration`).
+func fail(_ message: String, code: Int32) -> Never {
     FileHandle.standardError.write(Data("earshot: \(message)\n".utf8))
     exit(code)
+}
+
+/// A usage error: prints `message`, the usage line of `verb` (or of earshot) and where to read more to standard
+/// error, and exits with `ExitStatus.usage` (64).
+func usageError(_ message: String, verb: Verb? = nil) -> Never {
+    let usage = verb?.usageLines ?? [CommandLineHelp.usageLine]
+    let more = verb.map { "earshot help \($0.name)" } ?? "earshot --help"
+    let text = (["earshot: \(message)"] + usage + ["Try '\(more)' for more information."]).joined(separator: "\n")
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+    exit(ExitStatus.usage)
 }
 
 /// The configuration file's settings (exit 78, EX_CONFIG, when it is wrong: systemd then stops retrying).
@@ -68,7 +26,7 @@ func loadConfiguration() -> PlayerConfiguration {
         configuration.socketPath = controlSocketPath()
         return configuration
     } catch {
-        fail(error.description, code: 78)
+        fail(error.description, code: ExitStatus.configuration)
     }
 }
 
@@ -93,22 +51,55 @@ func rawArguments() -> [Argument] {
     }
 }
 
-/// The paths of `arguments`; an empty argument is an error.
-func paths(_ arguments: some Collection<Argument>) -> [TrackPath] {
+/// The paths of `arguments` of `verb`; an empty argument is a usage error.
+func paths(_ arguments: some Collection<Argument>, of verb: Verb) -> [TrackPath] {
     arguments.map { argument in
-        guard let path = argument.path else { fail("an empty FILE argument (see earshot --help)") }
+        guard let path = argument.path else { usageError("an empty FILE argument", verb: verb) }
         return path
     }
 }
 
+/// Whether `argument` is an option (`-x`, `--name`) rather than an operand; a lone `-` is an operand.
+func isOption(_ argument: Argument) -> Bool { argument.text.hasPrefix("-") && argument.text != "-" }
+
+/// The operands of `verb` and the flags among `flags` that were given: an argument after `--` is always an
+/// operand; before it, an option that is not in `flags` is a usage error.
+func operands(
+    of verb: Verb, _ arguments: ArraySlice<Argument>, flags: Set<String> = []
+) -> (operands: [Argument], flags: Set<String>) {
+    var operands: [Argument] = []
+    var given: Set<String> = []
+    var rest = arguments
+    while let argument = rest.popFirst() {
+        if argument.text == "--" { operands += rest; break }
+        if !isOption(argument) { operands.append(argument); continue }
+        guard flags.contains(argument.text) else { usageError("unknown option \(argument.text)", verb: verb) }
+        given.insert(argument.text)
+    }
+    return (operands, given)
+}
+
+/// The single operand of `verb` (SECONDS, PERCENT, FILE), as text; none or several is a usage error.
+func singleOperand(of verb: Verb, _ arguments: ArraySlice<Argument>) -> Argument {
+    let given = operands(of: verb, arguments).operands
+    guard given.count == 1 else { usageError("\(verb.name) takes one \(verb.forms[0])", verb: verb) }
+    return given[0]
+}
+
+/// Checks that `verb` was given no arguments at all (a usage error otherwise).
+func expectNoArguments(_ verb: Verb, _ arguments: ArraySlice<Argument>) {
+    guard let extra = operands(of: verb, arguments).operands.first else { return }
+    usageError("\(verb.name) takes no arguments (got \(extra.text))", verb: verb)
+}
+
 /// Parses `earshot play`'s options and files.
-func parsePlay(_ arguments: ArraySlice<Argument>) -> (PlayerConfiguration, [TrackPath]) {
+func parsePlay(_ arguments: ArraySlice<Argument>, verb: Verb) -> (PlayerConfiguration, [TrackPath]) {
     var configuration = loadConfiguration()
     var files: [TrackPath] = []
     var triggerRoles: [String] = []
     var rest = arguments
     func value(_ option: String) -> String {
-        guard let value = rest.popFirst() else { fail("\(option) needs a value (see earshot --help)") }
+        guard let value = rest.popFirst() else { usageError("\(option) needs a value", verb: verb) }
         return value.text
     }
     while let argument = rest.popFirst() {
@@ -116,7 +107,7 @@ func parsePlay(_ arguments: ArraySlice<Argument>) -> (PlayerConfiguration, [Trac
         case "--sink": configuration.sinkName = value(argument.text)
         case "--latency":
             guard let milliseconds = Int(value(argument.text)), (10...2000).contains(milliseconds) else {
-                fail("--latency takes milliseconds from 10 to 2000")
+                usageError("--latency takes milliseconds from 10 to 2000", verb: verb)
             }
             configuration.targetLatencyMilliseconds = milliseconds
         case "--role": configuration.mediaRole = value(argument.text)
@@ -124,12 +115,12 @@ func parsePlay(_ arguments: ArraySlice<Argument>) -> (PlayerConfiguration, [Trac
         case "--no-resume": configuration.policy.resumeAfterInterruption = false
         case "--resume-window":
             guard let minutes = Double(value(argument.text)), minutes >= 0, minutes < 100_000 else {
-                fail("--resume-window takes minutes (a number >= 0)")
+                usageError("--resume-window takes minutes (a number >= 0)", verb: verb)
             }
             configuration.policy.resumeWindowMilliseconds = Int64(minutes * 60_000)
-        case "--": files += paths(rest); rest = []
-        case let option where option.hasPrefix("--"): fail("unknown option \(option) (see earshot --help)")
-        default: files += paths([argument])
+        case "--": files += paths(rest, of: verb); rest = []
+        case _ where isOption(argument): usageError("unknown option \(argument.text)", verb: verb)
+        default: files += paths([argument], of: verb)
         }
     }
     if !triggerRoles.isEmpty { configuration.triggerRoles = Set(triggerRoles) }
@@ -146,14 +137,14 @@ func control(_ request: ControlRequest, json: Bool = false) -> Never {
         do {
             reply = try ControlClient.send(part, path: controlSocketPath())
         } catch {
-            fail(error.description, code: 1)
+            fail(error.description, code: ExitStatus.failure)
         }
         let parsed = (try? JSONSerialization.jsonObject(with: Data(reply.utf8))) as? [String: Any]
         if parsed?["ok"] as? Bool != true { break }
     }
     let parsed = (try? JSONSerialization.jsonObject(with: Data(reply.utf8))) as? [String: Any]
     if parsed?["ok"] as? Bool != true {
-        fail((parsed?["error"] as? String) ?? "the player refused the request", code: 1)
+        fail((parsed?["error"] as? String) ?? "the player refused the request", code: ExitStatus.failure)
     }
     if request == .queue, let queue = parsed?["queue"] as? [Any] {
         let current = parsed?["current"] as? Int ?? 0
@@ -163,78 +154,106 @@ func control(_ request: ControlRequest, json: Bool = false) -> Never {
             print("\(index == current ? ">" : " ") \(index + 1). \(shown)")
         }
     }
-    if request == .status {
-        if json {
-            print(reply)
-        } else if let status = parsed?["status"] as? [String: Any] {
-            print(StatusText.render(status))
-        }
+    if request == .status, let status = parsed?["status"] as? [String: Any] {
+        // The status object alone, as the README documents it: the reply's envelope belongs to the protocol.
+        print(json ? ControlReply.line(status) : StatusText.render(status))
     }
-    exit(0)
+    exit(ExitStatus.success)
 }
 
 var arguments = rawArguments()[...]
-guard let verb = arguments.popFirst()?.text else { print(usage); exit(2) }
-switch verb {
-case "--help", "-h", "help":
-    print(usage)
+guard let first = arguments.popFirst()?.text else { usageError("no verb given") }
+switch first {
+case "--help", "-h":
+    print(CommandLineHelp.overview)
+    exit(ExitStatus.success)
+case "--version":
+    print("earshot \(earshotVersion)")
+    exit(ExitStatus.success)
+default: break
+}
+guard let verb = Verb.named(first) else {
+    usageError(first.hasPrefix("-") ? "unknown option \(first)" : "unknown verb '\(first)'")
+}
+// `earshot VERB --help`: before a `--`, --help or -h anywhere asks for the verb's help.
+if arguments.prefix(while: { $0.text != "--" }).contains(where: { $0.text == "--help" || $0.text == "-h" }) {
+    print(verb.help)
+    exit(ExitStatus.success)
+}
+switch verb.name {
+case "help":
+    let asked = operands(of: verb, arguments).operands
+    guard asked.count <= 1 else { usageError("help takes at most one VERB", verb: verb) }
+    guard let name = asked.first?.text else { print(CommandLineHelp.overview); exit(ExitStatus.success) }
+    guard let topic = Verb.named(name) else { usageError("unknown verb '\(name)'", verb: verb) }
+    print(topic.help)
 case "serve":
+    expectNoArguments(verb, arguments)
     var configuration = loadConfiguration()
-    configuration.debugLogging = configuration.debugLogging || ProcessInfo.processInfo.environment["EARSHOT_LOG"] == "debug"
+    configuration.debugLogging = configuration.debugLogging
+        || ProcessInfo.processInfo.environment["EARSHOT_LOG"] == "debug"
     exit(PlayerService.serve(configuration: configuration))
 case "play":
     if arguments.isEmpty { control(.play) }
-    let (configuration, files) = parsePlay(arguments)
-    guard !files.isEmpty else { fail("play needs at least one FILE (see earshot --help)") }
+    let (configuration, files) = parsePlay(arguments, verb: verb)
+    guard !files.isEmpty else { usageError("play needs at least one FILE", verb: verb) }
     if ControlClient.isAnswering(path: configuration.socketPath) {
         // A service is running: it plays them.
         let expansion = QueueInput.expand(files)
         for problem in expansion.problems { FileHandle.standardError.write(Data("earshot: \(problem)\n".utf8)) }
-        guard !expansion.paths.isEmpty else { fail("nothing to play", code: 1) }
+        guard !expansion.paths.isEmpty else { fail("nothing to play", code: ExitStatus.failure) }
         control(.load(paths: expansion.paths, play: true))
     }
     exit(PlayerService.runForeground(files: files, configuration: configuration))
 case "add":
-    let expansion = QueueInput.expand(paths(arguments))
+    let given = operands(of: verb, arguments).operands
+    guard !given.isEmpty else { usageError("add needs at least one FILE, DIR or PLAYLIST", verb: verb) }
+    let expansion = QueueInput.expand(paths(given, of: verb))
     for problem in expansion.problems { FileHandle.standardError.write(Data("earshot: \(problem)\n".utf8)) }
-    guard !expansion.paths.isEmpty else { fail("nothing to add", code: 1) }
+    guard !expansion.paths.isEmpty else { fail("nothing to add", code: ExitStatus.failure) }
     control(.add(paths: expansion.paths))
-case "queue": control(.queue)
-case "clear": control(.clear)
 case "decode":
-    guard let file = arguments.popFirst()?.path else { fail("decode needs a FILE") }
+    guard let file = singleOperand(of: verb, arguments).path else { usageError("an empty FILE argument", verb: verb) }
     do {
         let result = try DecodeBenchmark.run(path: file)
         print("frames=\(result.frames) seconds=\(result.seconds)")
     } catch {
-        fail(error.description, code: 1)
+        fail(error.description, code: ExitStatus.failure)
     }
-case "pause": control(.pause)
-case "resume": control(.play)
-case "toggle": control(.toggle)
-case "stop": control(.stop)
-case "next": control(.next)
-case "previous": control(.previous)
 case "seek":
-    guard let text = arguments.popFirst()?.text, let seconds = Double(text), seconds >= 0, seconds.isFinite else {
-        fail("seek takes SECONDS (a number >= 0)")
+    let text = singleOperand(of: verb, arguments).text
+    guard let seconds = Double(text), seconds >= 0, seconds.isFinite else {
+        usageError("seek takes SECONDS (a number >= 0), not \(text)", verb: verb)
     }
     control(.seek(seconds: seconds))
 case "volume":
-    guard let text = arguments.popFirst()?.text, let percent = Int(text), (0...150).contains(percent) else {
-        fail("volume takes PERCENT from 0 to 150")
+    let text = singleOperand(of: verb, arguments).text
+    guard let percent = Int(text), (0...150).contains(percent) else {
+        usageError("volume takes PERCENT from 0 to 150, not \(text)", verb: verb)
     }
     control(.volume(percent: percent))
 case "status":
-    control(.status, json: arguments.contains { $0.text == "--json" })
+    let (given, flags) = operands(of: verb, arguments, flags: ["--json"])
+    if let extra = given.first { usageError("status takes no operands (got \(extra.text))", verb: verb) }
+    control(.status, json: flags.contains("--json"))
 case "events":
+    expectNoArguments(verb, arguments)
     do {
         try ControlClient.follow(path: controlSocketPath()) { line in
             if !line.hasPrefix("{") { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
         }
     } catch {
-        fail(error.description, code: 1)
+        fail(error.description, code: ExitStatus.failure)
     }
+case "queue": expectNoArguments(verb, arguments); control(.queue)
+case "clear": expectNoArguments(verb, arguments); control(.clear)
+case "pause": expectNoArguments(verb, arguments); control(.pause)
+case "resume": expectNoArguments(verb, arguments); control(.play)
+case "toggle": expectNoArguments(verb, arguments); control(.toggle)
+case "stop": expectNoArguments(verb, arguments); control(.stop)
+case "next": expectNoArguments(verb, arguments); control(.next)
+case "previous": expectNoArguments(verb, arguments); control(.previous)
 default:
-    fail("unknown command '\(verb)' (see earshot --help)")
+    // Every verb in `Verb.all` has its case above; the help test runs each one.
+    preconditionFailure("no handler for the verb \(verb.name)")
 }

@@ -626,7 +626,7 @@ def measure_big_queue(bench, tracks, count):
             control("add", path)
     control("play")
     time.sleep(8)
-    status = json.loads(control("status", "--json").stdout or "{}").get("status", {})
+    status = json.loads(control("status", "--json").stdout or "{}")
     peak = peak_rss_kib(serve.pid)
     stop(serve, grace=10)
     result.update({"queued": status.get("trackCount"), "playback": status.get("playback"),

@@ -146,7 +146,7 @@ fi
 python3 - "$work" "$seconds" "$latency" "$server" "$stress" "$player_status" "$json_out" <<'PY'
 import array, json, re, sys
 work, seconds, latency, server, stress, player_status, json_out = sys.argv[1:8]
-statuses = [json.loads(line)["status"] for line in open(f"{work}/status.jsonl") if line.strip()]
+statuses = [json.loads(line) for line in open(f"{work}/status.jsonl") if line.strip()]
 log = open(f"{work}/earshot.log").read()
 finished = re.findall(r"state=finished underruns=(\d+) serverUnderflows=(\d+)", log)
 realtime = statuses[-1].get("realtime") if statuses else None

@@ -1,5 +1,5 @@
-// The status every end-to-end test reads: `earshot status --json`'s `status` object, the same for `earshot play` and
-// `earshot serve` (one Player answers both).
+// The status every end-to-end test reads: the object `earshot status --json` prints (the control socket's reply
+// carries it as `status`), the same for `earshot play` and `earshot serve` (one Player answers both).
 
 /// The fields of `earshot status --json` the end-to-end tests read.
 struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {

@@ -76,13 +76,9 @@ final class EarshotPlayer: Sendable {
 
     /// `earshot status --json`, decoded.
     func status() throws -> EarshotStatus {
-        struct Reply: Decodable {
-            let ok: Bool
-            let status: EarshotStatus
-        }
         let result = try control(["status", "--json"])
         do {
-            return try JSONDecoder().decode(Reply.self, from: Data(result.standardOutput.utf8)).status
+            return try JSONDecoder().decode(EarshotStatus.self, from: Data(result.standardOutput.utf8))
         } catch {
             throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
         }

@@ -10,7 +10,8 @@ import Glibc
 import Foundation
 import Synchronization
 
-/// A reply of the control socket to `status` (what `earshot status --json` prints), its status decoded as `Status`.
+/// A reply of the control socket to `status` (`{"ok":true,"status":{...}}`), its status decoded as `Status`.
+/// `earshot status --json` prints the status object alone.
 struct StatusReply<Status: Decodable>: Decodable {
     /// Whether the request succeeded.
     let ok: Bool
@@ -229,8 +230,7 @@ final class ServiceHarness: Sendable {
     func status() throws -> EarshotStatus {
         let result = try earshotChecked(["status", "--json"])
         do {
-            return try JSONDecoder().decode(StatusReply<EarshotStatus>.self, from: Data(result.standardOutput.utf8))
-                .status
+            return try JSONDecoder().decode(EarshotStatus.self, from: Data(result.standardOutput.utf8))
         } catch {
             throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
         }

@@ -1,0 +1,190 @@
+// What `earshot` says about itself: its version, its verbs with their arguments and options, the help texts made
+// from them, and its exit statuses. The man page (scripts/package, with help2man) and the bash completion's test
+// read the same texts, so this file is the one place they are written.
+
+/// Earshot's version, written here only: `earshot --version` prints it and scripts/package reads it from there.
+let earshotVersion = "0.1.0"
+
+/// The exit statuses of `earshot`, listed in `earshot --help` under EXIT STATUS.
+enum ExitStatus {
+    /// The verb did what it was asked.
+    static let success: Int32 = 0
+    /// The player refused or failed the request, is not running, or no file could be played.
+    static let failure: Int32 = 1
+    /// EX_USAGE (sysexits.h): an unknown verb or option, a missing argument or a bad argument value.
+    static let usage: Int32 = 64
+    /// EX_CONFIG (sysexits.h): the configuration file is wrong; systemd does not restart the service on it.
+    static let configuration: Int32 = 78
+    /// `earshot play` stopped by Ctrl-C (128 + SIGINT, as shells report it); set by the player itself.
+    static let interrupted: Int32 = 130
+
+    /// Every status with what it means, for the help text.
+    static let meanings: [(status: Int32, meaning: String)] = [
+        (success, "success"),
+        (failure, "the player refused or failed the request, is not running, or no file could be played"),
+        (usage, "usage error: an unknown verb or option, a missing or bad argument (EX_USAGE)"),
+        (configuration, "configuration error: config.json is wrong; the service does not start (EX_CONFIG)"),
+        (interrupted, "earshot play was stopped with Ctrl-C (SIGINT)"),
+    ]
+}
+
+/// One option of a verb, as its help shows it.
+struct VerbOption {
+    /// The option and its value's name, e.g. `--sink NAME`.
+    let synopsis: String
+    /// What it does, in one line.
+    let meaning: String
+
+    /// The option's name alone, e.g. `--sink`.
+    var name: String { String(synopsis.prefix { $0 != " " }) }
+}
+
+/// One verb of the command line (`earshot VERB ...`): how it is called, what it does and its options.
+struct Verb {
+    /// The verb as typed, e.g. `play`.
+    let name: String
+    /// Its usage forms after the verb (one line each; empty for a verb that takes nothing).
+    let forms: [String]
+    /// What it does, in one line, for the overview.
+    let summary: String
+    /// More about it, for `earshot help VERB` only.
+    let details: [String]
+    /// Its options (besides `--help`).
+    let options: [VerbOption]
+
+    /// Creates a verb; see the properties.
+    init(_ name: String, forms: [String] = [""], _ summary: String, details: [String] = [],
+         options: [VerbOption] = []) {
+        self.name = name
+        self.forms = forms
+        self.summary = summary
+        self.details = details
+        self.options = options
+    }
+
+    /// Every verb, in the order the help lists them.
+    static let all: [Verb] = [
+        Verb("serve", "run the player service in the foreground (systemd runs it as a user service)",
+             details: ["It restores the saved queue paused, answers the control socket and publishes MPRIS2 on the",
+                       "session bus as org.mpris.MediaPlayer2.earshot. One per user: a second one exits."]),
+        Verb("play", forms: ["[OPTION...] FILE...", ""], "play FILEs; with no FILE, resume the running player",
+             details: ["Plays the FILEs in order through the sound server and exits 0 at the end of the queue (1 when",
+                       "no file could be played). With a service running it replaces the service's queue with the",
+                       "FILEs and plays them instead. With no FILE it resumes the running player, like resume.",
+                       "After --, every argument is a FILE, also one that starts with -."],
+             options: [
+                VerbOption(synopsis: "--sink NAME", meaning: "play on this sink (default: the server's default sink)"),
+                VerbOption(synopsis: "--latency MS", meaning: "target latency in milliseconds (10-2000, default 50)"),
+                VerbOption(synopsis: "--role ROLE", meaning: "media.role of the stream (default music)"),
+                VerbOption(synopsis: "--trigger-role ROLE",
+                           meaning: "a stream role that interrupts Earshot (default phone; repeatable)"),
+                VerbOption(synopsis: "--no-resume", meaning: "never resume by itself after an interruption"),
+                VerbOption(synopsis: "--resume-window MINUTES",
+                           meaning: "resume only after interruptions shorter than this (default 30)"),
+             ]),
+        Verb("add", forms: ["FILE|DIR|PLAYLIST.m3u..."], "append to the running player's queue",
+             details: ["Directories are added recursively, in natural order; .m3u playlists entry by entry.",
+                       "After --, every argument is a FILE, also one that starts with -."]),
+        Verb("queue", "list the running player's queue, the current track marked with >"),
+        Verb("clear", "empty the running player's queue"),
+        Verb("pause", "pause the running player (idempotent: never a toggle)"),
+        Verb("resume", "resume the running player; during a phone call it starts when the call ends"),
+        Verb("toggle", "pause if playing, play otherwise"),
+        Verb("stop", "stop; the next play starts the current track again"),
+        Verb("next", "move to the next track"),
+        Verb("previous", "move to the previous track"),
+        Verb("seek", forms: ["SECONDS"], "move to SECONDS (a number >= 0) into the current track"),
+        Verb("volume", forms: ["PERCENT"], "set the stream volume (0-150)"),
+        Verb("status", forms: ["[--json]"], "show what the player is doing",
+             details: ["With --json it prints one JSON object whose fields the README documents (playback,",
+                       "pauseReason, positionMs, sink, corked, ...)."],
+             options: [VerbOption(synopsis: "--json", meaning: "print the status as one JSON object")]),
+        Verb("events", "follow the player's event log (one line per event) until interrupted"),
+        Verb("decode", forms: ["FILE"], "decode FILE as fast as possible and print its frames and seconds",
+             details: ["The audio is discarded; scripts/bench uses it to compare with 'mpg123 -t'."]),
+        Verb("help", forms: ["[VERB]"], "show the help of VERB, or this help"),
+    ]
+
+    /// The verb called `name`, if there is one.
+    static func named(_ name: String) -> Verb? { all.first { $0.name == name } }
+
+    /// The usage lines of this verb (`Usage: earshot play ...`, then `  or:  ...`).
+    var usageLines: [String] {
+        forms.enumerated().map { index, form in
+            (index == 0 ? "Usage: " : "  or:  ") + "earshot \(name)" + (form.isEmpty ? "" : " \(form)")
+        }
+    }
+
+    /// `earshot help VERB`: the usage lines, what it does and its options.
+    var help: String {
+        var lines = usageLines
+        lines.append(summary.prefix(1).uppercased() + summary.dropFirst() + ".")
+        lines += details
+        lines += ["", "Options:"] + CommandLineHelp.table(
+            options.map { ($0.synopsis, $0.meaning) } + [("-h, --help", "show this help")])
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// The whole help (`earshot --help`) and the pieces usage errors print.
+enum CommandLineHelp {
+    /// The first line of the whole help, which a usage error repeats.
+    static let usageLine = "Usage: earshot VERB [OPTION...] [ARGUMENT...]"
+
+    /// `earshot --help`: every verb, the options of play, the files, the environment and the exit statuses.
+    static var overview: String {
+        let verbs = Verb.all.map { verb in
+            (verb.name + (verb.forms[0].isEmpty ? "" : " \(verb.forms[0])"), verb.summary)
+        }
+        let play = Verb.named("play")?.options ?? []
+        let lines: [String] = [
+            usageLine,
+            "  or:  earshot --help | --version",
+            "A polite background music player for the Linux desktop: it plays MP3 files through the session's",
+            "sound server (PulseAudio or PipeWire), pauses for phone calls and when its output device goes away,",
+            "and never starts by itself. 'earshot serve' is the service; the other verbs control it.",
+            "",
+            "Verbs:",
+        ] + table(verbs) + [
+            "",
+            "Run 'earshot help VERB' or 'earshot VERB --help' for a verb's usage and options.",
+            "",
+            "Options of play:",
+        ] + table(play.map { ($0.synopsis, $0.meaning) }) + [
+            "",
+            "Options:",
+        ] + table([("-h, --help", "show this help"), ("--version", "print the version: earshot \(earshotVersion)")])
+        + [
+            "",
+            "Files:",
+        ] + table([
+            ("$XDG_CONFIG_HOME/earshot/config.json",
+             "configuration: an unknown key or a wrong value is an error naming the key (exit status 78)"),
+            ("$XDG_STATE_HOME/earshot/state.json", "queue, track, position and volume, restored paused on start"),
+        ]) + [
+            "",
+            "Environment:",
+        ] + table([
+            ("EARSHOT_SOCKET", "control socket path (default $XDG_RUNTIME_DIR/earshot/control.sock)"),
+            ("PULSE_SERVER", "the sound server to use (libpulse's own variable)"),
+            ("EARSHOT_LOG", "log level: info (default) or debug"),
+        ]) + [
+            "",
+            "Exit status:",
+        ] + table(ExitStatus.meanings.map { (String($0.status), $0.meaning) })
+        return lines.joined(separator: "\n")
+    }
+
+    /// Two columns, indented by two: a term, then its meaning from column 26 (on the next line for a long term).
+    static func table(_ rows: [(term: String, meaning: String)]) -> [String] {
+        let column = 24
+        return rows.flatMap { row -> [String] in
+            let term = "  " + row.term
+            if row.meaning.isEmpty { return [term] }
+            if row.term.count < column - 1 {
+                return [term + String(repeating: " ", count: column + 2 - term.count) + row.meaning]
+            }
+            return [term, String(repeating: " ", count: column + 2) + row.meaning]
+        }
+    }
+}
