@@ -3,15 +3,6 @@
 // feed it through the service's serial owner, one notification at a time.
 import EarshotCore
 
-/// Where a trigger-role stream must play to interrupt us.
-public enum InterruptionScope: String, Sendable, CaseIterable {
-    /// On any sink of the session (the default): a call on a headset pauses the music on the speakers, as on a
-    /// phone. PulseAudio's module-role-cork works per sink, so on PulseAudio only our own detection sees such a call.
-    case session
-    /// Only on the sink our stream plays on (module-role-cork's own default, `global=0`).
-    case sameSink
-}
-
 /// Tracks our sink and the trigger-role streams of the session, and says which events a server notification means.
 public struct ServerEventTranslator: Sendable {
     /// Stream roles that interrupt us (default `phone`).
