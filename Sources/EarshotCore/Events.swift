@@ -44,6 +44,16 @@ public enum InterruptionSource: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// Where a trigger-role stream must play to interrupt us (configuration: the adapter applies it when it decides
+/// which streams are interruptions).
+public enum InterruptionScope: String, Sendable, CaseIterable {
+    /// On any sink of the session (the default): a call on a headset pauses the music on the speakers, as on a
+    /// phone. PulseAudio's module-role-cork works per sink, so on PulseAudio only our own detection sees such a call.
+    case session
+    /// Only on the sink our stream plays on (module-role-cork's own default, `global=0`).
+    case sameSink
+}
+
 /// Why the output went away.
 public enum OutputLossReason: Hashable, Sendable, CustomStringConvertible {
     /// Our sink was removed (USB or Bluetooth device unplugged); the server moved us elsewhere.

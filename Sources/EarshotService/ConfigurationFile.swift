@@ -73,7 +73,7 @@ public enum ConfigurationFile {
 
     /// The keys the file may hold, in documentation order.
     public static let knownKeys = [
-        "triggerRoles", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
+        "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink",
     ]
 
@@ -164,6 +164,8 @@ public enum ConfigurationFile {
 struct ConfigurationContents: Decodable {
     /// `triggerRoles`: stream roles that interrupt Earshot.
     var triggerRoles: [String]?
+    /// `interruptionScope`: "session" or "sameSink".
+    var interruptionScope: InterruptionScope?
     /// `resumeAfterInterruption`.
     var resumeAfterInterruption: Bool?
     /// `resumeWindowMinutes` (0...1440).
@@ -197,6 +199,13 @@ struct ConfigurationContents: Decodable {
         triggerRoles = try Self.value([String].self, "triggerRoles", in: container, expected: "an array of strings")
         if let roles = triggerRoles, roles.contains(where: { $0.isEmpty }) {
             throw ConfigurationError.Problem.outOfRange(key: "triggerRoles", allowed: "an array of non-empty strings")
+        }
+        if let scope = try Self.value(String.self, "interruptionScope", in: container, expected: "a string") {
+            guard let known = InterruptionScope(rawValue: scope) else {
+                let scopes = InterruptionScope.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
+                throw ConfigurationError.Problem.outOfRange(key: "interruptionScope", allowed: scopes)
+            }
+            interruptionScope = known
         }
         resumeAfterInterruption = try Self.value(
             Bool.self, "resumeAfterInterruption", in: container, expected: "a boolean (true or false)")
@@ -257,6 +266,7 @@ struct ConfigurationContents: Decodable {
     func applied(onto base: PlayerConfiguration) -> PlayerConfiguration {
         var configuration = base
         if let triggerRoles { configuration.triggerRoles = Set(triggerRoles) }
+        if let interruptionScope { configuration.interruptionScope = interruptionScope }
         if let resumeAfterInterruption { configuration.policy.resumeAfterInterruption = resumeAfterInterruption }
         if let resumeWindowMinutes {
             configuration.policy.resumeWindowMilliseconds = Int64((resumeWindowMinutes * 60_000).rounded())

@@ -163,7 +163,8 @@ actor Player {
         ring = FrameRing(minimumCapacity: 131_072)
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
         rules = PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true))
-        translator = ServerEventTranslator(triggerRoles: configuration.triggerRoles)
+        translator = ServerEventTranslator(
+            triggerRoles: configuration.triggerRoles, scope: configuration.interruptionScope)
     }
 
     // MARK: Running

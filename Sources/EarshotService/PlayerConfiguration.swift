@@ -11,6 +11,8 @@ public struct PlayerConfiguration: Sendable {
     public var mediaRole: String = "music"
     /// Stream roles that interrupt Earshot.
     public var triggerRoles: Set<String> = ["phone"]
+    /// Where such a stream must play to interrupt Earshot: anywhere in the session (the default), or on its sink.
+    public var interruptionScope: InterruptionScope = .session
     /// Whether and when to resume after an interruption.
     public var policy = ResumePolicy()
     /// Show a progress line on standard output (only when it is a terminal).

@@ -3,10 +3,12 @@
 // feed it through the service's serial owner, one notification at a time.
 import EarshotCore
 
-/// Tracks our sink and the trigger-role streams on it, and says which events a server notification means.
+/// Tracks our sink and the trigger-role streams of the session, and says which events a server notification means.
 public struct ServerEventTranslator: Sendable {
     /// Stream roles that interrupt us (default `phone`).
     public var triggerRoles: Set<String>
+    /// Where a trigger-role stream must play to interrupt us.
+    public var scope: InterruptionScope
     /// The sink our stream plays on, as last seen (nil before the stream is ready).
     public private(set) var ourSink: SinkSnapshot?
     /// Our own sink-input, which is never an interruption source.
@@ -16,9 +18,10 @@ public struct ServerEventTranslator: Sendable {
     /// The trigger streams that currently interrupt us.
     public private(set) var activeTriggers: Set<UInt32> = []
 
-    /// A translator for `triggerRoles`.
-    public init(triggerRoles: Set<String> = ["phone"]) {
+    /// A translator for `triggerRoles` within `scope`.
+    public init(triggerRoles: Set<String> = ["phone"], scope: InterruptionScope = .session) {
         self.triggerRoles = triggerRoles
+        self.scope = scope
     }
 
     /// Our stream is (now) on `sink` as sink-input `sinkInputIndex`: after it became ready or moved. Trigger
@@ -89,7 +92,7 @@ public struct ServerEventTranslator: Sendable {
     /// Compares the trigger streams with the active set and reports the differences, in index order.
     private mutating func reweigh(at moment: Moment) -> [Event] {
         let interrupting = Set(triggerStreams.values.filter { input in
-            input.sinkIndex == ourSink?.index && !input.corked && !input.muted
+            !input.corked && !input.muted && (scope == .session || input.sinkIndex == ourSink?.index)
         }.map(\.index))
         let began = interrupting.subtracting(activeTriggers).sorted()
         let ended = activeTriggers.subtracting(interrupting).sorted()

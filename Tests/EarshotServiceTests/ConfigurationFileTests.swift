@@ -43,6 +43,7 @@ struct ConfigurationFileTests {
         #expect(configuration.targetLatencyMilliseconds == 50)
         #expect(configuration.mediaRole == "music")
         #expect(configuration.triggerRoles == ["phone"])
+        #expect(configuration.interruptionScope == .session)
         #expect(configuration.policy == ResumePolicy(resumeAfterInterruption: true,
                                                      resumeWindowMilliseconds: 30 * 60 * 1000))
         #expect(configuration.debugLogging == false)
@@ -78,6 +79,7 @@ struct ConfigurationFileTests {
             {
               "//": "a comment",
               "triggerRoles": ["phone", "alarm"],
+              "interruptionScope": "sameSink",
               "resumeAfterInterruption": false,
               "resumeWindowMinutes": 2.5,
               "mediaRole": "video",
@@ -87,6 +89,7 @@ struct ConfigurationFileTests {
             }
             """)
         #expect(configuration.triggerRoles == ["phone", "alarm"])
+        #expect(configuration.interruptionScope == .sameSink)
         #expect(configuration.policy.resumeAfterInterruption == false)
         #expect(configuration.policy.resumeWindowMilliseconds == 150_000)
         #expect(configuration.mediaRole == "video")
@@ -98,6 +101,7 @@ struct ConfigurationFileTests {
     @Test("each key alone changes only itself")
     func eachKeyAlone() throws {
         #expect(try load(#"{"triggerRoles": []}"#).triggerRoles == [])
+        #expect(try load(#"{"interruptionScope": "session"}"#).interruptionScope == .session)
         #expect(try load(#"{"resumeAfterInterruption": false}"#).policy.resumeAfterInterruption == false)
         #expect(try load(#"{"resumeWindowMinutes": 0}"#).policy.resumeWindowMilliseconds == 0)
         #expect(try load(#"{"resumeWindowMinutes": 1440}"#).policy.resumeWindowMilliseconds == 86_400_000)
@@ -134,6 +138,7 @@ struct ConfigurationFileTests {
         (#"{"resumeWindowMinutes": "30"}"#, "resumeWindowMinutes"),
         (#"{"resumeWindowMinutes": true}"#, "resumeWindowMinutes"),
         (#"{"mediaRole": 5}"#, "mediaRole"),
+        (#"{"interruptionScope": 1}"#, "interruptionScope"),
         (#"{"targetLatencyMilliseconds": 50.5}"#, "targetLatencyMilliseconds"),
         (#"{"targetLatencyMilliseconds": "50"}"#, "targetLatencyMilliseconds"),
         (#"{"logLevel": false}"#, "logLevel"),
@@ -157,6 +162,7 @@ struct ConfigurationFileTests {
         (#"{"resumeWindowMinutes": -1}"#, "resumeWindowMinutes"),
         (#"{"resumeWindowMinutes": 1441}"#, "resumeWindowMinutes"),
         (#"{"logLevel": "verbose"}"#, "logLevel"),
+        (#"{"interruptionScope": "global"}"#, "interruptionScope"),
         (#"{"triggerRoles": [""]}"#, "triggerRoles"),
         (#"{"mediaRole": ""}"#, "mediaRole"),
         (#"{"sink": ""}"#, "sink"),

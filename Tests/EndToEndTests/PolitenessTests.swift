@@ -87,11 +87,7 @@ struct PolitenessTests {
 
     /// Stops the recorders and returns their recordings in order.
     private func stop(_ recorders: [MonitorRecorder]) async throws -> [Recording] {
-        var recordings: [Recording] = []
-        for recorder in recorders {
-            recordings.append(try await recorder.stop())
-        }
-        return recordings
+        try await stopRecorders(recorders)
     }
 
     /// The dial tone heard on `recording` after the wall-clock `instant`: from its first sound to its last.

@@ -432,8 +432,10 @@ enum PlayerctlSession {
 
             try harness.playerctlEarshot(["play-pause"])
             seen.statusAfterFirstPlayPause = try await status(settlingOn: "Playing")
+            // Until the decoder has opened the track there is no title yet, and playerctl fails ("No player could
+            // handle this command"): that is an answer to wait past, not an error.
             seen.firstTitle = try await harness.settle(ServiceTests.firstTitle) {
-                try harness.playerctlEarshot(["metadata", "title"])
+                (try? harness.playerctlEarshot(["metadata", "title"])) ?? ""
             }
             try harness.playerctlEarshot(["play-pause"])
             seen.statusAfterSecondPlayPause = try await status(settlingOn: "Paused")
@@ -451,7 +453,7 @@ enum PlayerctlSession {
 
             try harness.playerctlEarshot(["next"])
             seen.titleAfterNext = try await harness.settle(ServiceTests.secondTitle) {
-                try harness.playerctlEarshot(["metadata", "title"])
+                (try? harness.playerctlEarshot(["metadata", "title"])) ?? ""
             }
             seen.statusAfterNext = try await status(settlingOn: "Playing")
 

@@ -1,15 +1,18 @@
 // Earshot's own detection of phone calls (issue 6, item 2): on PipeWire nothing else tells it about a call, so
-// it watches for `media.role=phone` streams on the sink it plays to. A call on the other sink is none of its
-// business (the same-sink policy of PulseAudio's module-role-cork); a call that moves onto our sink interrupts;
-// a muted call no longer does; when it ends, the music comes back. Runs on both servers.
+// it watches for `media.role=phone` streams. With `"interruptionScope": "sameSink"` (the same-sink policy of
+// PulseAudio's module-role-cork) a call on the other sink is none of its business; a call that moves onto our sink
+// interrupts; a muted call no longer does; when it ends, the music comes back. Runs on every server. The default
+// scope, the whole session, is SessionCallTests'.
 import Foundation
 import Testing
 
 @Suite("Phone streams seen by Earshot itself", .serialized)
 struct TriggerStreamTests {
-    @Test("a call on the other sink is ignored; moved onto ours it interrupts; muted or ended, the music returns")
+    @Test("scope sameSink: a call on the other sink is ignored; moved onto ours it interrupts; muted or ended, no more")
     func callsOnEitherSink() async throws {
-        try await EarshotPlayer.whilePlaying(seconds: 30, heard: 1000) { player, scratch in
+        try await EarshotPlayer.whilePlaying(
+            seconds: 30, heard: 1000, configuration: #"{"interruptionScope": "sameSink"}"#
+        ) { player, scratch in
 
             let seconds = 12.0
             let call = try ServerControl.startPhoneCall(

@@ -172,8 +172,12 @@ struct PulseIntegrationTests {
         let mark = notices.count
         let call = try start(["paplay", "--property=media.role=phone", "--device=headphones", wav])
         defer { stopChild(call) }
+        // PipeWire 1.4 announces a new stream before it is linked (no sink yet) and again once it is: wait for the
+        // linked one.
         let seen = await notices.waitFor(.seconds(5), from: mark) { notice in
-            if case .sinkInputChanged(let input) = notice { return input.mediaRole == "phone" && !input.corked }
+            if case .sinkInputChanged(let input) = notice {
+                return input.mediaRole == "phone" && !input.corked && input.sinkIndex == headphones.index
+            }
             return false
         }
         guard case .sinkInputChanged(let phone)? = seen?.notice else {

@@ -15,8 +15,8 @@ struct ServerEventTranslatorTests {
                           clientIndex: 3, applicationName: "paplay")
     }
 
-    func translatorOnHeadphones() -> ServerEventTranslator {
-        var translator = ServerEventTranslator()
+    func translatorOnHeadphones(scope: InterruptionScope = .session) -> ServerEventTranslator {
+        var translator = ServerEventTranslator(scope: scope)
         #expect(translator.ourStreamIsOn(headphones, sinkInputIndex: 10, at: now) == [])
         return translator
     }
@@ -32,11 +32,47 @@ struct ServerEventTranslatorTests {
             == [.interruptionEnded(.triggerStream(index: 20), resumeAllowed: true, at: now)])
     }
 
-    @Test("A phone stream on the other sink is not an interruption (same-sink policy, as module-role-cork)")
-    func phoneOnOtherSink() {
-        var translator = translatorOnHeadphones()
+    @Test("With scope sameSink, a phone stream on the other sink is not an interruption (as module-role-cork)")
+    func phoneOnOtherSinkSameSinkScope() {
+        var translator = translatorOnHeadphones(scope: .sameSink)
         #expect(translator.sinkInputChanged(phone(20, on: 2), at: now) == [])
         #expect(translator.sinkInputRemoved(20, at: now) == [])
+    }
+
+    @Test("By default (scope session) a phone stream on any sink is an interruption, and its removal ends it")
+    func phoneOnOtherSinkSessionScope() {
+        #expect(ServerEventTranslator().scope == .session)
+        var translator = translatorOnHeadphones()
+        #expect(translator.sinkInputChanged(phone(20, on: 2), at: now)
+            == [.interruptionBegan(.triggerStream(index: 20), at: now)])
+        // Moving between sinks is the same call: nothing ends, nothing begins.
+        #expect(translator.sinkInputChanged(phone(20, on: 1), at: now) == [])
+        #expect(translator.sinkInputChanged(phone(20, on: 2), at: now) == [])
+        #expect(translator.sinkInputRemoved(20, at: now)
+            == [.interruptionEnded(.triggerStream(index: 20), resumeAllowed: true, at: now)])
+    }
+
+    @Test("Scope session: a call announced before it is linked to a sink (PipeWire 1.4) interrupts at once")
+    func unlinkedPhoneSessionScope() {
+        // pipewire-pulse 1.4.2 reports a new sink-input first with PA_INVALID_INDEX as its sink, then again linked
+        // (seen in PulseIntegrationTests on the private PipeWire 1.4 server).
+        var translator = translatorOnHeadphones()
+        #expect(translator.sinkInputChanged(phone(20, on: UInt32.max), at: now)
+            == [.interruptionBegan(.triggerStream(index: 20), at: now)])
+        #expect(translator.sinkInputChanged(phone(20, on: 1), at: now) == [])
+        var sameSink = translatorOnHeadphones(scope: .sameSink)
+        #expect(sameSink.sinkInputChanged(phone(21, on: UInt32.max), at: now) == [])
+        #expect(sameSink.sinkInputChanged(phone(21, on: 1), at: now)
+            == [.interruptionBegan(.triggerStream(index: 21), at: now)])
+    }
+
+    @Test("Scope session: a call that began before our stream existed is counted once the stream is on a sink")
+    func callBeforeOurStream() {
+        var translator = ServerEventTranslator()
+        #expect(translator.sinkInputChanged(phone(20, on: 2), at: now)
+            == [.interruptionBegan(.triggerStream(index: 20), at: now)])
+        #expect(translator.ourStreamIsOn(headphones, sinkInputIndex: 10, at: now) == [])
+        #expect(translator.activeTriggers == [20])
     }
 
     @Test("Streams that start corked or muted count only once they really play")
@@ -50,9 +86,9 @@ struct ServerEventTranslatorTests {
             == [.interruptionEnded(.triggerStream(index: 20), resumeAllowed: true, at: now)])
     }
 
-    @Test("A phone stream moving onto or off our sink begins or ends its interruption")
+    @Test("With scope sameSink, a phone stream moving onto or off our sink begins or ends its interruption")
     func phoneMoves() {
-        var translator = translatorOnHeadphones()
+        var translator = translatorOnHeadphones(scope: .sameSink)
         #expect(translator.sinkInputChanged(phone(20, on: 2), at: now) == [])
         #expect(translator.sinkInputChanged(phone(20, on: 1), at: now)
             == [.interruptionBegan(.triggerStream(index: 20), at: now)])
@@ -60,9 +96,9 @@ struct ServerEventTranslatorTests {
             == [.interruptionEnded(.triggerStream(index: 20), resumeAllowed: true, at: now)])
     }
 
-    @Test("Our stream moving to the sink where a call plays begins the interruption")
+    @Test("With scope sameSink, our stream moving to the sink where a call plays begins the interruption")
     func weMoveOntoACall() {
-        var translator = translatorOnHeadphones()
+        var translator = translatorOnHeadphones(scope: .sameSink)
         #expect(translator.sinkInputChanged(phone(20, on: 2), at: now) == [])
         #expect(translator.ourStreamIsOn(speakers, sinkInputIndex: 10, at: now)
             == [.interruptionBegan(.triggerStream(index: 20), at: now)])

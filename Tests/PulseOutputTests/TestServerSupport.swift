@@ -280,7 +280,8 @@ func restoreHeadphonesSink(on connection: PulseConnection) throws {
     try run(["pactl", "set-default-sink", "headphones"])
 }
 
-/// Which private server scripts/test started: `EARSHOT_TEST_SERVER` (`pulseaudio` unless it says `pipewire`).
+/// Which private server scripts/test started: `EARSHOT_TEST_SERVER` (`pulseaudio` unless it names a PipeWire:
+/// `pipewire`, the system's 0.3.65, or `pipewire-1.4`, the private prefix's 1.4.2; the two behave alike here).
 enum TestServerKind: String {
     /// PulseAudio 16 with module-role-cork (Config/pulse-test.pa).
     case pulseaudio
@@ -289,7 +290,8 @@ enum TestServerKind: String {
 
     /// The server under test.
     static var current: TestServerKind {
-        TestServerKind(rawValue: ProcessInfo.processInfo.environment["EARSHOT_TEST_SERVER"] ?? "") ?? .pulseaudio
+        let name = ProcessInfo.processInfo.environment["EARSHOT_TEST_SERVER"] ?? ""
+        return name.hasPrefix("pipewire") ? .pipewire : .pulseaudio
     }
 }
 

@@ -2,17 +2,21 @@
 # Sourced by scripts/test, scripts/bench, scripts/run and scripts/lib/soundserver-ctl: starts and stops a private
 # sound server with two virtual outputs, `headphones` (the default sink) and `speakers`.
 #
-# Which server: EARSHOT_TEST_SERVER=pulseaudio (the default) or pipewire.
+# Which server: EARSHOT_TEST_SERVER=pulseaudio (the default), pipewire or pipewire-1.4.
 #   pulseaudio  `pulseaudio -n -F Config/pulse-test.pa` (null sinks, module-role-cork, a null default source).
-#   pipewire    a private session bus (`dbus-daemon --session`, WirePlumber needs one), then `pipewire`,
-#               `wireplumber` (Config/wireplumber-test/: no hardware monitors, no stream restore) and
-#               `pipewire-pulse`; the null sinks are made with `pactl load-module module-null-sink`.
+#   pipewire    the system's PipeWire 0.3.65 and WirePlumber 0.4.13: a private session bus (`dbus-daemon
+#               --session`, WirePlumber needs one), then `pipewire`, `wireplumber` (Config/wireplumber-test/: no
+#               hardware monitors, no stream restore) and `pipewire-pulse`; the null sinks are made with
+#               `pactl load-module module-null-sink`.
+#   pipewire-1.4  the same stack from PipeWire 1.4.2 and WirePlumber 0.5.8 of bookworm-backports, unpacked into a
+#               private prefix under the build folder (scripts/lib/pipewire-prefix.sh; downloaded once), with
+#               WirePlumber 0.5's SPA-JSON configuration (Config/wireplumber-0.5-test/).
 # Both run as the caller (root in CI), headless, without systemd, and are up in about a second.
 #
 # After `soundserver_start` these are exported:
 #   PULSE_SERVER        the server's native socket (libpulse, pactl, paplay and parec use it)
 #   XDG_RUNTIME_DIR     the server's private runtime folder (short: socket paths are limited to 108 bytes)
-#   EARSHOT_TEST_SERVER and SOUNDSERVER_KIND   `pulseaudio` or `pipewire`
+#   EARSHOT_TEST_SERVER and SOUNDSERVER_KIND   `pulseaudio`, `pipewire` or `pipewire-1.4`
 #   SOUNDSERVER_ROOT    the private folder with logs, pid files and (pipewire) XDG_CONFIG_HOME / XDG_STATE_HOME
 #   SOUNDSERVER_PID     the process serving PULSE_SERVER (pulseaudio, or pipewire-pulse) when it started; a
 #                       restart changes it: ask `soundserver-ctl pid`
@@ -32,6 +36,9 @@
 # The repository root, when the caller did not say.
 : "${EARSHOT_ROOT:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 
+# shellcheck source=pipewire-prefix.sh
+source "$EARSHOT_ROOT/scripts/lib/pipewire-prefix.sh"
+
 # The control script tests run through Process (see its header).
 SOUNDSERVER_CTL="$EARSHOT_ROOT/scripts/lib/soundserver-ctl"
 
@@ -50,8 +57,15 @@ soundserver_start() {
     local kind="${EARSHOT_TEST_SERVER:-pulseaudio}"
     case "$kind" in
         pulseaudio | pipewire) ;;
+        pipewire-1.4)
+            # Prepared before the private folder exists: a failed download leaves nothing to clean up.
+            pipewire_prefix_prepare >/dev/null || {
+                _soundserver_log "the PipeWire 1.4 prefix could not be prepared"
+                return 1
+            }
+            ;;
         *)
-            _soundserver_log "EARSHOT_TEST_SERVER must be pulseaudio or pipewire, not '$kind'"
+            _soundserver_log "EARSHOT_TEST_SERVER must be pulseaudio, pipewire or pipewire-1.4, not '$kind'"
             return 1
             ;;
     esac
@@ -182,7 +196,7 @@ _soundserver_export_addresses() {
     PULSE_RUNTIME_PATH="$XDG_RUNTIME_DIR/pulse"
     PULSE_SERVER="unix:$XDG_RUNTIME_DIR/pulse/native"
     export XDG_RUNTIME_DIR PULSE_RUNTIME_PATH PULSE_SERVER
-    if [ "$SOUNDSERVER_KIND" = pipewire ]; then
+    if [ "$SOUNDSERVER_KIND" != pulseaudio ]; then
         SOUNDSERVER_DBUS_ADDRESS="unix:path=$XDG_RUNTIME_DIR/bus"
         export SOUNDSERVER_DBUS_ADDRESS
     else
@@ -234,12 +248,16 @@ closedir($fds); POSIX::close($_) for @open; exec { $ARGV[0] } @ARGV or die "exec
 # and records its pid. stdin is /dev/null and stdout/stderr go to the log, so that a caller reading our output
 # through a pipe (a test running soundserver-ctl) is not held open by the daemon.
 _soundserver_spawn() {
-    local name="$1"
+    local name="$1" prefix_environment=()
     shift
+    # PipeWire 1.4's daemons run from the prefix (its PATH, libraries, plugins and configuration); the bus does not.
+    if [ "$SOUNDSERVER_KIND" = pipewire-1.4 ] && [ "$name" != dbus ]; then
+        mapfile -t prefix_environment < <(pipewire_prefix_environment "$(pipewire_prefix_folder)/prefix")
+    fi
     env HOME="$SOUNDSERVER_ROOT/home" XDG_RUNTIME_DIR="$XDG_RUNTIME_DIR" \
         XDG_CONFIG_HOME="$SOUNDSERVER_ROOT/config" XDG_STATE_HOME="$SOUNDSERVER_ROOT/state" \
         DBUS_SESSION_BUS_ADDRESS="${SOUNDSERVER_DBUS_ADDRESS:-}" PULSE_RUNTIME_PATH="$PULSE_RUNTIME_PATH" \
-        perl -MPOSIX -e "$_SOUNDSERVER_CLEAN_DAEMON" "$@" </dev/null >>"$SOUNDSERVER_ROOT/$name.log" 2>&1 &
+        "${prefix_environment[@]}" perl -MPOSIX -e "$_SOUNDSERVER_CLEAN_DAEMON" "$@" </dev/null >>"$SOUNDSERVER_ROOT/$name.log" 2>&1 &
     local pid=$! started
     # Not a job of the calling shell: no "Killed" report when a test kills it, and the shell still reaps it.
     disown "$pid" 2>/dev/null || true
@@ -288,7 +306,7 @@ _soundserver_kill_all() {
 _soundserver_server_pid() {
     case "$SOUNDSERVER_KIND" in
         pulseaudio) _soundserver_pid_of pulseaudio ;;
-        pipewire) _soundserver_pid_of pipewire-pulse ;;
+        pipewire | pipewire-1.4) _soundserver_pid_of pipewire-pulse ;;
     esac
 }
 
@@ -297,7 +315,7 @@ _soundserver_running() {
     [ -n "${SOUNDSERVER_ROOT:-}" ] && [ -f "$SOUNDSERVER_ROOT/kind" ] || return 1
     case "$(cat "$SOUNDSERVER_ROOT/kind")" in
         pulseaudio) _soundserver_alive pulseaudio ;;
-        pipewire) _soundserver_alive pipewire && _soundserver_alive wireplumber && _soundserver_alive pipewire-pulse ;;
+        pipewire | pipewire-1.4) _soundserver_alive pipewire && _soundserver_alive wireplumber && _soundserver_alive pipewire-pulse ;;
     esac || return 1
     pactl info >/dev/null 2>&1
 }
@@ -318,7 +336,7 @@ _soundserver_launch() {
     mkdir -p "$SOUNDSERVER_ROOT/home"
     case "$SOUNDSERVER_KIND" in
         pulseaudio) _soundserver_launch_pulseaudio ;;
-        pipewire) _soundserver_launch_pipewire ;;
+        pipewire | pipewire-1.4) _soundserver_launch_pipewire ;;
     esac || return 1
     _soundserver_check_layout
 }
@@ -334,8 +352,14 @@ _soundserver_launch_pulseaudio() {
 }
 
 _soundserver_launch_pipewire() {
-    local program
+    local program configuration=wireplumber-test
+    [ "$SOUNDSERVER_KIND" = pipewire ] || configuration=wireplumber-0.5-test
     for program in dbus-daemon pipewire wireplumber pipewire-pulse; do
+        if [ "$SOUNDSERVER_KIND" = pipewire-1.4 ] && [ "$program" != dbus-daemon ]; then
+            [ -x "$(pipewire_prefix_folder)/prefix/usr/bin/$program" ] && continue
+            _soundserver_log "$program is missing from the PipeWire 1.4 prefix ($(pipewire_prefix_folder)/prefix)"
+            return 1
+        fi
         if ! command -v "$program" >/dev/null 2>&1; then
             _soundserver_log "$program is not installed (apt-get install pipewire pipewire-pulse wireplumber dbus-daemon)"
             return 1
@@ -345,7 +369,7 @@ _soundserver_launch_pipewire() {
     # remembered target would decide where the next test's stream starts.
     rm -rf "$SOUNDSERVER_ROOT/config" "$SOUNDSERVER_ROOT/state"
     mkdir -p "$SOUNDSERVER_ROOT/config/wireplumber" "$SOUNDSERVER_ROOT/state"
-    cp -R "$EARSHOT_ROOT/Config/wireplumber-test/." "$SOUNDSERVER_ROOT/config/wireplumber/"
+    cp -R "$EARSHOT_ROOT/Config/$configuration/." "$SOUNDSERVER_ROOT/config/wireplumber/"
 
     if ! _soundserver_alive dbus; then
         rm -f "$XDG_RUNTIME_DIR/bus"

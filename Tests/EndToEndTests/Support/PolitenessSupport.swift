@@ -142,10 +142,11 @@ extension EarshotPlayer {
     /// Has the private server to itself, starts `earshot play` on a position track of `seconds` (under a private
     /// name, in a scratch folder), waits until `heard` milliseconds of it were heard, runs `body`, then kills it.
     static func whilePlaying(
-        seconds: Double, heard: Int, _ body: (EarshotPlayer, URL) async throws -> Void
+        seconds: Double, heard: Int, configuration: String? = nil, _ body: (EarshotPlayer, URL) async throws -> Void
     ) async throws {
         try await TestEnvironment.withExclusiveSoundServer {
             try await TestEnvironment.withScratchDirectory { scratch in
+                if let configuration { try writeConfiguration(configuration, in: scratch) }
                 let track = try Fixtures.copy(try Fixtures.positionTrack(seconds: seconds), to: scratch,
                                               named: PrivateNames.fileName)
                 let player = try EarshotPlayer(playing: [track], in: scratch)
@@ -155,6 +156,14 @@ extension EarshotPlayer {
             }
         }
     }
+}
+
+/// Writes `text` as the configuration file of the players started in `scratch` (their XDG_CONFIG_HOME is
+/// scratch/config).
+func writeConfiguration(_ text: String, in scratch: URL) throws {
+    let folder = scratch.appendingPathComponent("config/earshot", isDirectory: true)
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    try Data(text.utf8).write(to: folder.appendingPathComponent("config.json"))
 }
 
 /// Reads a status every 25 ms until `condition` holds for it (a generous wait) and returns that status; throws,
@@ -412,6 +421,15 @@ func withMonitorRecorders<Result>(
         }
         throw error
     }
+}
+
+/// Stops `recorders` in order and returns their recordings.
+func stopRecorders(_ recorders: [MonitorRecorder]) async throws -> [Recording] {
+    var recordings: [Recording] = []
+    for recorder in recorders {
+        recordings.append(try await recorder.stop())
+    }
+    return recordings
 }
 
 /// Prints a measurement in a form that is easy to collect from test logs: `[measure] name: value`.
