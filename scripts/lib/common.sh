@@ -34,29 +34,35 @@ test_packages() {
 # ensure_build_packages [PKG...]: ensure_packages with what the build needs (build_packages) plus PKG...
 ensure_build_packages() {
     local build
-    build=$(build_packages) || exit 1
+    build=$(build_packages) || return 1
     # shellcheck disable=SC2086  # one package name a line, none with spaces
     ensure_packages $build "$@"
 }
 
 # ensure_packages PKG...: installs the Debian packages that are not installed yet (apt-get update first). When they
-# cannot be installed (not root and no usable sudo, or apt-get fails), stops the script with one line naming them
-# and the command that installs them. apt-get's own output is kept in a log and its first error quoted.
+# cannot be installed (not root and no usable sudo, or apt-get fails), prints one line naming them and the command
+# that installs them, and fails (a script under `set -e` stops there). apt-get's own output is kept in a log and its
+# first error quoted on that line.
 ensure_packages() {
     local missing=() found
     found=$(_missing_packages "$@")
     [ -n "$found" ] || return 0
     mapfile -t missing <<<"$found"
     local install="apt-get install ${missing[*]}"
+    [ "$(id -u)" -eq 0 ] || install="sudo $install"
     local sudo=()
     if [ "$(id -u)" -ne 0 ]; then
         if ! command -v sudo >/dev/null 2>&1; then
-            _packages_error "${missing[*]}" "sudo $install" "not root and no sudo"
+            _packages_error "${missing[*]}" "$install" "not root and no sudo"
+            return 1
         fi
         # Without a terminal sudo must not wait for a password nobody can type.
         if [ -t 0 ]; then sudo=(sudo); else sudo=(sudo -n); fi
     fi
-    command -v apt-get >/dev/null 2>&1 || _packages_error "${missing[*]}" "sudo $install" "no apt-get here"
+    if ! command -v apt-get >/dev/null 2>&1; then
+        _packages_error "${missing[*]}" "$install" "no apt-get here"
+        return 1
+    fi
     printf '[setup] installing: %s\n' "${missing[*]}" >&2
     local apt_log
     apt_log=$(mktemp /tmp/earshot-apt.XXXXXX)
@@ -65,13 +71,17 @@ ensure_packages() {
         local reason
         reason=$(grep -m1 -E '^(E:|sudo:)' "$apt_log" || tail -n 1 "$apt_log")
         rm -f "$apt_log"
-        _packages_error "${missing[*]}" "sudo $install" "apt-get failed: ${reason:-no output}"
+        _packages_error "${missing[*]}" "$install" "apt-get failed: ${reason:-no output}"
+        return 1
     fi
     rm -f "$apt_log"
     found=$(_missing_packages "$@")
     [ -z "$found" ] || mapfile -t missing <<<"$found"
-    [ -z "$found" ] || _packages_error "${missing[*]}" "sudo apt-get install ${missing[*]}" \
-        "apt-get finished but they are still not installed"
+    if [ -n "$found" ]; then
+        _packages_error "${missing[*]}" "$install" \
+            "apt-get finished but they are still not installed"
+        return 1
+    fi
 }
 
 # The packages among PKG... that dpkg does not list as installed, one a line.
@@ -87,7 +97,6 @@ _missing_packages() {
 # _packages_error PACKAGES COMMAND REASON: the one line a script stops with when packages cannot be installed.
 _packages_error() {
     printf '[setup] error: missing Debian packages: %s; install them with: %s (%s)\n' "$1" "$2" "$3" >&2
-    exit 1
 }
 
 # ensure_swift: puts the toolchain on PATH when it is installed in /opt/swift but not on PATH.
