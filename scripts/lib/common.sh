@@ -1,20 +1,102 @@
+# shellcheck shell=bash
 # Sourced by the scripts: logging and installing what is missing from Debian's packages.
+#
+# What a build of Earshot needs from Debian is read from Package.swift (build_packages): the `.apt([...])`
+# providers of its system-library targets. Every script that builds installs those plus only what it needs
+# beyond the build (a sound server, sox, playerctl, ...). scripts/fresh-check proves on a fresh Debian 12 root
+# that nothing is missing.
 
-# ensure_packages PKG...: installs the Debian packages that are not installed yet (apt-get update first).
+# The repository this file belongs to (the scripts that source it may not have set EARSHOT_ROOT yet).
+_COMMON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# build_packages: prints the Debian packages a `swift build` of Earshot needs, one a line: the `.apt([...])`
+# providers of the system-library targets in Package.swift (CPulse, CMPG123, CSystemd, ...). Beyond those the
+# build needs only the Swift toolchain and what swift.org lists as its prerequisites.
+build_packages() {
+    local manifest="$_COMMON_ROOT/Package.swift" names
+    # The manifest read as one line, so a provider list may span lines; then every quoted name inside .apt([...]).
+    names=$(tr '\n' ' ' <"$manifest" | grep -o '\.apt( *\[[^]]*\]' | grep -o '"[^"]*"' | tr -d '"' | sort -u) || true
+    if [ -z "$names" ]; then
+        printf '[setup] error: no .apt([...]) providers found in %s; build_packages cannot say what a build needs\n' \
+            "$manifest" >&2
+        exit 1
+    fi
+    printf '%s\n' "$names"
+}
+
+# test_packages: prints what the test suites run beyond the build, one a line (scripts/test, and scripts/ci-checks
+# for the sanitizer runs of the same suites): the private PulseAudio with pactl/paplay/parec, sox, lame, its MP3
+# format and mpg123 for test audio, a private dbus-daemon and playerctl for the MPRIS tests, and systemd.
+test_packages() {
+    printf '%s\n' pulseaudio pulseaudio-utils lame sox libsox-fmt-mp3 mpg123 dbus-daemon dbus-bin playerctl systemd
+}
+
+# ensure_build_packages [PKG...]: ensure_packages with what the build needs (build_packages) plus PKG...
+ensure_build_packages() {
+    local build
+    build=$(build_packages) || return 1
+    # shellcheck disable=SC2086  # one package name a line, none with spaces
+    ensure_packages $build "$@"
+}
+
+# ensure_packages PKG...: installs the Debian packages that are not installed yet (apt-get update first). When they
+# cannot be installed (not root and no usable sudo, or apt-get fails), prints one line naming them and the command
+# that installs them, and fails (a script under `set -e` stops there). apt-get's own output is kept in a log and its
+# first error quoted on that line.
 ensure_packages() {
-    local missing=() package
+    local missing=() found
+    found=$(_missing_packages "$@")
+    [ -n "$found" ] || return 0
+    mapfile -t missing <<<"$found"
+    local install="apt-get install ${missing[*]}"
+    [ "$(id -u)" -eq 0 ] || install="sudo $install"
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if ! command -v sudo >/dev/null 2>&1; then
+            _packages_error "${missing[*]}" "$install" "not root and no sudo"
+            return 1
+        fi
+        # Without a terminal sudo must not wait for a password nobody can type.
+        if [ -t 0 ]; then sudo=(sudo); else sudo=(sudo -n); fi
+    fi
+    if ! command -v apt-get >/dev/null 2>&1; then
+        _packages_error "${missing[*]}" "$install" "no apt-get here"
+        return 1
+    fi
+    printf '[setup] installing: %s\n' "${missing[*]}" >&2
+    local apt_log
+    apt_log=$(mktemp /tmp/earshot-apt.XXXXXX)
+    if ! { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${missing[@]}"; } </dev/null >"$apt_log" 2>&1; then
+        local reason
+        reason=$(grep -m1 -E '^(E:|sudo:)' "$apt_log" || tail -n 1 "$apt_log")
+        rm -f "$apt_log"
+        _packages_error "${missing[*]}" "$install" "apt-get failed: ${reason:-no output}"
+        return 1
+    fi
+    rm -f "$apt_log"
+    found=$(_missing_packages "$@")
+    [ -z "$found" ] || mapfile -t missing <<<"$found"
+    if [ -n "$found" ]; then
+        _packages_error "${missing[*]}" "$install" \
+            "apt-get finished but they are still not installed"
+        return 1
+    fi
+}
+
+# The packages among PKG... that dpkg does not list as installed, one a line.
+_missing_packages() {
+    local package
     for package in "$@"; do
         if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-            missing+=("$package")
+            printf '%s\n' "$package"
         fi
     done
-    [ ${#missing[@]} -eq 0 ] && return 0
-    printf '[setup] installing: %s\n' "${missing[*]}" >&2
-    local sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq </dev/null >&2
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-        </dev/null >&2
+}
+
+# _packages_error PACKAGES COMMAND REASON: the one line a script stops with when packages cannot be installed.
+_packages_error() {
+    printf '[setup] error: missing Debian packages: %s; install them with: %s (%s)\n' "$1" "$2" "$3" >&2
 }
 
 # ensure_swift: puts the toolchain on PATH when it is installed in /opt/swift but not on PATH.
@@ -25,6 +107,8 @@ ensure_swift() {
         export PATH
         return 0
     fi
-    printf '[setup] error: swift is not on PATH (Swift 6 is expected, e.g. in /opt/swift)\n' >&2
+    printf '[setup] error: no Swift toolchain: swift is neither on PATH nor in /opt/swift/usr/bin (install Swift 6' \
+        >&2
+    printf ' from swift.org, e.g. unpacked into /opt/swift)\n' >&2
     exit 1
 }

@@ -49,9 +49,10 @@ source scripts/lib/common.sh
 source scripts/lib/soundserver.sh
 ensure_swift
 
-packages=(libpulse-dev libmpg123-dev pulseaudio pulseaudio-utils lame sox stress-ng python3)
+packages=(pulseaudio pulseaudio-utils lame sox stress-ng python3)
 [ "$server" != pipewire ] || packages+=(pipewire pipewire-pulse wireplumber dbus-daemon)
-ensure_packages "${packages[@]}"
+# The build's packages (scripts/lib/common.sh: build_packages) only when it builds (no --earshot given).
+if [ -z "$earshot" ]; then ensure_build_packages "${packages[@]}"; else ensure_packages "${packages[@]}"; fi
 
 if [ -z "$earshot" ]; then
     scratch=()
