@@ -585,7 +585,7 @@ actor Player {
         case .sinkChanged(let sink):
             dispatchAll(translator.sinkChanged(sink))
         case .sinkRemoved(let index):
-            dispatchAll(translator.sinkRemoved(index))
+            dispatchAll(translator.sinkRemoved(index, at: now))
         case .sinkInputChanged(let input):
             dispatchAll(translator.sinkInputChanged(input, at: now))
         case .sinkInputRemoved(let index):
