@@ -36,7 +36,8 @@ import EarshotCore
 ///
 /// The quiet comes at once either way: rules 1 and 10 both cork, and the stream corks itself at the removal (its
 /// safety hold). A pending switch that turns out to be an unplug therefore costs nothing audible; the reducer sees
-/// the loss a few milliseconds later, when the card's removal arrives.
+/// the loss a few milliseconds later, when the card's removal arrives, and being quiet already it keeps what the
+/// stream holds instead of flushing it (as for any loss during an interruption).
 ///
 /// "A call in evidence" is the translator's own knowledge, so the owner passes nothing in: a stream with a trigger
 /// role anywhere in the session (playing or capturing), or a capture stream on a microphone of that card (not a
@@ -44,9 +45,9 @@ import EarshotCore
 /// cork request (module-role-cork) is sent only because of a trigger-role stream, which is already in evidence.
 ///
 /// The switch ends when our stream is on an A2DP sink of the card again, judged by that sink's own Bluetooth profile
-/// (whatever the card's last description says), not when such a sink merely appears: PulseAudio moves our stream
-/// to the default sink (often the speakers) when the old one is unlinked, and back only when the new A2DP sink
-/// becomes the default, so resuming on the sink's appearance could play out loud.
+/// (whatever the card's last description says), not when such a sink merely appears: PulseAudio 16 moves our stream
+/// to the default sink (often the speakers) when the old one is unlinked, and back only once the new A2DP sink is
+/// the default again or our stream's preferred sink, so resuming on the sink's appearance could play out loud.
 public struct ServerEventTranslator: Sendable {
     /// How far a Bluetooth profile switch has been seen, per card.
     public enum ProfileSwitch: Sendable, Equatable {
