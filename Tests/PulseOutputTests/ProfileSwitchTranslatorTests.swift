@@ -113,6 +113,22 @@ struct ProfileSwitchTranslatorTests {
         return (state, commands)
     }
 
+    @Test("A2DP and Bluetooth are read the same way from both servers' names and properties")
+    func namesAndProperties() {
+        for name in ["a2dp_sink", "a2dp-sink", "a2dp-sink-aac", "a2dp-duplex"] {
+            #expect(CardProfileSnapshot.isA2DP(name), "\(name)")
+        }
+        for name in ["headset_head_unit", "handsfree_head_unit", "headset-head-unit", "headset-head-unit-msbc", "off",
+                     "bap-sink", "output:analog-stereo"] {
+            #expect(!CardProfileSnapshot.isA2DP(name), "\(name)")
+        }
+        #expect(PulseAudioHeadset.card("a2dp_sink").isBluetooth)
+        #expect(WirePlumberHeadset.card("off").isBluetooth)
+        #expect(!laptopCard.isBluetooth)
+        #expect(PulseAudioHeadset.a2dpSink.isA2DP && WirePlumberHeadset.a2dpSinkAgain.isA2DP)
+        #expect(!PulseAudioHeadset.headUnitSink.isA2DP && !WirePlumberHeadset.headUnitSink.isA2DP && !speakers.isA2DP)
+    }
+
     @Test("PulseAudio 16: A2DP to HFP for a call and back; the music resumes once our stream is back on A2DP")
     func pulseAudioCallAndBack() {
         var translator = onPulseAudioHeadset()
