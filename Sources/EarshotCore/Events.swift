@@ -34,12 +34,16 @@ public enum InterruptionSource: Hashable, Sendable, CustomStringConvertible {
     /// A stream with a trigger role (e.g. `media.role=phone`) playing on our sink, by its server index.
     /// Needed on PipeWire, which never sends cork requests.
     case triggerStream(index: UInt32)
+    /// A Bluetooth headset, by its card's server index, left its A2DP profile for a call (HFP/HSP opens the
+    /// microphone): our sink went away but the card stayed. Ends when our stream is back on an A2DP sink of it.
+    case profileSwitch(card: UInt32)
 
-    /// A short, content-free label for logs: `server` or `stream#12`.
+    /// A short, content-free label for logs: `server`, `stream#12` or `profile#3`.
     public var description: String {
         switch self {
         case .serverCorkRequest: return "server"
         case .triggerStream(let index): return "stream#\(index)"
+        case .profileSwitch(let card): return "profile#\(card)"
         }
     }
 }

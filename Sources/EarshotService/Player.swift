@@ -392,6 +392,9 @@ actor Player {
         if let inputs = try? connection.sinkInputs() {
             for input in inputs { dispatchAll(translator.sinkInputChanged(input, at: monotonicMoment())) }
         }
+        for source in (try? connection.sources()) ?? [] { translator.sourceChanged(source) }
+        for capture in (try? connection.sourceOutputs()) ?? [] { translator.sourceOutputChanged(capture) }
+        for card in (try? connection.cards()) ?? [] { dispatchAll(translator.cardChanged(card, at: monotonicMoment())) }
         dispatch(.streamOpened)
         if uncorkingIfPlaying && rules.isPlaying {
             waitForDecodedAudio()
@@ -552,13 +555,12 @@ actor Player {
             log.record("notice", ["kind": "unknownStreamEvent", "action": "ignored"])
         case .moved(_, let oldSinkStillExists):
             // The stream corked itself inside the moved callback (safety hold); now decide.
+            if !oldSinkStillExists { dispatchAll(translator.ourStreamLeftRemovedSink(at: now)) }
             followOurSink()
             if oldSinkStillExists {
                 dispatch(.routeChanged)
                 _ = try? stream?.releaseSafetyHold()
                 disarmWatchdog()
-            } else {
-                dispatch(.outputLost(.deviceRemoved))
             }
         case .failed, .killed:
             log.record("output", ["stream": "failed"])
@@ -585,11 +587,23 @@ actor Player {
         case .sinkChanged(let sink):
             dispatchAll(translator.sinkChanged(sink))
         case .sinkRemoved(let index):
-            dispatchAll(translator.sinkRemoved(index))
+            dispatchAll(translator.sinkRemoved(index, at: now))
         case .sinkInputChanged(let input):
             dispatchAll(translator.sinkInputChanged(input, at: now))
         case .sinkInputRemoved(let index):
             dispatchAll(translator.sinkInputRemoved(index, at: now))
+        case .cardChanged(let card):
+            dispatchAll(translator.cardChanged(card, at: now))
+        case .cardRemoved(let index):
+            dispatchAll(translator.cardRemoved(index, at: now))
+        case .sourceChanged(let source):
+            translator.sourceChanged(source)
+        case .sourceRemoved(let index):
+            translator.sourceRemoved(index)
+        case .sourceOutputChanged(let capture):
+            translator.sourceOutputChanged(capture)
+        case .sourceOutputRemoved(let index):
+            translator.sourceOutputRemoved(index)
         }
     }
 

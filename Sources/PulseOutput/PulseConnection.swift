@@ -38,7 +38,8 @@ public enum ConnectionNotice: Sendable, Equatable {
     case failed(PulseError)
     /// The connection was closed by us (`disconnect()`).
     case terminated
-    /// A raw subscription event (sink, sink input, card or server), delivered before any follow-up notice.
+    /// A raw subscription event (sink, sink input, card, source, source output or server), delivered before any
+    /// follow-up notice.
     case serverChange(ServerChange)
     /// The server's information changed (for example its default sink), after a SERVER CHANGE event.
     case serverInfoChanged(ServerInfo)
@@ -55,6 +56,19 @@ public enum ConnectionNotice: Sendable, Equatable {
     case sinkInputChanged(SinkInputSnapshot)
     /// A sink input went away; the index of the stream that is gone.
     case sinkInputRemoved(UInt32)
+    /// A card appeared or changed (CARD NEW or CHANGE, then a card info query): a Bluetooth profile switch shows
+    /// here as a new active profile.
+    case cardChanged(CardSnapshot)
+    /// A card was removed (a Bluetooth headset disconnected, a USB device unplugged); the index of the card.
+    case cardRemoved(UInt32)
+    /// A source appeared or changed (then a source info query).
+    case sourceChanged(SourceSnapshot)
+    /// A source was removed; the index of the source that is gone.
+    case sourceRemoved(UInt32)
+    /// A capture stream (anyone's source output) appeared or changed (then a source output info query).
+    case sourceOutputChanged(SourceOutputSnapshot)
+    /// A capture stream went away; the index of the stream that is gone.
+    case sourceOutputRemoved(UInt32)
 }
 
 /// A connection to the sound server (PulseAudio, or PipeWire through pipewire-pulse): owns libpulse's threaded
@@ -252,9 +266,53 @@ public final class PulseConnection: @unchecked Sendable {
         }
     }
 
-    /// Subscribes to sink, sink input, card and server events. From then on the notice handler receives
-    /// `.serverChange` for each event and, after a follow-up query, `.sinkAdded`, `.sinkChanged`,
-    /// `.sinkPortChanged`, `.sinkRemoved`, `.sinkInputChanged`, `.sinkInputRemoved` and `.serverInfoChanged`.
+    /// Lists the server's cards.
+    public func cards() throws(PulseError) -> [CardSnapshot] {
+        try perform("list cards", initial: [CardSnapshot]()) { reply in
+            pa_context_get_card_info_list(context, { _, info, endOfList, userdata in
+                guard let reply = Reply<[CardSnapshot]>.from(userdata) else { return }
+                if let info {
+                    reply.value.append(CardSnapshot(info.pointee))
+                } else {
+                    reply.finish(succeeded: endOfList > 0)
+                }
+            }, reply.userdata)
+        }
+    }
+
+    /// Lists the server's sources (monitors included).
+    public func sources() throws(PulseError) -> [SourceSnapshot] {
+        try perform("list sources", initial: [SourceSnapshot]()) { reply in
+            pa_context_get_source_info_list(context, { _, info, endOfList, userdata in
+                guard let reply = Reply<[SourceSnapshot]>.from(userdata) else { return }
+                if let info {
+                    reply.value.append(SourceSnapshot(info.pointee))
+                } else {
+                    reply.finish(succeeded: endOfList > 0)
+                }
+            }, reply.userdata)
+        }
+    }
+
+    /// Lists the server's source outputs (every client's capture streams).
+    public func sourceOutputs() throws(PulseError) -> [SourceOutputSnapshot] {
+        try perform("list source outputs", initial: [SourceOutputSnapshot]()) { reply in
+            pa_context_get_source_output_info_list(context, { _, info, endOfList, userdata in
+                guard let reply = Reply<[SourceOutputSnapshot]>.from(userdata) else { return }
+                if let info {
+                    reply.value.append(SourceOutputSnapshot(info.pointee))
+                } else {
+                    reply.finish(succeeded: endOfList > 0)
+                }
+            }, reply.userdata)
+        }
+    }
+
+    /// Subscribes to sink, sink input, card, source, source output and server events. From then on the notice
+    /// handler receives `.serverChange` for each event and, after a follow-up query where one is needed,
+    /// `.sinkAdded`, `.sinkChanged`, `.sinkPortChanged`, `.sinkRemoved`, `.sinkInputChanged`, `.sinkInputRemoved`,
+    /// `.cardChanged`, `.cardRemoved`, `.sourceChanged`, `.sourceRemoved`, `.sourceOutputChanged`,
+    /// `.sourceOutputRemoved` and `.serverInfoChanged`.
     public func subscribe() throws(PulseError) {
         try lockedForWaiting("subscribe") { () throws(PulseError) in
             // Seed the port comparison with the current sinks, so the first SINK CHANGE can be classified.
@@ -278,7 +336,8 @@ public final class PulseConnection: @unchecked Sendable {
                 connection.serverChanged(rawEvent: event.rawValue, index: index)
             }, Unmanaged.passUnretained(self).toOpaque())
             let mask = PA_SUBSCRIPTION_MASK_SINK.rawValue | PA_SUBSCRIPTION_MASK_SINK_INPUT.rawValue
-                | PA_SUBSCRIPTION_MASK_CARD.rawValue | PA_SUBSCRIPTION_MASK_SERVER.rawValue
+                | PA_SUBSCRIPTION_MASK_CARD.rawValue | PA_SUBSCRIPTION_MASK_SOURCE.rawValue
+                | PA_SUBSCRIPTION_MASK_SOURCE_OUTPUT.rawValue | PA_SUBSCRIPTION_MASK_SERVER.rawValue
             try performLocked("subscribe", initial: ()) { reply in
                 pa_context_subscribe(context, pa_subscription_mask_t(rawValue: mask), { _, success, userdata in
                     Reply<Void>.from(userdata)?.finish(succeeded: success != 0)
@@ -350,14 +409,39 @@ public final class PulseConnection: @unchecked Sendable {
                 entry.stream?.sinkWasRemoved(index)
             }
             deliver(.sinkRemoved(index))
+        case (.card, .new), (.card, .change):
+            // A jack change also changes the sink (ports are classified there); the card matters for its profile.
+            release(pa_context_get_card_info_by_index(context, index, { _, info, _, userdata in
+                guard let info, let userdata else { return }
+                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+                connection.deliver(.cardChanged(CardSnapshot(info.pointee)))
+            }, me))
+        case (.card, .remove):
+            deliver(.cardRemoved(index))
+        case (.source, .new), (.source, .change):
+            release(pa_context_get_source_info_by_index(context, index, { _, info, _, userdata in
+                guard let info, let userdata else { return }
+                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+                connection.deliver(.sourceChanged(SourceSnapshot(info.pointee)))
+            }, me))
+        case (.source, .remove):
+            deliver(.sourceRemoved(index))
+        case (.sourceOutput, .new), (.sourceOutput, .change):
+            release(pa_context_get_source_output_info(context, index, { _, info, _, userdata in
+                guard let info, let userdata else { return }
+                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+                connection.deliver(.sourceOutputChanged(SourceOutputSnapshot(info.pointee)))
+            }, me))
+        case (.sourceOutput, .remove):
+            deliver(.sourceOutputRemoved(index))
         case (.server, _):
             release(pa_context_get_server_info(context, { _, info, userdata in
                 guard let info, let userdata else { return }
                 let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
                 connection.deliver(.serverInfoChanged(ServerInfo(info.pointee)))
             }, me))
-        default:
-            // CARD events carry nothing a player acts on by themselves: a jack change also changes the sink.
+        case (.other, _):
+            // Not subscribed to.
             break
         }
     }

@@ -4,7 +4,60 @@
 import EarshotCore
 
 /// Tracks our sink and the trigger-role streams of the session, and says which events a server notification means.
+///
+/// Bluetooth profile switches (RULES.md rule 17)
+/// ---------------------------------------------
+/// A call that opens a headset's microphone makes the server replace our A2DP sink by the headset's HFP/HSP sink
+/// while the card stays: PulseAudio 16's module-bluetooth-policy switches every Bluetooth card in `a2dp_sink` to
+/// `handsfree_head_unit` or `headset_head_unit` as soon as a capture stream with `media.role=phone` starts on any
+/// source; WirePlumber 0.5 switches 500 ms after a capture stream links to the headset's loopback source
+/// (`bluez_input.ADDR`, a source of the headset's device). The notices come in no fixed order: PulseAudio posts SINK
+/// REMOVE, SINK NEW and then CARD CHANGE, but a removal needs no follow-up query and so overtakes the replies to
+/// earlier queries (the capture stream's own description among them); pipewire-pulse reports the device's new
+/// profile before or after the node goes. So nothing waits: every notice moves the switch on from what is known.
+///
+/// Our sink is removed (SINK REMOVE, or the moved callback finding the old sink gone, whichever comes first):
+/// - its card is unknown, gone or not Bluetooth                             -> outputLost(deviceRemoved)
+/// - its card is already in a profile without a sink (`off`)                -> outputLost(deviceRemoved)
+/// - its card is already in another profile and no call is in evidence      -> outputLost(deviceRemoved)
+/// - its card is already in another profile and a call is in evidence       -> interruptionBegan(profile#N): a call
+/// - its card is still in A2DP as far as we know (CARD CHANGE not yet seen) -> interruptionBegan(profile#N): pending
+/// - its card has a switch in progress (the call sink goes on the way back) -> nothing
+/// A pending switch then becomes:
+/// - a call, on CARD CHANGE to another profile with a call in evidence      -> nothing to report
+/// - an unplug, on CARD CHANGE to another profile with no call in evidence  -> outputLost, interruptionEnded(no resume)
+/// - an unplug, when our stream reaches an A2DP sink of a card that never left A2DP (not a profile switch: a codec
+///   switch, or a sink recreated for another reason)                        -> outputLost, interruptionEnded(no resume)
+/// Pending or a call:
+/// - CARD REMOVE, or CARD CHANGE to a profile without a sink                -> outputLost, interruptionEnded(no resume)
+/// - our stream is gone                                                     -> interruptionEnded(no resume)
+/// A call:
+/// - our stream reaches an A2DP sink of the card                            -> interruptionEnded(resume allowed)
+///
+/// The quiet comes at once either way: rules 1 and 10 both cork, and the stream corks itself at the removal (its
+/// safety hold). A pending switch that turns out to be an unplug therefore costs nothing audible; the reducer sees
+/// the loss a few milliseconds later, when the card's removal arrives, and being quiet already it keeps what the
+/// stream holds instead of flushing it (as for any loss during an interruption).
+///
+/// "A call in evidence" is the translator's own knowledge, so the owner passes nothing in: a stream with a trigger
+/// role anywhere in the session (playing or capturing), or a capture stream on a microphone of that card (not a
+/// monitor, not a level meter). The reducer's interruption set holds nothing more that matters here: the server's
+/// cork request (module-role-cork) is sent only because of a trigger-role stream, which is already in evidence.
+///
+/// The switch ends when our stream is on an A2DP sink of the card again, judged by that sink's own Bluetooth profile
+/// (whatever the card's last description says), not when such a sink merely appears: PulseAudio 16 moves our stream
+/// to the default sink (often the speakers) when the old one is unlinked, and back only once the new A2DP sink is
+/// the default again or our stream's preferred sink, so resuming on the sink's appearance could play out loud.
 public struct ServerEventTranslator: Sendable {
+    /// How far a Bluetooth profile switch has been seen, per card.
+    public enum ProfileSwitch: Sendable, Equatable {
+        /// Our sink went away while the card, as last described, was still in A2DP: a call or an unplug, told
+        /// apart by the card's next description (or its removal).
+        case pending
+        /// The card was seen in another profile with a call in evidence: it ends when we are back on A2DP.
+        case call
+    }
+
     /// Stream roles that interrupt us (default `phone`).
     public var triggerRoles: Set<String>
     /// Where a trigger-role stream must play to interrupt us.
@@ -17,6 +70,16 @@ public struct ServerEventTranslator: Sendable {
     private var triggerStreams: [UInt32: SinkInputSnapshot] = [:]
     /// The trigger streams that currently interrupt us.
     public private(set) var activeTriggers: Set<UInt32> = []
+    /// Whether the removal of `ourSink` has already been decided (by SINK REMOVE or by the moved callback).
+    private var ourSinkRemovalDecided = false
+    /// The server's cards, by index, as last described.
+    private var cards: [UInt32: CardSnapshot] = [:]
+    /// The server's sources, by index, as last described.
+    private var sources: [UInt32: SourceSnapshot] = [:]
+    /// Every capture stream of the session, by index.
+    private var captures: [UInt32: SourceOutputSnapshot] = [:]
+    /// The Bluetooth profile switches in progress, by card index: each is an interruption source.
+    public private(set) var profileSwitches: [UInt32: ProfileSwitch] = [:]
 
     /// A translator for `triggerRoles` within `scope`.
     public init(triggerRoles: Set<String> = ["phone"], scope: InterruptionScope = .session) {
@@ -31,20 +94,31 @@ public struct ServerEventTranslator: Sendable {
     ) -> [Event] {
         ourSink = sink
         ourSinkInputIndex = sinkInputIndex
+        ourSinkRemovalDecided = false
         triggerStreams[sinkInputIndex ?? UInt32.max] = nil
-        return reweigh(at: moment)
+        // Calls on the new sink first: a profile switch ending here must not resume into one.
+        return reweigh(at: moment) + profileSwitchReached(sink, at: moment)
     }
 
-    /// Our stream is gone (server lost, stream closed): nothing can interrupt it now. Active trigger
-    /// streams end without permission to resume, since they did not really end.
+    /// Our stream is gone (server lost, stream closed): nothing can interrupt it now. Active trigger streams and
+    /// profile switches end without permission to resume, since they did not really end. What is known of the
+    /// server's cards, sources and capture streams is forgotten too: the owner describes them again with the next
+    /// stream (an index of a server that went away may name something else on the next one).
     public mutating func ourStreamIsGone(at moment: Moment) -> [Event] {
         ourSink = nil
         ourSinkInputIndex = nil
+        ourSinkRemovalDecided = false
         let ended = activeTriggers.sorted().map {
             Event.interruptionEnded(.triggerStream(index: $0), resumeAllowed: false, at: moment)
+        } + profileSwitches.keys.sorted().map {
+            Event.interruptionEnded(.profileSwitch(card: $0), resumeAllowed: false, at: moment)
         }
         activeTriggers = []
         triggerStreams = [:]
+        profileSwitches = [:]
+        cards = [:]
+        sources = [:]
+        captures = [:]
         return ended
     }
 
@@ -82,11 +156,138 @@ public struct ServerEventTranslator: Sendable {
         }
     }
 
-    /// A sink was removed. Ours going away is a device removal, whichever of this and the moved callback
-    /// comes first (PipeWire reports the removal first; PulseAudio moves us first).
-    public mutating func sinkRemoved(_ index: UInt32) -> [Event] {
+    /// A sink was removed. Ours going away is a device removal, or a Bluetooth profile switch when its card stays
+    /// (see the type's notes), whichever of this and `ourStreamLeftRemovedSink` comes first.
+    public mutating func sinkRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
         guard index == ourSink?.index else { return [] }
-        return [.outputLost(.deviceRemoved)]
+        return ourSinkWentAway(at: moment)
+    }
+
+    /// The server moved our stream off a sink that no longer exists (the moved callback could not find the old sink).
+    /// Call it before telling the translator where the stream is now. The same removal as `sinkRemoved` when that
+    /// came first; when the old sink is unknown it is a device removal, since unknown origin is no permission to play.
+    public mutating func ourStreamLeftRemovedSink(at moment: Moment) -> [Event] {
+        guard ourSink != nil else { return [.outputLost(.deviceRemoved)] }
+        return ourSinkWentAway(at: moment)
+    }
+
+    /// A card appeared or changed: a profile switch in progress on it moves on.
+    public mutating func cardChanged(_ card: CardSnapshot, at moment: Moment) -> [Event] {
+        cards[card.index] = card
+        guard let phase = profileSwitches[card.index] else { return [] }
+        switch (Self.activeProfileKind(of: card), phase) {
+        case (.withoutSink, _):
+            return switchTurnedIntoUnplug(card: card.index, at: moment)
+        case (.a2dp, _), (.other, .call):
+            // Not yet left A2DP, or back on it (the end waits for our stream), or the call goes on.
+            return []
+        case (.other, .pending):
+            guard callInEvidence(on: card.index) else { return switchTurnedIntoUnplug(card: card.index, at: moment) }
+            profileSwitches[card.index] = .call
+            return []
+        }
+    }
+
+    /// A card was removed (the headset disconnected): a profile switch in progress on it was an unplug after all.
+    public mutating func cardRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
+        cards[index] = nil
+        guard profileSwitches[index] != nil else { return [] }
+        return switchTurnedIntoUnplug(card: index, at: moment)
+    }
+
+    /// A source appeared or changed.
+    public mutating func sourceChanged(_ source: SourceSnapshot) {
+        sources[source.index] = source
+    }
+
+    /// A source was removed.
+    public mutating func sourceRemoved(_ index: UInt32) {
+        sources[index] = nil
+    }
+
+    /// A capture stream appeared or changed. By itself never an event: it is evidence of a call when a Bluetooth
+    /// card leaves A2DP.
+    public mutating func sourceOutputChanged(_ capture: SourceOutputSnapshot) {
+        captures[capture.index] = capture
+    }
+
+    /// A capture stream went away. A profile switch goes on until our stream is back on A2DP.
+    public mutating func sourceOutputRemoved(_ index: UInt32) {
+        captures[index] = nil
+    }
+
+    // MARK: Bluetooth profile switches
+
+    /// What a card's active profile is, for telling a call from an unplug.
+    private enum ProfileKind {
+        /// No active profile, or one without a sink (`off`, `a2dp_source`): nothing to follow our stream to.
+        case withoutSink
+        /// An A2DP profile with a sink.
+        case a2dp
+        /// Another profile with a sink: a call profile (HFP/HSP) when a call is in evidence.
+        case other
+    }
+
+    private static func activeProfileKind(of card: CardSnapshot) -> ProfileKind {
+        guard let profile = card.activeProfile, profile.sinkCount > 0 else { return .withoutSink }
+        return profile.isA2DP ? .a2dp : .other
+    }
+
+    /// Decides what the removal of `ourSink` means (see the type's notes), once per sink.
+    private mutating func ourSinkWentAway(at moment: Moment) -> [Event] {
+        guard !ourSinkRemovalDecided else { return [] }
+        ourSinkRemovalDecided = true
+        guard let cardIndex = ourSink?.cardIndex, let card = cards[cardIndex], card.isBluetooth else {
+            return [.outputLost(.deviceRemoved)]
+        }
+        // The call sink of a switch in progress goes away on the way back to A2DP.
+        guard profileSwitches[cardIndex] == nil else { return [] }
+        let phase: ProfileSwitch
+        switch Self.activeProfileKind(of: card) {
+        case .withoutSink: return [.outputLost(.deviceRemoved)]
+        case .a2dp: phase = .pending
+        case .other:
+            guard callInEvidence(on: cardIndex) else { return [.outputLost(.deviceRemoved)] }
+            phase = .call
+        }
+        profileSwitches[cardIndex] = phase
+        return [.interruptionBegan(.profileSwitch(card: cardIndex), at: moment)]
+    }
+
+    /// Our stream is on `sink` now: if it is an A2DP sink of a card with a switch in progress, the switch is over.
+    private mutating func profileSwitchReached(_ sink: SinkSnapshot, at moment: Moment) -> [Event] {
+        guard sink.isA2DP, let cardIndex = sink.cardIndex, let phase = profileSwitches[cardIndex] else { return [] }
+        switch phase {
+        case .call:
+            profileSwitches[cardIndex] = nil
+            return [.interruptionEnded(.profileSwitch(card: cardIndex), resumeAllowed: true, at: moment)]
+        case .pending:
+            // The card never left A2DP: our sink was removed for another reason (a codec switch recreates it).
+            return switchTurnedIntoUnplug(card: cardIndex, at: moment)
+        }
+    }
+
+    /// Ends the switch on `card` as the output loss it turned out to be: the loss first, so the reducer forgets the
+    /// wish to resume before the source ends.
+    private mutating func switchTurnedIntoUnplug(card: UInt32, at moment: Moment) -> [Event] {
+        profileSwitches[card] = nil
+        return [
+            .outputLost(.deviceRemoved),
+            .interruptionEnded(.profileSwitch(card: card), resumeAllowed: false, at: moment),
+        ]
+    }
+
+    /// Whether a call is going on, as far as the server shows: a trigger-role stream anywhere (PulseAudio's
+    /// module-bluetooth-policy switches for a `media.role=phone` capture on any source), or a capture stream on a
+    /// microphone of `card` (WirePlumber 0.5 switches for a capture on the headset's loopback source).
+    private func callInEvidence(on card: UInt32) -> Bool {
+        guard triggerStreams.isEmpty else { return true }
+        return captures.values.contains { capture in
+            guard !capture.isLevelMeter else { return false }
+            if let role = capture.mediaRole, triggerRoles.contains(role) { return true }
+            guard let source = sources[capture.sourceIndex] else { return false }
+            return source.cardIndex == card && !source.isMonitor
+        }
     }
 
     /// Compares the trigger streams with the active set and reports the differences, in index order.

@@ -194,6 +194,11 @@ public struct SinkSnapshot: Sendable, Equatable {
     public var activePortName: String?
     /// The index of the module that created the sink, if any (unloading it removes the sink).
     public var ownerModuleIndex: UInt32?
+    /// The card the sink belongs to (`pa_sink_info.card`), if any; null sinks and virtual sinks have none.
+    public var cardIndex: UInt32?
+    /// The Bluetooth profile this sink was made for: PulseAudio's `bluetooth.protocol` property (`a2dp_sink`,
+    /// `handsfree_head_unit`) or PipeWire's `api.bluez5.profile` (`a2dp-sink`, `headset-head-unit`); nil otherwise.
+    public var bluetoothProfile: String?
 
     /// Creates a sink description.
     public init(
@@ -202,7 +207,9 @@ public struct SinkSnapshot: Sendable, Equatable {
         description: String = "",
         ports: [PortSnapshot] = [],
         activePortName: String? = nil,
-        ownerModuleIndex: UInt32? = nil
+        ownerModuleIndex: UInt32? = nil,
+        cardIndex: UInt32? = nil,
+        bluetoothProfile: String? = nil
     ) {
         self.name = name
         self.index = index
@@ -210,12 +217,19 @@ public struct SinkSnapshot: Sendable, Equatable {
         self.ports = ports
         self.activePortName = activePortName
         self.ownerModuleIndex = ownerModuleIndex
+        self.cardIndex = cardIndex
+        self.bluetoothProfile = bluetoothProfile
     }
 
     /// The active port's description, if the sink has an active port.
     public var activePort: PortSnapshot? {
         guard let activePortName else { return nil }
         return ports.first { $0.name == activePortName }
+    }
+
+    /// Whether the sink is a Bluetooth sink in an A2DP profile (by its own property, whatever its card says now).
+    public var isA2DP: Bool {
+        bluetoothProfile.map(CardProfileSnapshot.isA2DP) ?? false
     }
 
     /// Copies a sink out of libpulse's callback-scoped struct.
@@ -234,7 +248,10 @@ public struct SinkSnapshot: Sendable, Equatable {
             description: string(info.description) ?? "",
             ports: ports,
             activePortName: info.active_port.flatMap { string($0.pointee.name) },
-            ownerModuleIndex: validIndex(info.owner_module)
+            ownerModuleIndex: validIndex(info.owner_module),
+            cardIndex: validIndex(info.card),
+            bluetoothProfile: property(info.proplist, "bluetooth.protocol")
+                ?? property(info.proplist, "api.bluez5.profile")
         )
     }
 }
@@ -301,6 +318,10 @@ public struct ServerChange: Sendable, Equatable {
         case sinkInput
         /// A card (hardware device, owner of ports and profiles).
         case card
+        /// A source (an input device, or a sink's monitor).
+        case source
+        /// A source output (a capture stream).
+        case sourceOutput
         /// The server itself (for example its default sink).
         case server
         /// Anything else the server reports; not subscribed to, kept so nothing is silently misread.
@@ -338,6 +359,8 @@ public struct ServerChange: Sendable, Equatable {
         case PA_SUBSCRIPTION_EVENT_SINK: self.facility = .sink
         case PA_SUBSCRIPTION_EVENT_SINK_INPUT: self.facility = .sinkInput
         case PA_SUBSCRIPTION_EVENT_CARD: self.facility = .card
+        case PA_SUBSCRIPTION_EVENT_SOURCE: self.facility = .source
+        case PA_SUBSCRIPTION_EVENT_SOURCE_OUTPUT: self.facility = .sourceOutput
         case PA_SUBSCRIPTION_EVENT_SERVER: self.facility = .server
         default: self.facility = .other
         }

@@ -18,7 +18,7 @@ private struct Node: Hashable {
 
 private enum Alphabet {
     static let window = ResumePolicy().resumeWindowMilliseconds
-    static let sources = [InterruptionSource.serverCorkRequest, .triggerStream(index: 1)]
+    static let sources = [InterruptionSource.serverCorkRequest, .triggerStream(index: 1), .profileSwitch(card: 1)]
 
     static var events: [Event] {
         var events: [Event] = []

@@ -304,6 +304,69 @@ struct RulesTests {
         store.send(.externalPause, commands: [])
         #expect(store.state.playback == .paused(.user))
     }
+
+    @Test("Rule 17: a Bluetooth profile switch for a call is a source like any other; the stream follows corked")
+    func rule17ProfileSwitch() {
+        let profileSwitch = InterruptionSource.profileSwitch(card: 3)
+        var store = RuleStore(Given.playing)
+        // Rule 1: our A2DP sink went away with its card staying: quiet, position kept, resume remembered.
+        store.send(.interruptionBegan(profileSwitch, at: Given.at(1_000)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [profileSwitch]
+            $0.resumeIntent = .afterInterruption(since: Given.at(1_000))
+        }
+        store.send(.streamCorked, commands: []) { $0.stream.isCorked = true }
+        // The headset's HFP sink appears and the server moves our corked stream (rules 11 and 12: nothing).
+        store.send(.outputAppeared, commands: [])
+        store.send(.routeChanged, commands: [])
+        // Rule 5: our stream is back on the card's A2DP sink.
+        store.send(
+            .interruptionEnded(profileSwitch, resumeAllowed: true, at: Given.at(61_000)),
+            commands: [.uncork, .clearServerMute]
+        ) {
+            $0.playback = .playing
+            $0.interruptions = []
+            $0.resumeIntent = .none
+        }
+    }
+
+    @Test("Rule 17: a profile switch while paused remembers nothing; nested with the call's own source")
+    func rule17ProfileSwitchNested() {
+        let profileSwitch = InterruptionSource.profileSwitch(card: 3)
+        var paused = RuleStore(Given.pausedByUser)
+        // Rule 2.
+        paused.send(.interruptionBegan(profileSwitch, at: Given.at(0)), commands: []) {
+            $0.interruptions = [profileSwitch]
+        }
+        // Rule 6: nothing was remembered.
+        paused.send(.interruptionEnded(profileSwitch, resumeAllowed: true, at: Given.at(10)), commands: []) {
+            $0.interruptions = []
+        }
+
+        var store = RuleStore(Given.playing)
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [Given.call]
+            $0.resumeIntent = .afterInterruption(since: Given.at(0))
+        }
+        // Rule 3: the call's microphone switches the headset.
+        store.send(.interruptionBegan(profileSwitch, at: Given.at(500)), commands: []) {
+            $0.interruptions.insert(profileSwitch)
+        }
+        // Rule 4: the call ends; the headset is still on HFP.
+        store.send(.interruptionEnded(Given.call, resumeAllowed: true, at: Given.at(60_000)), commands: []) {
+            $0.interruptions = [profileSwitch]
+        }
+        // Rule 5: back on A2DP.
+        store.send(
+            .interruptionEnded(profileSwitch, resumeAllowed: true, at: Given.at(62_000)),
+            commands: [.uncork, .clearServerMute]
+        ) {
+            $0.playback = .playing
+            $0.interruptions = []
+            $0.resumeIntent = .none
+        }
+    }
 }
 
 @Suite("The three classic cases")

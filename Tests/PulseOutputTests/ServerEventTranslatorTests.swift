@@ -128,8 +128,8 @@ struct ServerEventTranslatorTests {
     @Test("Removal of our sink is a device removal; other sinks' removal is nothing")
     func sinkRemoval() {
         var translator = translatorOnHeadphones()
-        #expect(translator.sinkRemoved(2) == [])
-        #expect(translator.sinkRemoved(1) == [.outputLost(.deviceRemoved)])
+        #expect(translator.sinkRemoved(2, at: now) == [])
+        #expect(translator.sinkRemoved(1, at: now) == [.outputLost(.deviceRemoved)])
         #expect(translator.sinkAdded(SinkSnapshot(name: "headphones", index: 5)) == [.outputAppeared])
     }
 
@@ -158,6 +158,6 @@ struct ServerEventTranslatorTests {
         _ = translator.sinkInputChanged(phone(20, on: 1), at: now)
         #expect(translator.ourStreamIsGone(at: now)
             == [.interruptionEnded(.triggerStream(index: 20), resumeAllowed: false, at: now)])
-        #expect(translator.sinkRemoved(1) == [])
+        #expect(translator.sinkRemoved(1, at: now) == [])
     }
 }

@@ -1,0 +1,49 @@
+// Cards, sources and capture streams as a real server reports them (the private server scripts/test starts). The
+// test servers have no Bluetooth and no cards, only null sinks with their monitors, so this checks the copying and
+// the notices; what a profile switch means is tested with recorded shapes in ProfileSwitchTranslatorTests.
+import Foundation
+import PulseOutput
+import Testing
+
+@Suite("Cards, sources and capture streams on the private sound server")
+struct CaptureNoticeTests {
+    @Test("A recording of a monitor is listed and noticed as a capture stream on a monitor source, then its removal")
+    func monitorRecording() async throws {
+        let notices = NoticeRecorder<ConnectionNotice>()
+        let connection = try connectToTestServer("EarshotCaptureNoticeTests", notices: notices)
+        try connection.subscribe()
+        // Neither test server has a card; asking must still work.
+        _ = try connection.cards()
+        let monitors = Set(try connection.sources().filter(\.isMonitor).map(\.index))
+        #expect(!monitors.isEmpty, "every null sink has a monitor source")
+
+        // Foundation's Process, not a shell: parec records the monitor of `headphones` until it is killed (SIGKILL,
+        // since a child started from a test thread has SIGTERM blocked).
+        let recorder = Process()
+        recorder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        recorder.arguments = ["parec", "-d", "headphones.monitor", "--raw"]
+        recorder.standardOutput = FileHandle.nullDevice
+        recorder.standardError = FileHandle.nullDevice
+        recorder.standardInput = FileHandle.nullDevice
+        try recorder.run()
+        defer {
+            if recorder.isRunning { kill(recorder.processIdentifier, SIGKILL) }
+            recorder.waitUntilExit()
+        }
+
+        // pipewire-pulse may describe a new stream before it is linked: wait for the description on a monitor.
+        let seen = await notices.waitFor(.seconds(5)) { notice in
+            guard case .sourceOutputChanged(let capture) = notice else { return false }
+            return monitors.contains(capture.sourceIndex)
+        }
+        let capture = try #require(seen.flatMap { found -> SourceOutputSnapshot? in
+            if case .sourceOutputChanged(let capture) = found.notice { return capture }
+            return nil
+        })
+        #expect(try connection.sourceOutputs().contains { $0.index == capture.index })
+
+        kill(recorder.processIdentifier, SIGKILL)
+        recorder.waitUntilExit()
+        #expect(await notices.waitFor(.sourceOutputRemoved(capture.index)))
+    }
+}
