@@ -11,42 +11,6 @@ import Foundation
 import PulseOutput
 import Synchronization
 
-/// A one-shot reply box a client's thread (control socket or D-Bus) waits on.
-final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
-    // Unchecked Sendable: `reply` is written once before `ready.signal()` and read only after `ready.wait()`.
-    private var reply: Reply
-    private let ready = DispatchSemaphore(value: 0)
-
-    /// A slot that answers `timeoutReply` when nobody fulfils it in time.
-    init(timeoutReply: Reply) {
-        reply = timeoutReply
-    }
-
-    func fulfil(_ value: Reply) {
-        reply = value
-        ready.signal()
-    }
-
-    func wait(seconds: Int) -> Reply {
-        if ready.wait(timeout: .now() + .seconds(seconds)) == .timedOut { return reply }
-        return reply
-    }
-}
-
-/// The position in microseconds, written by the player's tick and read by the D-Bus thread without hopping
-/// to the actor.
-final class PositionCell: Sendable {
-    private let microseconds = Atomic<Int64>(0)
-
-    func store(_ value: Int64) {
-        microseconds.store(value, ordering: .relaxed)
-    }
-
-    func load() -> Int64 {
-        microseconds.load(ordering: .relaxed)
-    }
-}
-
 /// A new connection to the sound server and how its mainloop thread is scheduled.
 struct ConnectedServer: Sendable {
     /// The connected, subscribed connection.

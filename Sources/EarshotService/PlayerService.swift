@@ -27,7 +27,7 @@ public enum PlayerService {
             server = try ControlServer(path: configuration.socketPath, log: log) { request in
                 let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
                 inbox.yield(.request(request, slot))
-                return slot.wait(seconds: 10)
+                return slot.wait(timeout: .seconds(10))
             }
         } catch {
             FileHandle.standardError.write(Data("earshot: \(error.description)\n".utf8))
@@ -40,7 +40,7 @@ public enum PlayerService {
             let candidate = MPRISServer(log: log, positionProvider: { positionCell.load() }) { command in
                 let slot = ReplySlot(timeoutReply: MPRISReply.refused("the player did not answer in time"))
                 inbox.yield(.mpris(command, slot))
-                return slot.wait(seconds: 10)
+                return slot.wait(timeout: .seconds(10))
             }
             do {
                 try candidate.start()
