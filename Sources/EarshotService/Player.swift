@@ -67,7 +67,9 @@ actor Player {
     private let ring: FrameRing
     private let worker: DecodeWorker
 
-    private var rules: PlayerState
+    /// The rulebook and the order of its decisions.
+    private let decisions: DecisionLoop
+    private var rules: PlayerState { decisions.rules }
     private var translator: ServerEventTranslator
     private var paths: [TrackPath] = []
     private var tracks: [Int: TrackInfo] = [:]
@@ -126,7 +128,8 @@ actor Player {
         // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
         ring = FrameRing(minimumCapacity: 131_072)
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
-        rules = PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true))
+        decisions = DecisionLoop(
+            rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(triggerRoles: configuration.triggerRoles)
     }
 
@@ -135,6 +138,7 @@ actor Player {
     /// Connects, then either plays `files` (foreground) or restores the saved queue (service), and handles
     /// inputs until the work is done or a signal arrives. Returns the process exit code.
     func run(inputs: AsyncStream<Input>) async -> Int32 {
+        attachDecisions()
         switch mode {
         case .foreground(let files):
             guard connect() else {
@@ -208,12 +212,20 @@ actor Player {
 
     // MARK: The rules
 
-    /// Applies `event`, logs it, and performs the resulting commands.
+    /// Applies `event`, logs it, and performs the resulting commands (see `DecisionLoop`).
     private func dispatch(_ event: Event) {
-        let commands = rules.apply(event)
+        decisions.dispatch(event)
+    }
+
+    /// Connects the decision loop to this player: it logs each decision and performs its commands here.
+    private func attachDecisions() {
+        decisions.perform = { [unowned self] command in perform(command) }
+        decisions.decided = { [unowned self] event, commands in decided(event, commands) }
+    }
+
+    private func decided(_ event: Event, _ commands: [Command]) {
         let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
         log.record("event", ["kind": event.description, "playback": rules.playback.description, "commands": named])
-        for command in commands { perform(command) }
         if case .stopped = rules.playback, exitCode == nil, case .foreground = mode {
             switch event {
             case .trackEnded(_, nil), .trackFailed(_, _, nil):
