@@ -548,7 +548,7 @@ actor Player {
     private func connectionNoticed(_ notice: ConnectionNotice) {
         let now = monotonicMoment()
         switch notice {
-        case .ready, .serverChange, .sinkPortChanged:
+        case .ready, .serverChange:
             // Port changes are classified by the translator from whole sink snapshots (`sinkChanged`).
             break
         case .serverInfoChanged(let info):
