@@ -50,6 +50,14 @@ actor Player {
         case shutdown(signal: Int32)
     }
 
+    /// Why the stream plays out its tail.
+    private enum DrainPurpose {
+        /// Everything in the old format was handed over: once heard, the stream reopens at the new format.
+        case formatChange
+        /// The queue's last audio was handed over: once heard, the queue has ended.
+        case queueEnd
+    }
+
     /// What is known of a track once the decoder opened it.
     private struct TrackInfo {
         var format: AudioFormat
@@ -95,6 +103,8 @@ actor Player {
     private var pendingFormatChange: (format: AudioFormat, ringFrame: Int)?
     /// Where the queue's audio ends in the ring, once the decoder has finished it.
     private var queueEndRingFrame: Int?
+    /// What the stream's drain in progress is for; its `.drained` notice completes it.
+    private var drainingFor: DrainPurpose?
     /// The track whose title the stream's media name shows.
     private var announcedTrack: Int?
     private var anyTrackStarted = false
@@ -407,6 +417,8 @@ actor Player {
         closing.close()
         stream = nil
         streamGeneration += 1
+        // A drain dies with its stream; a pending format change drains again on the next one.
+        drainingFor = nil
     }
 
     /// The position the listener last heard, read from the stream's timing now when there is a stream.
@@ -457,6 +469,8 @@ actor Player {
         heard = position
         pendingFormatChange = nil
         queueEndRingFrame = nil
+        // The flush cancelled any drain; setEndOfData(false) would too.
+        drainingFor = nil
         stream?.setEndOfData(false)
         disarmWatchdog()
         if rules.isPlaying { waitForDecodedAudio() }
@@ -512,10 +526,39 @@ actor Player {
         }
     }
 
+    /// Asks the stream to play out its tail for `purpose`; the `.drained` notice completes it. The owner does not
+    /// wait: an output lost meanwhile corks and flushes, which cancels the drain, and the tail is decoded again.
+    private func startDrain(for purpose: DrainPurpose) {
+        guard let stream else { return }
+        do {
+            try stream.drain()
+            drainingFor = purpose
+        } catch {
+            // The stream cannot drain (it is failing): what was handed over is as played as it will be.
+            log.record("output", ["command": "drain", "error": "\(error.code.rawValue)"])
+            drainCompleted(purpose)
+        }
+    }
+
+    /// The tail drained for `purpose` has been heard.
+    private func drainCompleted(_ purpose: DrainPurpose) {
+        switch purpose {
+        case .formatChange:
+            applyFormatChange()
+        case .queueEnd:
+            queueEndRingFrame = nil
+            dispatch(.trackEnded(index: rules.queue.index, next: nil))
+        }
+    }
+
     private func streamNoticed(_ notice: StreamNotice) {
         let now = monotonicMoment()
         switch notice {
-        case .ready, .started, .underflow, .drained:
+        case .drained:
+            guard let purpose = drainingFor else { return }
+            drainingFor = nil
+            drainCompleted(purpose)
+        case .ready, .started, .underflow:
             // Underflows are counted by the stream (status: serverUnderflows); logging each would flood the journal
             // on a loaded machine.
             break
@@ -639,17 +682,15 @@ actor Player {
             if let position, position.trackIndex > rules.queue.index, rules.playback != .idle {
                 dispatch(.trackEnded(index: rules.queue.index, next: position.trackIndex))
             }
-            if let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame, rules.isPlaying {
+            if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame,
+               rules.isPlaying {
                 // Everything in the old format was handed over: play it out, then switch.
-                _ = try? stream.drain()
-                applyFormatChange()
+                startDrain(for: .formatChange)
             }
-            if let end = queueEndRingFrame, ring.totalFramesRead >= end, rules.isPlaying {
+            if drainingFor == nil, let end = queueEndRingFrame, ring.totalFramesRead >= end, rules.isPlaying {
                 // Everything was handed to the server: let it play the tail out (below the prebuffer a stream
                 // would otherwise wait for more), then the queue has ended.
-                queueEndRingFrame = nil
-                _ = try? stream.drain()
-                dispatch(.trackEnded(index: rules.queue.index, next: nil))
+                startDrain(for: .queueEnd)
             }
         }
         if let index = heard?.trackIndex, index != announcedTrack, let stream {
@@ -799,7 +840,12 @@ actor Player {
         if workerLoaded { worker.append(paths: newPaths) }
         if queueEndRingFrame != nil {
             queueEndRingFrame = nil
+            // Withdrawing the end of the data cancels a drain: the queue's end is not reached after all, while a
+            // format change still has to play its tail out.
             stream?.setEndOfData(false)
+            let interrupted = drainingFor
+            drainingFor = nil
+            if interrupted == .formatChange { startDrain(for: .formatChange) }
         }
         dispatch(.queueExtended(trackCount: paths.count))
         saveState()
