@@ -11,31 +11,6 @@ import Foundation
 import PulseOutput
 import Synchronization
 
-/// A new connection to the sound server and how its mainloop thread is scheduled.
-struct ConnectedServer: Sendable {
-    /// The connected, subscribed connection.
-    let connection: PulseConnection
-    /// What real-time scheduling its mainloop thread got.
-    let realtime: RealtimeOutcome
-    /// The kernel thread id of its mainloop thread, when it could be found.
-    let threadID: Int32?
-}
-
-/// How the player was started.
-enum PlayerMode: Sendable {
-    /// `earshot play FILE...`: play the files and exit at the end of the queue.
-    case foreground(files: [TrackPath])
-    /// `earshot serve`: a long-running service that restores its saved queue, paused.
-    case service
-}
-
-/// Milliseconds on the monotonic clock: the moments stamped on events.
-func monotonicMoment() -> Moment {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Moment(milliseconds: Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)
-}
-
 /// The player: state, decoder, output and the rules that join them.
 actor Player {
     /// Everything that can happen to the player, in one ordered stream.
@@ -119,8 +94,18 @@ actor Player {
     /// idle null sink, a waking Bluetooth link) asks for nothing for a while without being stalled.
     private var watchdogBase: Int?
     private var watchdogArmed = false
-    /// Ticks since the state was last saved.
-    private var ticksSinceSave = 0
+    /// The player's one timer, armed only while playing (see `TickTimer`).
+    private let tickTimer: TickTimer
+    /// When the state was last saved (or found unchanged).
+    private var lastSave = ContinuousClock.now
+    /// Where in the ring each decoded track ends: the tick is due when the listener reaches the current one's end.
+    private var trackEndRingFrames: [Int: Int] = [:]
+    /// The ring frame the listener had heard at the last tick.
+    private var lastHeardRingFrame: Int?
+    /// What MPRIS was last told, so that it is told only changes.
+    private var publishedSnapshot: MPRISSnapshot?
+    /// The playback shown last on the progress line, so that a change is shown at once.
+    private var shownPlayback: Playback?
     /// What was last saved, to save only changes.
     private var lastSaved: PersistedState?
 
@@ -138,6 +123,7 @@ actor Player {
         // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
         ring = FrameRing(minimumCapacity: 131_072)
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
+        tickTimer = TickTimer { inbox.yield(.tick) }
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(triggerRoles: configuration.triggerRoles)
@@ -167,6 +153,8 @@ actor Player {
         publish()
         for await input in inputs {
             handle(input)
+            armTick()
+            if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
                 finishProgressLine()
                 let underruns = underrunsOfClosedStreams + (stream?.underrunCount ?? 0)
@@ -198,6 +186,7 @@ actor Player {
             dispatch(.outputAppeared)
         case .tick:
             // Ticks save on their own schedule.
+            tickTimer.wentOff()
             tick()
             publish()
             return
@@ -318,28 +307,6 @@ actor Player {
         serverName = (try? candidate.serverInfo())?.displayName
         log.record("server", ["state": "connected"])
         return true
-    }
-
-    /// A connected, subscribed connection whose notices go to the inbox tagged with `generation`, its mainloop
-    /// thread raised to real-time scheduling as far as allowed (every connection has a thread of its own).
-    private static func makeConnection(
-        generation: Int, inbox: AsyncStream<Input>.Continuation
-    ) -> ConnectedServer? {
-        do {
-            let connection = try PulseConnection(operationTimeout: .seconds(3)) { notice in
-                inbox.yield(.connection(notice, generation: generation))
-            }
-            try connection.connect(applicationName: "Earshot")
-            try connection.subscribe()
-            guard let threadID = try? connection.mainloopThreadID() else {
-                return ConnectedServer(connection: connection, realtime: .none(reason: "mainloop thread not found"),
-                                       threadID: nil)
-            }
-            return ConnectedServer(connection: connection, realtime: RealtimePriority.raise(threadID: threadID),
-                                   threadID: threadID)
-        } catch {
-            return nil
-        }
     }
 
     /// Remembers and logs how the new connection's mainloop thread is scheduled.
@@ -471,6 +438,8 @@ actor Player {
         queueEndRingFrame = nil
         // The flush cancelled any drain; setEndOfData(false) would too.
         drainingFor = nil
+        trackEndRingFrames = [:]
+        lastHeardRingFrame = nil
         stream?.setEndOfData(false)
         disarmWatchdog()
         if rules.isPlaying { waitForDecodedAudio() }
@@ -489,8 +458,8 @@ actor Player {
             FileHandle.standardError.write(Data(
                 "earshot: track \(index + 1) of \(paths.count) skipped: \(error.description)\n".utf8))
             dispatch(.trackFailed(index: index, failure: failure, next: index + 1 < paths.count ? index + 1 : nil))
-        case .trackDecoded:
-            break
+        case .trackDecoded(let index, let ringFrame):
+            trackEndRingFrames[index] = ringFrame
         case .formatChange(_, let format, let ringFrame):
             log.record("output", ["formatChange": "\(format.sampleRate)Hz"])
             pendingFormatChange = (format, ringFrame)
@@ -500,15 +469,6 @@ actor Player {
         case .queueFinished(let ringFrame):
             queueEndRingFrame = ringFrame
             stream?.setEndOfData(true)
-        }
-    }
-
-    private static func failure(of kind: MPG123Error.Kind) -> TrackFailure {
-        switch kind {
-        case .cannotOpen: return .unreadable
-        case .empty, .noAudio, .notMPEGAudio: return .notMPEGAudio
-        case .unsupportedFormat: return .unsupportedFormat
-        case .decodeFailed, .seekFailed, .libraryFailure: return .decodeFailed
         }
     }
 
@@ -671,6 +631,7 @@ actor Player {
             return
         }
         if let stream, let frame = stream.heardRingFrame() {
+            lastHeardRingFrame = frame
             let position: TrackPosition?
             if let floor = repositionFloor, frame < floor.ringFrame {
                 position = floor.position
@@ -697,14 +658,43 @@ actor Player {
             announcedTrack = index
             try? stream.updateMediaName(title(of: index))
         }
-        positionCell.store(Int64(positionMilliseconds) * 1000)
-        ticksSinceSave += 1
-        if rules.isPlaying && ticksSinceSave >= Self.ticksBetweenSaves { saveState() }
+        if rules.isPlaying && ContinuousClock.now - lastSave >= Self.saveInterval { saveState() }
         if configuration.showsProgress { showProgress() }
     }
 
-    /// While playing, the position is saved this often (ticks of 50 ms): a kill loses at most 2 s.
-    private static let ticksBetweenSaves = 40
+    /// While playing, the position is saved this often: a kill loses at most this much.
+    private static let saveInterval = Duration.seconds(2)
+    /// The longest a playing player goes without a tick: the stall watchdog's resolution (it acts on a second of
+    /// silence), and the progress line's rate (4 Hz).
+    private static let tickIntervalMilliseconds = 250
+
+    /// Arms the timer for the next moment the tick has work, or disarms it when the player is not playing.
+    private func armTick() {
+        guard rules.isPlaying, stream != nil else {
+            tickTimer.disarm()
+            return
+        }
+        tickTimer.arm(after: nextTickDelay())
+    }
+
+    /// How long until the tick has work: the listener reaching the current track's end, the server having taken
+    /// everything before a format change or the queue's end (both advance at the sample rate while playing), and
+    /// at most `tickIntervalMilliseconds`.
+    private func nextTickDelay() -> Duration {
+        var frames = Int.max
+        if drainingFor == nil {
+            if let change = pendingFormatChange { frames = min(frames, change.ringFrame - ring.totalFramesRead) }
+            if let end = queueEndRingFrame { frames = min(frames, end - ring.totalFramesRead) }
+        }
+        if let end = trackEndRingFrames[rules.queue.index], let heard = lastHeardRingFrame {
+            frames = min(frames, end - heard)
+        }
+        guard frames != Int.max else { return .milliseconds(Self.tickIntervalMilliseconds) }
+        let rate = max(worker.currentFormat?.sampleRate ?? 44_100, 1)
+        // A couple of milliseconds late rather than early, so the tick finds the boundary passed.
+        let milliseconds = max(frames, 0) * 1000 / rate + 2
+        return .milliseconds(min(max(milliseconds, 5), Self.tickIntervalMilliseconds))
+    }
 
     private func title(of index: Int?) -> String {
         guard let index, let metadata = tracks[index]?.metadata else { return "Earshot" }
@@ -713,17 +703,12 @@ actor Player {
 
     private func showProgress() {
         guard rules.playback != .idle else { return }
-        let index = rules.queue.index
-        let position = positionMilliseconds
-        let length = durationMilliseconds
-        let width = 24
-        let filled = length.map { $0 > 0 ? min(width, position * width / $0) : 0 } ?? 0
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         let state = rules.isPlaying ? "playing" : rules.playback.description
-        let line = "\r[\(index + 1)/\(paths.count)] \(StatusText.clock(position)) / "
-            + "\(length.map(StatusText.clock) ?? "--:--") [\(bar)] \(state)\u{1B}[K"
+        let line = StatusText.progressLine(track: rules.queue.index, of: paths.count, at: positionMilliseconds,
+                                           length: durationMilliseconds, state: state)
         FileHandle.standardOutput.write(Data(line.utf8))
         progressShown = true
+        shownPlayback = rules.playback
     }
 
     private func finishProgressLine() {
@@ -878,7 +863,7 @@ actor Player {
 
     /// Saves queue, track, position and volume when they changed (atomically, by the store).
     private func saveState() {
-        ticksSinceSave = 0
+        lastSave = ContinuousClock.now
         guard let store else { return }
         let state = PersistedState(queue: paths, trackIndex: rules.queue.index,
                                    positionMilliseconds: positionMilliseconds, volumePercent: rules.volumePercent)
@@ -893,32 +878,21 @@ actor Player {
 
     // MARK: MPRIS
 
-    /// Publishes the current state to MPRIS; the adapter sends only what changed.
+    /// Publishes the current state to MPRIS when it changed (the adapter then sends only the changed properties),
+    /// and the position for `Position`, which MPRIS clients read when they want it.
     private func publish() {
         guard let mpris else { return }
-        let status: MPRISSnapshot.PlaybackStatus
-        switch rules.playback {
-        case .playing: status = .playing
-        case .paused: status = .paused
-        case .idle, .stopped: status = .stopped
-        }
         let index = rules.queue.index
-        let hasTrack = rules.playback != .idle && paths.indices.contains(index)
-        let metadata = tracks[index]?.metadata
-        mpris.update(MPRISSnapshot(
-            playbackStatus: status,
-            trackId: hasTrack ? MPRISSnapshot.trackId(queueGeneration * 100_000 + index) : nil,
-            title: hasTrack ? metadata?.title : nil,
-            artists: hasTrack ? (metadata?.artist).map { [$0] } ?? [] : [],
-            album: hasTrack ? metadata?.album : nil,
-            filePath: hasTrack ? paths[index] : nil,
-            lengthMicroseconds: hasTrack ? durationMilliseconds.map { Int64($0) * 1000 } : nil,
-            volume: Double(rules.volumePercent) / 100,
-            canGoNext: hasTrack && index + 1 < paths.count,
-            canGoPrevious: hasTrack,
-            canPlay: hasTrack,
-            canPause: hasTrack,
-            canSeek: hasTrack))
+        let path = rules.playback != .idle && paths.indices.contains(index) ? paths[index] : nil
+        let length = path != nil ? durationMilliseconds.map { Int64($0) * 1000 } : nil
+        positionCell.store(microseconds: Int64(positionMilliseconds) * 1000, advancing: rules.isPlaying, limit: length)
+        let snapshot = MPRISSnapshot(
+            rules: rules, trackNumber: queueGeneration * 100_000 + index, path: path,
+            metadata: tracks[index]?.metadata, lengthMicroseconds: length, queueLength: paths.count)
+        // Told only changes: an unchanged snapshot would still wake the bus thread.
+        guard snapshot != publishedSnapshot else { return }
+        publishedSnapshot = snapshot
+        mpris.update(snapshot)
     }
 
     /// Carries out an MPRIS request through the same rules as every other command.

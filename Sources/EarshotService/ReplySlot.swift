@@ -53,17 +53,27 @@ final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
     }
 }
 
-/// The position in microseconds, written by the player's tick and read by the D-Bus thread without hopping
-/// to the actor.
-final class PositionCell: Sendable {
-    private let microseconds = Atomic<Int64>(0)
+/// The position MPRIS `Position` reads on the D-Bus thread without hopping to the actor: the position heard at a
+/// moment and whether it advances from there (playing). The reader carries it forward to now, so nothing has to
+/// refresh it while the position only runs on.
+final class PositionCell: @unchecked Sendable {
+    // Unchecked Sendable: `anchor` is only read or written with `lock` held. A lock, not atomics: the three parts
+    // must be read together. Never on the real-time path.
+    private let lock = NSLock()
+    private var anchor = (microseconds: Int64(0), at: ContinuousClock.now, advancing: false, limit: Int64?.none)
 
-    func store(_ value: Int64) {
-        microseconds.store(value, ordering: .relaxed)
+    /// Records the position heard now, in microseconds; `advancing` while playing, up to `limit` (the track's end).
+    func store(microseconds: Int64, advancing: Bool, limit: Int64?) {
+        let now = ContinuousClock.now
+        lock.withLock { anchor = (microseconds, now, advancing, limit) }
     }
 
+    /// The position now, in microseconds.
     func load() -> Int64 {
-        microseconds.load(ordering: .relaxed)
+        let anchor = lock.withLock { self.anchor }
+        guard anchor.advancing else { return anchor.microseconds }
+        let elapsed = (ContinuousClock.now - anchor.at).components
+        let position = anchor.microseconds + elapsed.seconds * 1_000_000 + elapsed.attoseconds / 1_000_000_000_000
+        return min(position, anchor.limit ?? Int64.max)
     }
 }
-
