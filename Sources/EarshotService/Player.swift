@@ -25,14 +25,6 @@ actor Player {
         case shutdown(signal: Int32)
     }
 
-    /// Why the stream plays out its tail.
-    private enum DrainPurpose {
-        /// Everything in the old format was handed over: once heard, the stream reopens at the new format.
-        case formatChange
-        /// The queue's last audio was handed over: once heard, the queue has ended.
-        case queueEnd
-    }
-
     /// What is known of a track once the decoder opened it.
     private struct TrackInfo {
         var format: AudioFormat
@@ -100,6 +92,8 @@ actor Player {
     private var lastSave = ContinuousClock.now
     /// Where in the ring each decoded track ends: the tick is due when the listener reaches the current one's end.
     private var trackEndRingFrames: [Int: Int] = [:]
+    /// The track the listener was last reported (`heardTrack`) to hear.
+    private var reportedHeardTrack: Int?
     /// The ring frame the listener had heard at the last tick.
     private var lastHeardRingFrame: Int?
     /// What MPRIS was last told, so that it is told only changes.
@@ -227,7 +221,7 @@ actor Player {
         log.record("event", ["kind": event.description, "playback": rules.playback.description, "commands": named])
         if case .stopped = rules.playback, exitCode == nil, case .foreground = mode {
             switch event {
-            case .trackEnded(_, nil), .trackFailed(_, _, nil):
+            case .queuePlayedOut, .trackFailed(_, _, nil):
                 // The queue ran out: the foreground player's work is done.
                 exitCode = anyTrackStarted ? 0 : 1
             default: break
@@ -249,8 +243,12 @@ actor Player {
                 dispatch(.outputCommandFailed)
             }
         case .uncork:
-            // Without a stream the uncork waits: `ensureStream` uncorks when the stream opens.
-            guard let stream else { return }
+            // The rules uncork only a stream they know is open; without one the command cannot be carried out.
+            guard let stream else {
+                log.record("output", ["command": "uncork", "error": "noStream"])
+                dispatch(.outputCommandFailed)
+                return
+            }
             do {
                 try stream.uncork()
                 disarmWatchdog()
@@ -271,8 +269,8 @@ actor Player {
                 dispatch(.outputLost(.serverLost))
                 return
             }
-            // The reducer's own `uncork` follows when it wants one.
-            ensureStream(uncorkingIfPlaying: false)
+            // The rules uncork it when it opens (`streamOpened`), if the player is playing.
+            ensureStream()
         case .playTrack(let index):
             reposition(to: TrackPosition(trackIndex: index, frame: 0, sampleRate: tracks[index]?.format.sampleRate
                                              ?? 44_100))
@@ -315,9 +313,9 @@ actor Player {
         log.record("realtime", ["thread": "mainloop", "scheduling": server.realtime.description])
     }
 
-    /// Opens the stream when there is a connection and the audio's format is known, and uncorks it if the
-    /// rules say the player is playing.
-    private func ensureStream(uncorkingIfPlaying: Bool = true) {
+    /// Opens the stream when there is a connection and the audio's format is known, and reports it (`streamOpened`:
+    /// the rules uncork it when the player is playing).
+    private func ensureStream() {
         guard stream == nil, let connection, let format = worker.currentFormat else { return }
         streamGeneration += 1
         let generation = streamGeneration
@@ -344,11 +342,9 @@ actor Player {
         if let inputs = try? connection.sinkInputs() {
             for input in inputs { dispatchAll(translator.sinkInputChanged(input, at: monotonicMoment())) }
         }
+        // A playing player's stream is uncorked next: let it find audio in the ring.
+        if rules.isPlaying { waitForDecodedAudio() }
         dispatch(.streamOpened)
-        if uncorkingIfPlaying && rules.isPlaying {
-            waitForDecodedAudio()
-            perform(.uncork)
-        }
     }
 
     /// Gives the decoder (~1000x real time) a moment to put two server buffers into the ring after it was
@@ -384,6 +380,7 @@ actor Player {
         closing.close()
         stream = nil
         streamGeneration += 1
+        dispatch(.streamClosed)
         // A drain dies with its stream; a pending format change drains again on the next one.
         drainingFor = nil
     }
@@ -440,6 +437,7 @@ actor Player {
         drainingFor = nil
         trackEndRingFrames = [:]
         lastHeardRingFrame = nil
+        reportedHeardTrack = position.trackIndex
         stream?.setEndOfData(false)
         disarmWatchdog()
         if rules.isPlaying { waitForDecodedAudio() }
@@ -507,7 +505,7 @@ actor Player {
             applyFormatChange()
         case .queueEnd:
             queueEndRingFrame = nil
-            dispatch(.trackEnded(index: rules.queue.index, next: nil))
+            dispatch(.queuePlayedOut)
         }
     }
 
@@ -621,13 +619,13 @@ actor Player {
                 watchdogBase = frame
             }
         }
-        if let stream, rules.isPlaying, watchdogArmed, stream.isStalled(periods: 8, minimum: .seconds(1)) {
+        if let stream, watchdogArmed, stream.isStalled(periods: 8, minimum: .seconds(1)) {
             // Playing, but the server has asked for nothing for several periods (PipeWire can drop a device
             // with no callback at all): nothing is heard, so the output is lost. A whole second: on a machine
             // loaded twenty deep the server was seen to go quiet for over half a second and then carry on, and
             // a player that calls that "output lost" stops the music for nothing.
             log.record("output", ["watchdog": "stalled"])
-            dispatch(.outputLost(.streamFailed))
+            dispatch(.outputStalled)
             return
         }
         if let stream, let frame = stream.heardRingFrame() {
@@ -640,8 +638,10 @@ actor Player {
                 position = worker.locate(ringFrame: frame)
             }
             if let position { heard = position }
-            if let position, position.trackIndex > rules.queue.index, rules.playback != .idle {
-                dispatch(.trackEnded(index: rules.queue.index, next: position.trackIndex))
+            if let index = position?.trackIndex, index != reportedHeardTrack {
+                // Reported when the heard track changes; whether that moves the queue on is the rules' call.
+                reportedHeardTrack = index
+                dispatch(.heardTrack(index: index))
             }
             if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame,
                rules.isPlaying {

@@ -23,6 +23,14 @@ enum PlayerMode: Sendable {
     case service
 }
 
+/// Why the player's stream plays out its tail.
+enum DrainPurpose {
+    /// Everything in the old format was handed over: once heard, the stream reopens at the new format.
+    case formatChange
+    /// The queue's last audio was handed over: once heard, the queue was played out.
+    case queueEnd
+}
+
 /// Milliseconds on the monotonic clock: the moments stamped on events.
 func monotonicMoment() -> Moment {
     var now = timespec()

@@ -25,9 +25,9 @@ struct DecisionLoopTests {
         }
         loop.dispatch(.userPlay)
         #expect(decisions == [.userPlay, .outputLost(.serverLost)])
-        // The play's own commands first, then the loss's: nothing of the play is performed once the output is lost,
-        // so the last command performed matches the state.
-        #expect(performed == [.openStream, .playTrack(index: 0), .uncork, .cork, .flush])
+        // The play's own commands first, then the loss's: nothing of the play (here its playTrack, which moves the
+        // decoder) is performed after the loss corked and flushed, so the last commands performed match the state.
+        #expect(performed == [.openStream, .playTrack(index: 0), .cork, .flush])
         #expect(loop.rules.playback == .paused(.outputLost(.serverLost)))
     }
 
