@@ -19,7 +19,7 @@ actor Player {
         case stream(StreamNotice, generation: Int)
         case connection(ConnectionNotice, generation: Int)
         case reconnected(ConnectedServer, generation: Int)
-        case tick
+        case tick(arming: Int)
         case request(ControlRequest, ReplySlot<String>)
         case mpris(MPRISCommand, ReplySlot<MPRISReply>)
         case shutdown(signal: Int32)
@@ -117,7 +117,7 @@ actor Player {
         // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
         ring = FrameRing(minimumCapacity: 131_072)
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
-        tickTimer = TickTimer { inbox.yield(.tick) }
+        tickTimer = TickTimer { arming in inbox.yield(.tick(arming: arming)) }
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(triggerRoles: configuration.triggerRoles)
@@ -178,9 +178,10 @@ actor Player {
             serverName = (try? server.connection.serverInfo())?.displayName
             log.record("server", ["state": "connected"])
             dispatch(.outputAppeared)
-        case .tick:
+        case .tick(let arming):
+            // A stale tick (its timer was replaced or disarmed as it went off) has no work.
+            guard tickTimer.wentOff(arming: arming) else { return }
             // Ticks save on their own schedule.
-            tickTimer.wentOff()
             tick()
             publish()
             return

@@ -5,14 +5,16 @@
 import Foundation
 
 /// A one-shot timer owned by the player's actor (not `Sendable`): `arm` it for a delay, and it calls `fire` once
-/// from a task of its own unless it is disarmed or re-armed first.
+/// from a task of its own, with the arming's number, unless it is disarmed or re-armed first. A timer replaced just
+/// as it went off may still deliver; `wentOff(arming:)` tells that stale delivery from the current one.
 final class TickTimer {
-    private let fire: @Sendable () -> Void
+    private let fire: @Sendable (Int) -> Void
     private var task: Task<Void, Never>?
     private var due: ContinuousClock.Instant?
+    private var arming = 0
 
-    /// A disarmed timer that calls `fire` (from any thread) when it goes off.
-    init(fire: @escaping @Sendable () -> Void) {
+    /// A disarmed timer that calls `fire` (from any thread) with the arming's number when it goes off.
+    init(fire: @escaping @Sendable (Int) -> Void) {
         self.fire = fire
     }
 
@@ -22,10 +24,12 @@ final class TickTimer {
         if task != nil, let due, due <= moment { return }
         task?.cancel()
         due = moment
+        arming += 1
         let fire = self.fire
+        let number = arming
         task = Task.detached {
             try? await Task.sleep(until: moment, clock: .continuous)
-            if !Task.isCancelled { fire() }
+            if !Task.isCancelled { fire(number) }
         }
     }
 
@@ -36,9 +40,12 @@ final class TickTimer {
         due = nil
     }
 
-    /// Notes that the timer went off: it is no longer armed.
-    func wentOff() {
+    /// Notes that arming number `arming` went off. Returns false, changing nothing, for a stale one (disarmed or
+    /// replaced since); true when it was the current arming, which is then over.
+    func wentOff(arming number: Int) -> Bool {
+        guard task != nil, number == arming else { return false }
         task = nil
         due = nil
+        return true
     }
 }
