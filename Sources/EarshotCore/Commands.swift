@@ -1,7 +1,7 @@
 // What the reducer asks the executor to do. Plain data, so a test can compare them.
 
 /// An instruction to the output executor. The executor performs commands in order and reports the
-/// real outcome back as events (`streamCorked`, `streamUncorked`, `outputCommandFailed`).
+/// real outcome back as events (`streamCorked`, `streamUncorked`, `streamOpened`, `outputCommandFailed`).
 public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Quiet the stream at once, keeping what is queued (pa_stream_cork(1)).
     case cork
@@ -12,7 +12,8 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case flush
     /// Clear a mute the server put on our stream (module-role-cork mutes while it corks).
     case clearServerMute
-    /// Create the stream again (corked) after the old one was lost with the server.
+    /// Create a stream (corked) when there is none: at the first play, or after the old one was lost or closed.
+    /// The executor reports it with `streamOpened`, and a playing player's uncork follows then.
     case openStream
     /// Flush and start decoding track `index` from its beginning.
     case playTrack(index: Int)

@@ -68,6 +68,8 @@ public enum OutputLossReason: Hashable, Sendable, CustomStringConvertible {
     case serverLost
     /// The server killed our stream, or an output command on it failed.
     case streamFailed
+    /// The server stopped asking for our audio while we played (a stall): nothing is heard any more.
+    case stalled
 
     /// The reason's name as it appears in status and logs.
     public var description: String {
@@ -76,6 +78,7 @@ public enum OutputLossReason: Hashable, Sendable, CustomStringConvertible {
         case .portUnplugged: return "portUnplugged"
         case .serverLost: return "serverLost"
         case .streamFailed: return "streamFailed"
+        case .stalled: return "stalled"
         }
     }
 }
@@ -147,13 +150,18 @@ public enum Event: Hashable, Sendable {
     /// Starting the service is like a replug: it never makes a sound by itself.
     case queueRestored(trackCount: Int, index: Int)
 
-    // From the decoder, in the order the listener hears them.
+    // From the decoder.
 
-    /// The listener reached the end of track `index`; `next` is the next playable track, already
-    /// following without a gap, or nil at the end of the queue.
-    case trackEnded(index: Int, next: Int?)
     /// Track `index` cannot be played and is skipped; `next` is the next playable track or nil.
     case trackFailed(index: Int, failure: TrackFailure, next: Int?)
+
+    // From the output, in the order the listener hears them.
+
+    /// The listener now hears track `index` (read from the output's position, not the decoder's), which the
+    /// decoder had joined to the one before without a gap.
+    case heardTrack(index: Int)
+    /// The queue's last audio was played out: the stream drained after the decoder finished the queue.
+    case queuePlayedOut
 
     // From the executor: what really happened to the stream.
 
@@ -165,6 +173,11 @@ public enum Event: Hashable, Sendable {
     case streamOpened
     /// An output command could not be carried out (no server, stream gone).
     case outputCommandFailed
+    /// The executor closed the stream (to open another at a new sample rate).
+    case streamClosed
+    /// The server has not asked for our audio for a second although the stream should be playing: what the
+    /// executor's watchdog found when its timer, armed while playing, went off.
+    case outputStalled
 }
 
 extension Event: CustomStringConvertible {
@@ -189,13 +202,16 @@ extension Event: CustomStringConvertible {
         case .queueReplaced(let count, let start): return "queueReplaced(\(count) tracks, at \(start))"
         case .queueExtended(let count): return "queueExtended(\(count) tracks)"
         case .queueRestored(let count, let index): return "queueRestored(\(count) tracks, at \(index))"
-        case .trackEnded(let index, let next): return "trackEnded(\(index), next: \(next.map(String.init) ?? "none"))"
         case .trackFailed(let index, let failure, let next):
             return "trackFailed(\(index), \(failure), next: \(next.map(String.init) ?? "none"))"
         case .streamCorked: return "streamCorked"
         case .streamUncorked: return "streamUncorked"
         case .streamOpened: return "streamOpened"
         case .outputCommandFailed: return "outputCommandFailed"
+        case .heardTrack(let index): return "heardTrack(\(index))"
+        case .queuePlayedOut: return "queuePlayedOut"
+        case .streamClosed: return "streamClosed"
+        case .outputStalled: return "outputStalled"
         }
     }
 }

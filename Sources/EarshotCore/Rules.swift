@@ -50,11 +50,6 @@ extension PlayerState {
             return []
         case .queueRestored(let trackCount, let index):
             return restoreQueue(trackCount: trackCount, index: index)
-        case .trackEnded(let index, let next):
-            // Rule 13: the next track already follows without a gap; only the cursor moves.
-            guard playback != .idle, index == queue.index else { return [] }
-            advance(to: next)
-            return []
         case .trackFailed(let index, let failure, let next):
             // Rule 14: the decoder has skipped the track; record why, and move on if it was current.
             guard playback != .idle, (0..<queue.trackCount).contains(index) else { return [] }
@@ -69,6 +64,25 @@ extension PlayerState {
             return []
         case .streamOpened:
             stream = .openCorked
+            // Rule 8's uncork, for a play that had to wait for its stream to be opened.
+            return isPlaying ? [.uncork] : []
+        case .streamClosed:
+            stream = StreamCondition(isOpen: false, isCorked: true)
+            return []
+        case .outputStalled:
+            // Rule 10: a stall while playing is a lost output; reported while not playing, it is stale (rule 15).
+            guard isPlaying else { return [] }
+            return outputLost(.stalled)
+        case .heardTrack(let index):
+            // Rule 13: the listener reached a later track of the queue; only the cursor moves. An earlier or the
+            // same track is a stale or duplicate report (rule 15).
+            guard playback != .idle, index > queue.index, index < queue.trackCount else { return [] }
+            advance(to: index)
+            return []
+        case .queuePlayedOut:
+            // Rule 13 at the end of the queue.
+            guard playback != .idle else { return [] }
+            advance(to: nil)
             return []
         case .outputCommandFailed:
             stream.isOpen = false
@@ -230,7 +244,8 @@ extension PlayerState {
     private mutating func startPlaying() -> [Command] {
         let preparation = prepareToPlay()
         playback = .playing
-        return preparation + [.uncork]
+        // Without a stream there is nothing to uncork yet: `streamOpened` brings the uncork.
+        return stream.isOpen ? preparation + [.uncork] : preparation
     }
 
     /// Moves to `next` after the current track ended or failed, or stops at the end of the queue.

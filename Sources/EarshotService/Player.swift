@@ -11,67 +11,6 @@ import Foundation
 import PulseOutput
 import Synchronization
 
-/// A one-shot reply box a client's thread (control socket or D-Bus) waits on.
-final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
-    // Unchecked Sendable: `reply` is written once before `ready.signal()` and read only after `ready.wait()`.
-    private var reply: Reply
-    private let ready = DispatchSemaphore(value: 0)
-
-    /// A slot that answers `timeoutReply` when nobody fulfils it in time.
-    init(timeoutReply: Reply) {
-        reply = timeoutReply
-    }
-
-    func fulfil(_ value: Reply) {
-        reply = value
-        ready.signal()
-    }
-
-    func wait(seconds: Int) -> Reply {
-        if ready.wait(timeout: .now() + .seconds(seconds)) == .timedOut { return reply }
-        return reply
-    }
-}
-
-/// The position in microseconds, written by the player's tick and read by the D-Bus thread without hopping
-/// to the actor.
-final class PositionCell: Sendable {
-    private let microseconds = Atomic<Int64>(0)
-
-    func store(_ value: Int64) {
-        microseconds.store(value, ordering: .relaxed)
-    }
-
-    func load() -> Int64 {
-        microseconds.load(ordering: .relaxed)
-    }
-}
-
-/// A new connection to the sound server and how its mainloop thread is scheduled.
-struct ConnectedServer: Sendable {
-    /// The connected, subscribed connection.
-    let connection: PulseConnection
-    /// What real-time scheduling its mainloop thread got.
-    let realtime: RealtimeOutcome
-    /// The kernel thread id of its mainloop thread, when it could be found.
-    let threadID: Int32?
-}
-
-/// How the player was started.
-enum PlayerMode: Sendable {
-    /// `earshot play FILE...`: play the files and exit at the end of the queue.
-    case foreground(files: [TrackPath])
-    /// `earshot serve`: a long-running service that restores its saved queue, paused.
-    case service
-}
-
-/// Milliseconds on the monotonic clock: the moments stamped on events.
-func monotonicMoment() -> Moment {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Moment(milliseconds: Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)
-}
-
 /// The player: state, decoder, output and the rules that join them.
 actor Player {
     /// Everything that can happen to the player, in one ordered stream.
@@ -80,7 +19,7 @@ actor Player {
         case stream(StreamNotice, generation: Int)
         case connection(ConnectionNotice, generation: Int)
         case reconnected(ConnectedServer, generation: Int)
-        case tick
+        case tick(arming: Int)
         case request(ControlRequest, ReplySlot<String>)
         case mpris(MPRISCommand, ReplySlot<MPRISReply>)
         case shutdown(signal: Int32)
@@ -103,7 +42,9 @@ actor Player {
     private let ring: FrameRing
     private let worker: DecodeWorker
 
-    private var rules: PlayerState
+    /// The rulebook and the order of its decisions.
+    private let decisions: DecisionLoop
+    private var rules: PlayerState { decisions.rules }
     private var translator: ServerEventTranslator
     private var paths: [TrackPath] = []
     private var tracks: [Int: TrackInfo] = [:]
@@ -129,6 +70,8 @@ actor Player {
     private var pendingFormatChange: (format: AudioFormat, ringFrame: Int)?
     /// Where the queue's audio ends in the ring, once the decoder has finished it.
     private var queueEndRingFrame: Int?
+    /// What the stream's drain in progress is for; its `.drained` notice completes it.
+    private var drainingFor: DrainPurpose?
     /// The track whose title the stream's media name shows.
     private var announcedTrack: Int?
     private var anyTrackStarted = false
@@ -143,8 +86,20 @@ actor Player {
     /// idle null sink, a waking Bluetooth link) asks for nothing for a while without being stalled.
     private var watchdogBase: Int?
     private var watchdogArmed = false
-    /// Ticks since the state was last saved.
-    private var ticksSinceSave = 0
+    /// The player's one timer, armed only while playing (see `TickTimer`).
+    private let tickTimer: TickTimer
+    /// When the state was last saved (or found unchanged).
+    private var lastSave = ContinuousClock.now
+    /// Where in the ring each decoded track ends: the tick is due when the listener reaches the current one's end.
+    private var trackEndRingFrames: [Int: Int] = [:]
+    /// The track the listener was last reported (`heardTrack`) to hear.
+    private var reportedHeardTrack: Int?
+    /// The ring frame the listener had heard at the last tick.
+    private var lastHeardRingFrame: Int?
+    /// What MPRIS was last told, so that it is told only changes.
+    private var publishedSnapshot: MPRISSnapshot?
+    /// The playback shown last on the progress line, so that a change is shown at once.
+    private var shownPlayback: Playback?
     /// What was last saved, to save only changes.
     private var lastSaved: PersistedState?
 
@@ -162,7 +117,9 @@ actor Player {
         // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
         ring = FrameRing(minimumCapacity: 131_072)
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
-        rules = PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true))
+        tickTimer = TickTimer { arming in inbox.yield(.tick(arming: arming)) }
+        decisions = DecisionLoop(
+            rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(
             triggerRoles: configuration.triggerRoles, scope: configuration.interruptionScope)
     }
@@ -172,6 +129,7 @@ actor Player {
     /// Connects, then either plays `files` (foreground) or restores the saved queue (service), and handles
     /// inputs until the work is done or a signal arrives. Returns the process exit code.
     func run(inputs: AsyncStream<Input>) async -> Int32 {
+        attachDecisions()
         switch mode {
         case .foreground(let files):
             guard connect() else {
@@ -190,6 +148,8 @@ actor Player {
         publish()
         for await input in inputs {
             handle(input)
+            armTick()
+            if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
                 finishProgressLine()
                 let underruns = underrunsOfClosedStreams + (stream?.underrunCount ?? 0)
@@ -219,7 +179,9 @@ actor Player {
             serverName = (try? server.connection.serverInfo())?.displayName
             log.record("server", ["state": "connected"])
             dispatch(.outputAppeared)
-        case .tick:
+        case .tick(let arming):
+            // A stale tick (its timer was replaced or disarmed as it went off) has no work.
+            guard tickTimer.wentOff(arming: arming) else { return }
             // Ticks save on their own schedule.
             tick()
             publish()
@@ -245,15 +207,23 @@ actor Player {
 
     // MARK: The rules
 
-    /// Applies `event`, logs it, and performs the resulting commands.
+    /// Applies `event`, logs it, and performs the resulting commands (see `DecisionLoop`).
     private func dispatch(_ event: Event) {
-        let commands = rules.apply(event)
+        decisions.dispatch(event)
+    }
+
+    /// Connects the decision loop to this player: it logs each decision and performs its commands here.
+    private func attachDecisions() {
+        decisions.perform = { [unowned self] command in perform(command) }
+        decisions.decided = { [unowned self] event, commands in decided(event, commands) }
+    }
+
+    private func decided(_ event: Event, _ commands: [Command]) {
         let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
         log.record("event", ["kind": event.description, "playback": rules.playback.description, "commands": named])
-        for command in commands { perform(command) }
         if case .stopped = rules.playback, exitCode == nil, case .foreground = mode {
             switch event {
-            case .trackEnded(_, nil), .trackFailed(_, _, nil):
+            case .queuePlayedOut, .trackFailed(_, _, nil):
                 // The queue ran out: the foreground player's work is done.
                 exitCode = anyTrackStarted ? 0 : 1
             default: break
@@ -275,8 +245,12 @@ actor Player {
                 dispatch(.outputCommandFailed)
             }
         case .uncork:
-            // Without a stream the uncork waits: `ensureStream` uncorks when the stream opens.
-            guard let stream else { return }
+            // The rules uncork only a stream they know is open; without one the command cannot be carried out.
+            guard let stream else {
+                log.record("output", ["command": "uncork", "error": "noStream"])
+                dispatch(.outputCommandFailed)
+                return
+            }
             do {
                 try stream.uncork()
                 disarmWatchdog()
@@ -297,8 +271,8 @@ actor Player {
                 dispatch(.outputLost(.serverLost))
                 return
             }
-            // The reducer's own `uncork` follows when it wants one.
-            ensureStream(uncorkingIfPlaying: false)
+            // The rules uncork it when it opens (`streamOpened`), if the player is playing.
+            ensureStream()
         case .playTrack(let index):
             reposition(to: TrackPosition(trackIndex: index, frame: 0, sampleRate: tracks[index]?.format.sampleRate
                                              ?? 44_100))
@@ -335,37 +309,15 @@ actor Player {
         return true
     }
 
-    /// A connected, subscribed connection whose notices go to the inbox tagged with `generation`, its mainloop
-    /// thread raised to real-time scheduling as far as allowed (every connection has a thread of its own).
-    private static func makeConnection(
-        generation: Int, inbox: AsyncStream<Input>.Continuation
-    ) -> ConnectedServer? {
-        do {
-            let connection = try PulseConnection(operationTimeout: .seconds(3)) { notice in
-                inbox.yield(.connection(notice, generation: generation))
-            }
-            try connection.connect(applicationName: "Earshot")
-            try connection.subscribe()
-            guard let threadID = try? connection.mainloopThreadID() else {
-                return ConnectedServer(connection: connection, realtime: .none(reason: "mainloop thread not found"),
-                                       threadID: nil)
-            }
-            return ConnectedServer(connection: connection, realtime: RealtimePriority.raise(threadID: threadID),
-                                   threadID: threadID)
-        } catch {
-            return nil
-        }
-    }
-
     /// Remembers and logs how the new connection's mainloop thread is scheduled.
     private func noteRealtime(of server: ConnectedServer) {
         realtime = (server.realtime, server.threadID)
         log.record("realtime", ["thread": "mainloop", "scheduling": server.realtime.description])
     }
 
-    /// Opens the stream when there is a connection and the audio's format is known, and uncorks it if the
-    /// rules say the player is playing.
-    private func ensureStream(uncorkingIfPlaying: Bool = true) {
+    /// Opens the stream when there is a connection and the audio's format is known, and reports it (`streamOpened`:
+    /// the rules uncork it when the player is playing).
+    private func ensureStream() {
         guard stream == nil, let connection, let format = worker.currentFormat else { return }
         streamGeneration += 1
         let generation = streamGeneration
@@ -395,11 +347,9 @@ actor Player {
         for source in (try? connection.sources()) ?? [] { translator.sourceChanged(source) }
         for capture in (try? connection.sourceOutputs()) ?? [] { translator.sourceOutputChanged(capture) }
         for card in (try? connection.cards()) ?? [] { dispatchAll(translator.cardChanged(card, at: monotonicMoment())) }
+        // A playing player's stream is uncorked next: let it find audio in the ring.
+        if rules.isPlaying { waitForDecodedAudio() }
         dispatch(.streamOpened)
-        if uncorkingIfPlaying && rules.isPlaying {
-            waitForDecodedAudio()
-            perform(.uncork)
-        }
     }
 
     /// Gives the decoder (~1000x real time) a moment to put two server buffers into the ring after it was
@@ -435,6 +385,9 @@ actor Player {
         closing.close()
         stream = nil
         streamGeneration += 1
+        dispatch(.streamClosed)
+        // A drain dies with its stream; a pending format change drains again on the next one.
+        drainingFor = nil
     }
 
     /// The position the listener last heard, read from the stream's timing now when there is a stream.
@@ -485,6 +438,11 @@ actor Player {
         heard = position
         pendingFormatChange = nil
         queueEndRingFrame = nil
+        // The flush cancelled any drain; setEndOfData(false) would too.
+        drainingFor = nil
+        trackEndRingFrames = [:]
+        lastHeardRingFrame = nil
+        reportedHeardTrack = position.trackIndex
         stream?.setEndOfData(false)
         disarmWatchdog()
         if rules.isPlaying { waitForDecodedAudio() }
@@ -503,8 +461,8 @@ actor Player {
             FileHandle.standardError.write(Data(
                 "earshot: track \(index + 1) of \(paths.count) skipped: \(error.description)\n".utf8))
             dispatch(.trackFailed(index: index, failure: failure, next: index + 1 < paths.count ? index + 1 : nil))
-        case .trackDecoded:
-            break
+        case .trackDecoded(let index, let ringFrame):
+            trackEndRingFrames[index] = ringFrame
         case .formatChange(_, let format, let ringFrame):
             log.record("output", ["formatChange": "\(format.sampleRate)Hz"])
             pendingFormatChange = (format, ringFrame)
@@ -514,15 +472,6 @@ actor Player {
         case .queueFinished(let ringFrame):
             queueEndRingFrame = ringFrame
             stream?.setEndOfData(true)
-        }
-    }
-
-    private static func failure(of kind: MPG123Error.Kind) -> TrackFailure {
-        switch kind {
-        case .cannotOpen: return .unreadable
-        case .empty, .noAudio, .notMPEGAudio: return .notMPEGAudio
-        case .unsupportedFormat: return .unsupportedFormat
-        case .decodeFailed, .seekFailed, .libraryFailure: return .decodeFailed
         }
     }
 
@@ -540,10 +489,39 @@ actor Player {
         }
     }
 
+    /// Asks the stream to play out its tail for `purpose`; the `.drained` notice completes it. The owner does not
+    /// wait: an output lost meanwhile corks and flushes, which cancels the drain, and the tail is decoded again.
+    private func startDrain(for purpose: DrainPurpose) {
+        guard let stream else { return }
+        do {
+            try stream.drain()
+            drainingFor = purpose
+        } catch {
+            // The stream cannot drain (it is failing): what was handed over is as played as it will be.
+            log.record("output", ["command": "drain", "error": "\(error.code.rawValue)"])
+            drainCompleted(purpose)
+        }
+    }
+
+    /// The tail drained for `purpose` has been heard.
+    private func drainCompleted(_ purpose: DrainPurpose) {
+        switch purpose {
+        case .formatChange:
+            applyFormatChange()
+        case .queueEnd:
+            queueEndRingFrame = nil
+            dispatch(.queuePlayedOut)
+        }
+    }
+
     private func streamNoticed(_ notice: StreamNotice) {
         let now = monotonicMoment()
         switch notice {
-        case .ready, .started, .underflow, .drained:
+        case .drained:
+            guard let purpose = drainingFor else { return }
+            drainingFor = nil
+            drainCompleted(purpose)
+        case .ready, .started, .underflow:
             // Underflows are counted by the stream (status: serverUnderflows); logging each would flood the journal
             // on a loaded machine.
             break
@@ -575,7 +553,7 @@ actor Player {
     private func connectionNoticed(_ notice: ConnectionNotice) {
         let now = monotonicMoment()
         switch notice {
-        case .ready, .serverChange, .sinkPortChanged:
+        case .ready, .serverChange:
             // Port changes are classified by the translator from whole sink snapshots (`sinkChanged`).
             break
         case .serverInfoChanged(let info):
@@ -657,16 +635,17 @@ actor Player {
                 watchdogBase = frame
             }
         }
-        if let stream, rules.isPlaying, watchdogArmed, stream.isStalled(periods: 8, minimum: .seconds(1)) {
+        if let stream, watchdogArmed, stream.isStalled(periods: 8, minimum: .seconds(1)) {
             // Playing, but the server has asked for nothing for several periods (PipeWire can drop a device
             // with no callback at all): nothing is heard, so the output is lost. A whole second: on a machine
             // loaded twenty deep the server was seen to go quiet for over half a second and then carry on, and
             // a player that calls that "output lost" stops the music for nothing.
             log.record("output", ["watchdog": "stalled"])
-            dispatch(.outputLost(.streamFailed))
+            dispatch(.outputStalled)
             return
         }
         if let stream, let frame = stream.heardRingFrame() {
+            lastHeardRingFrame = frame
             let position: TrackPosition?
             if let floor = repositionFloor, frame < floor.ringFrame {
                 position = floor.position
@@ -675,34 +654,63 @@ actor Player {
                 position = worker.locate(ringFrame: frame)
             }
             if let position { heard = position }
-            if let position, position.trackIndex > rules.queue.index, rules.playback != .idle {
-                dispatch(.trackEnded(index: rules.queue.index, next: position.trackIndex))
+            if let index = position?.trackIndex, index != reportedHeardTrack {
+                // Reported when the heard track changes; whether that moves the queue on is the rules' call.
+                reportedHeardTrack = index
+                dispatch(.heardTrack(index: index))
             }
-            if let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame, rules.isPlaying {
+            if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame,
+               rules.isPlaying {
                 // Everything in the old format was handed over: play it out, then switch.
-                _ = try? stream.drain()
-                applyFormatChange()
+                startDrain(for: .formatChange)
             }
-            if let end = queueEndRingFrame, ring.totalFramesRead >= end, rules.isPlaying {
+            if drainingFor == nil, let end = queueEndRingFrame, ring.totalFramesRead >= end, rules.isPlaying {
                 // Everything was handed to the server: let it play the tail out (below the prebuffer a stream
                 // would otherwise wait for more), then the queue has ended.
-                queueEndRingFrame = nil
-                _ = try? stream.drain()
-                dispatch(.trackEnded(index: rules.queue.index, next: nil))
+                startDrain(for: .queueEnd)
             }
         }
         if let index = heard?.trackIndex, index != announcedTrack, let stream {
             announcedTrack = index
             try? stream.updateMediaName(title(of: index))
         }
-        positionCell.store(Int64(positionMilliseconds) * 1000)
-        ticksSinceSave += 1
-        if rules.isPlaying && ticksSinceSave >= Self.ticksBetweenSaves { saveState() }
+        if rules.isPlaying && ContinuousClock.now - lastSave >= Self.saveInterval { saveState() }
         if configuration.showsProgress { showProgress() }
     }
 
-    /// While playing, the position is saved this often (ticks of 50 ms): a kill loses at most 2 s.
-    private static let ticksBetweenSaves = 40
+    /// While playing, the position is saved this often: a kill loses at most this much.
+    private static let saveInterval = Duration.seconds(2)
+    /// The longest a playing player goes without a tick: the stall watchdog's resolution (it acts on a second of
+    /// silence), and the progress line's rate (4 Hz).
+    private static let tickIntervalMilliseconds = 250
+
+    /// Arms the timer for the next moment the tick has work, or disarms it when the player is not playing.
+    private func armTick() {
+        guard rules.isPlaying, stream != nil else {
+            tickTimer.disarm()
+            return
+        }
+        tickTimer.arm(after: nextTickDelay())
+    }
+
+    /// How long until the tick has work: the listener reaching the current track's end, the server having taken
+    /// everything before a format change or the queue's end (both advance at the sample rate while playing), and
+    /// at most `tickIntervalMilliseconds`.
+    private func nextTickDelay() -> Duration {
+        var frames = Int.max
+        if drainingFor == nil {
+            if let change = pendingFormatChange { frames = min(frames, change.ringFrame - ring.totalFramesRead) }
+            if let end = queueEndRingFrame { frames = min(frames, end - ring.totalFramesRead) }
+        }
+        if let end = trackEndRingFrames[rules.queue.index], let heard = lastHeardRingFrame {
+            frames = min(frames, end - heard)
+        }
+        guard frames != Int.max else { return .milliseconds(Self.tickIntervalMilliseconds) }
+        let rate = max(worker.currentFormat?.sampleRate ?? 44_100, 1)
+        // A couple of milliseconds late rather than early, so the tick finds the boundary passed.
+        let milliseconds = max(frames, 0) * 1000 / rate + 2
+        return .milliseconds(min(max(milliseconds, 5), Self.tickIntervalMilliseconds))
+    }
 
     private func title(of index: Int?) -> String {
         guard let index, let metadata = tracks[index]?.metadata else { return "Earshot" }
@@ -711,17 +719,12 @@ actor Player {
 
     private func showProgress() {
         guard rules.playback != .idle else { return }
-        let index = rules.queue.index
-        let position = positionMilliseconds
-        let length = durationMilliseconds
-        let width = 24
-        let filled = length.map { $0 > 0 ? min(width, position * width / $0) : 0 } ?? 0
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         let state = rules.isPlaying ? "playing" : rules.playback.description
-        let line = "\r[\(index + 1)/\(paths.count)] \(StatusText.clock(position)) / "
-            + "\(length.map(StatusText.clock) ?? "--:--") [\(bar)] \(state)\u{1B}[K"
+        let line = StatusText.progressLine(track: rules.queue.index, of: paths.count, at: positionMilliseconds,
+                                           length: durationMilliseconds, state: state)
         FileHandle.standardOutput.write(Data(line.utf8))
         progressShown = true
+        shownPlayback = rules.playback
     }
 
     private func finishProgressLine() {
@@ -838,7 +841,12 @@ actor Player {
         if workerLoaded { worker.append(paths: newPaths) }
         if queueEndRingFrame != nil {
             queueEndRingFrame = nil
+            // Withdrawing the end of the data cancels a drain: the queue's end is not reached after all, while a
+            // format change still has to play its tail out.
             stream?.setEndOfData(false)
+            let interrupted = drainingFor
+            drainingFor = nil
+            if interrupted == .formatChange { startDrain(for: .formatChange) }
         }
         dispatch(.queueExtended(trackCount: paths.count))
         saveState()
@@ -871,7 +879,7 @@ actor Player {
 
     /// Saves queue, track, position and volume when they changed (atomically, by the store).
     private func saveState() {
-        ticksSinceSave = 0
+        lastSave = ContinuousClock.now
         guard let store else { return }
         let state = PersistedState(queue: paths, trackIndex: rules.queue.index,
                                    positionMilliseconds: positionMilliseconds, volumePercent: rules.volumePercent)
@@ -886,32 +894,21 @@ actor Player {
 
     // MARK: MPRIS
 
-    /// Publishes the current state to MPRIS; the adapter sends only what changed.
+    /// Publishes the current state to MPRIS when it changed (the adapter then sends only the changed properties),
+    /// and the position for `Position`, which MPRIS clients read when they want it.
     private func publish() {
         guard let mpris else { return }
-        let status: MPRISSnapshot.PlaybackStatus
-        switch rules.playback {
-        case .playing: status = .playing
-        case .paused: status = .paused
-        case .idle, .stopped: status = .stopped
-        }
         let index = rules.queue.index
-        let hasTrack = rules.playback != .idle && paths.indices.contains(index)
-        let metadata = tracks[index]?.metadata
-        mpris.update(MPRISSnapshot(
-            playbackStatus: status,
-            trackId: hasTrack ? MPRISSnapshot.trackId(queueGeneration * 100_000 + index) : nil,
-            title: hasTrack ? metadata?.title : nil,
-            artists: hasTrack ? (metadata?.artist).map { [$0] } ?? [] : [],
-            album: hasTrack ? metadata?.album : nil,
-            filePath: hasTrack ? paths[index] : nil,
-            lengthMicroseconds: hasTrack ? durationMilliseconds.map { Int64($0) * 1000 } : nil,
-            volume: Double(rules.volumePercent) / 100,
-            canGoNext: hasTrack && index + 1 < paths.count,
-            canGoPrevious: hasTrack,
-            canPlay: hasTrack,
-            canPause: hasTrack,
-            canSeek: hasTrack))
+        let path = rules.playback != .idle && paths.indices.contains(index) ? paths[index] : nil
+        let length = path != nil ? durationMilliseconds.map { Int64($0) * 1000 } : nil
+        positionCell.store(microseconds: Int64(positionMilliseconds) * 1000, advancing: rules.isPlaying, limit: length)
+        let snapshot = MPRISSnapshot(
+            rules: rules, trackNumber: queueGeneration * 100_000 + index, path: path,
+            metadata: tracks[index]?.metadata, lengthMicroseconds: length, queueLength: paths.count)
+        // Told only changes: an unchanged snapshot would still wake the bus thread.
+        guard snapshot != publishedSnapshot else { return }
+        publishedSnapshot = snapshot
+        mpris.update(snapshot)
     }
 
     /// Carries out an MPRIS request through the same rules as every other command.

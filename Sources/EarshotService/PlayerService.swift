@@ -1,4 +1,4 @@
-// Starting the player: the control socket, MPRIS, signals, the tick, and the run loop.
+// Starting the player: the control socket, MPRIS, signals, and the run loop (the player arms its own timer).
 import AudioPipeline
 import Foundation
 
@@ -27,7 +27,7 @@ public enum PlayerService {
             server = try ControlServer(path: configuration.socketPath, log: log) { request in
                 let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
                 inbox.yield(.request(request, slot))
-                return slot.wait(seconds: 10)
+                return slot.wait(timeout: .seconds(10))
             }
         } catch {
             FileHandle.standardError.write(Data("earshot: \(error.description)\n".utf8))
@@ -40,7 +40,7 @@ public enum PlayerService {
             let candidate = MPRISServer(log: log, positionProvider: { positionCell.load() }) { command in
                 let slot = ReplySlot(timeoutReply: MPRISReply.refused("the player did not answer in time"))
                 inbox.yield(.mpris(command, slot))
-                return slot.wait(seconds: 10)
+                return slot.wait(timeout: .seconds(10))
             }
             do {
                 try candidate.start()
@@ -66,13 +66,6 @@ public enum PlayerService {
             source.resume()
             signalSources.append(source)
         }
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(50))
-                inbox.yield(.tick)
-            }
-        }
-
         let player = Player(configuration: configuration, mode: mode, log: log, store: store, mpris: mpris,
                             positionCell: positionCell, inbox: inbox)
         if case .service = mode { log.record("service", ["state": "started"]) }
@@ -83,7 +76,6 @@ public enum PlayerService {
             done.signal()
         }
         done.wait()
-        ticker.cancel()
         server.shutdown()
         for source in signalSources { source.cancel() }
         log.record("service", ["state": "stopped", "exit": "\(result.code)"])

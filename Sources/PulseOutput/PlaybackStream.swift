@@ -93,7 +93,7 @@ public enum StreamNotice: Sendable, Equatable {
     case failed(PulseError)
     /// The server killed the stream (`PA_ERR_KILLED`, e.g. its sink went away and it was not allowed to move).
     case killed
-    /// All queued audio has played after `drain()`.
+    /// All audio queued before `drain()` has played.
     case drained
 }
 
@@ -131,8 +131,9 @@ public struct BufferMetrics: Sendable, Equatable {
 /// One playback stream: S16LE stereo at a fixed sample rate, fed from a `FrameRing` by libpulse's write callback.
 ///
 /// The stream starts corked. The owner fills the ring from its decoder thread, then calls `uncork()`. `cork()`,
-/// `uncork()`, `flush()` and `drain()` each wait for the server's acknowledgement. Waiting methods must not be
-/// called from a notice handler (they throw `.badState` there).
+/// `uncork()` and `flush()` each wait for the server's acknowledgement; `drain()` returns at once and its completion
+/// arrives as the `.drained` notice. Waiting methods must not be called from a notice handler (they throw `.badState`
+/// there).
 public final class PlaybackStream: @unchecked Sendable {
     // Unchecked Sendable: the `let`s never change; `endOfData` and `underruns` are atomics; every `var` is only
     // read or written with the mainloop lock held (callbacks run with it; methods take it through `connection`).
@@ -183,6 +184,8 @@ public final class PlaybackStream: @unchecked Sendable {
     private var heardAtConnectionLoss: Int?
     /// Operations started from callbacks with this stream as userdata; cancelled in close() so none outlives it.
     private var pendingOperations: [OpaquePointer] = []
+    /// The drain in progress (`drain()`), until it completes or is cancelled.
+    private var drainOperation: OpaquePointer?
 
     /// Creates the stream on `connection`, connects it (corked) to `sinkName` or the default sink, and waits until
     /// it is ready.
@@ -273,6 +276,7 @@ public final class PlaybackStream: @unchecked Sendable {
             // Every frame read so far is now either heard or dropped; later frames are numbered from here.
             heardAtFlush = heard ?? max(heardAtFlush, ring.totalFramesRead - targetFrames)
             readAtFlush = ring.totalFramesRead
+            cancelDrainLocked()
             draining = false
             // An emptied stream restarts like a new one (prebuffer, a sink that may pause): the stall watchdog
             // waits for its first request again.
@@ -285,23 +289,21 @@ public final class PlaybackStream: @unchecked Sendable {
         }
     }
 
-    /// Plays out what is queued, without padding silence, and waits until the server says it has all played; the
-    /// notice handler then also receives `.drained`. Implies end of data. Never completes while corked (it then
-    /// times out).
+    /// Asks the server to play out what is queued, without padding silence, and returns at once: the notice handler
+    /// receives `.drained` once all of it has played. Implies end of data. A corked stream drains only when it runs
+    /// again; `flush()`, `setEndOfData(false)` or another `drain()` cancel a drain in progress (no `.drained` then).
     public func drain() throws(PulseError) {
         try connection.lockedForWaiting("drain") { () throws(PulseError) in
-            guard let stream else { throw PulseError(code: .badState, step: "drain") }
-            draining = true
-            let timeout = connection.operationTimeout + .milliseconds(2 * max(targetLatencyMilliseconds, 0))
-            try connection.performLocked("drain", initial: self, timeout: timeout) { reply in
-                pa_stream_drain(stream, { _, success, userdata in
-                    guard let reply = Reply<PlaybackStream>.from(userdata) else { return }
-                    if success != 0 {
-                        reply.value.deliver(.drained)
-                    }
-                    reply.finish(succeeded: success != 0)
-                }, reply.userdata)
+            guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY else {
+                throw PulseError(code: .badState, step: "drain")
             }
+            cancelDrainLocked()
+            draining = true
+            drainOperation = pa_stream_drain(stream, { _, success, userdata in
+                guard success != 0, let userdata else { return }
+                Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().drainCompleted()
+            }, Unmanaged.passUnretained(self).toOpaque())
+            guard drainOperation != nil else { throw PulseError.lastError(of: connection.context, step: "drain") }
         }
     }
 
@@ -312,6 +314,7 @@ public final class PlaybackStream: @unchecked Sendable {
         endOfData.store(isAtEnd, ordering: .releasing)
         guard !isAtEnd else { return }
         connection.withLock {
+            cancelDrainLocked()
             draining = false
             if !desiredCorked {
                 topUpLocked()
@@ -620,6 +623,7 @@ public final class PlaybackStream: @unchecked Sendable {
 
     private func closeLocked() {
         connection.unregister(self)
+        cancelDrainLocked()
         for operation in pendingOperations {
             if pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
                 pa_operation_cancel(operation)
@@ -697,6 +701,23 @@ public final class PlaybackStream: @unchecked Sendable {
         // Right after a flush the server reports a latency of exactly 0 while nothing new has played: up to and
         // including the flush point, the last frame heard is the one from before the flush.
         return heard <= readAtFlush ? heardAtFlush : heard
+    }
+
+    /// Cancels the drain in progress, if any, so its completion never arrives. Lock held.
+    private func cancelDrainLocked() {
+        guard let operation = drainOperation else { return }
+        drainOperation = nil
+        if pa_operation_get_state(operation) == PA_OPERATION_RUNNING { pa_operation_cancel(operation) }
+        pa_operation_unref(operation)
+    }
+
+    /// The server played out everything queued before `drain()`. Lock held (an operation callback).
+    private func drainCompleted() {
+        if let operation = drainOperation {
+            drainOperation = nil
+            pa_operation_unref(operation)
+        }
+        deliver(.drained)
     }
 
     private func track(_ operation: OpaquePointer?) {

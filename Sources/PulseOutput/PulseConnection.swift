@@ -47,9 +47,6 @@ public enum ConnectionNotice: Sendable, Equatable {
     case sinkAdded(SinkSnapshot)
     /// A sink changed (SINK CHANGE, then a sink info query).
     case sinkChanged(SinkSnapshot)
-    /// A sink's ports changed in a way a player must react to (a wired jack unplug or replug); follows the
-    /// `.sinkChanged` that revealed it. See `PortClassifier`.
-    case sinkPortChanged(SinkSnapshot, PortChange)
     /// A sink was removed; the index of the sink that is gone.
     case sinkRemoved(UInt32)
     /// A sink input (anyone's playback stream) appeared or changed (then a sink input info query).
@@ -78,14 +75,12 @@ public enum ConnectionNotice: Sendable, Equatable {
 /// reconnected: create a new one.
 public final class PulseConnection: @unchecked Sendable {
     // Unchecked Sendable: `mainloop`, `noticeHandler` and `operationTimeout` never change after init. `context`
-    // and `knownSinks` are only read or written with the mainloop lock held (callbacks hold it; methods take it).
+    // and `streams` are only read or written with the mainloop lock held (callbacks hold it; methods take it).
 
     /// The threaded mainloop; created and started in init, stopped and freed in deinit.
     let mainloop: OpaquePointer
     /// The context, once `connect` created it.
     private(set) var context: OpaquePointer?
-    /// The last known description of each sink, for classifying port changes. Subscription callbacks only.
-    private var knownSinks: [UInt32: SinkSnapshot] = [:]
     /// The open streams on this connection, told at once when their sink is removed.
     private var streams: [ObjectIdentifier: WeakStream] = [:]
     /// Receives notices on the mainloop thread.
@@ -310,25 +305,12 @@ public final class PulseConnection: @unchecked Sendable {
 
     /// Subscribes to sink, sink input, card, source, source output and server events. From then on the notice
     /// handler receives `.serverChange` for each event and, after a follow-up query where one is needed,
-    /// `.sinkAdded`, `.sinkChanged`, `.sinkPortChanged`, `.sinkRemoved`, `.sinkInputChanged`, `.sinkInputRemoved`,
+    /// `.sinkAdded`, `.sinkChanged`, `.sinkRemoved`, `.sinkInputChanged`, `.sinkInputRemoved`,
     /// `.cardChanged`, `.cardRemoved`, `.sourceChanged`, `.sourceRemoved`, `.sourceOutputChanged`,
-    /// `.sourceOutputRemoved` and `.serverInfoChanged`.
+    /// `.sourceOutputRemoved` and `.serverInfoChanged`. Port changes are read from whole sink snapshots by whoever
+    /// follows a sink (`ServerEventTranslator`).
     public func subscribe() throws(PulseError) {
         try lockedForWaiting("subscribe") { () throws(PulseError) in
-            // Seed the port comparison with the current sinks, so the first SINK CHANGE can be classified.
-            let current = try performLocked("list sinks", initial: [SinkSnapshot]()) { reply in
-                pa_context_get_sink_info_list(context, { _, info, endOfList, userdata in
-                    guard let reply = Reply<[SinkSnapshot]>.from(userdata) else { return }
-                    if let info {
-                        reply.value.append(SinkSnapshot(info.pointee))
-                    } else {
-                        reply.finish(succeeded: endOfList > 0)
-                    }
-                }, reply.userdata)
-            }
-            for sink in current {
-                knownSinks[sink.index] = sink
-            }
             guard let context else { throw PulseError(code: .badState, step: "subscribe") }
             pa_context_set_subscribe_callback(context, { _, event, index, userdata in
                 guard let userdata else { return }
@@ -402,7 +384,6 @@ public final class PulseConnection: @unchecked Sendable {
                 connection.sinkDescribed(SinkSnapshot(info.pointee), isNew: false)
             }, me))
         case (.sink, .remove):
-            knownSinks[index] = nil
             // SINK REMOVE arrives before the stream's moved callback (PulseAudio 16: 1-6 ms before; PipeWire:
             // before WirePlumber relinks the stream), so the streams on that sink start their safety hold now.
             for entry in streams.values {
@@ -457,12 +438,7 @@ public final class PulseConnection: @unchecked Sendable {
     }
 
     private func sinkDescribed(_ sink: SinkSnapshot, isNew: Bool) {
-        let previous = knownSinks[sink.index]
-        knownSinks[sink.index] = sink
         deliver(isNew ? .sinkAdded(sink) : .sinkChanged(sink))
-        if let previous, let change = PortClassifier.classify(previous: previous, current: sink) {
-            deliver(.sinkPortChanged(sink, change))
-        }
     }
 }
 

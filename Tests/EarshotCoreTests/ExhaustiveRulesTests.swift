@@ -37,10 +37,10 @@ private enum Alphabet {
             .userSeek(milliseconds: 1_000), .userVolume(percent: 50), .externalPause,
             .queueReplaced(trackCount: 2, startIndex: 0), .queueReplaced(trackCount: 0, startIndex: 0),
             .queueRestored(trackCount: 2, index: 1), .queueExtended(trackCount: 3),
-            .trackEnded(index: 0, next: 1), .trackEnded(index: 1, next: nil),
+            .heardTrack(index: 1), .heardTrack(index: 0), .queuePlayedOut,
             .trackFailed(index: 0, failure: .decodeFailed, next: 1),
             .trackFailed(index: 1, failure: .notMPEGAudio, next: nil),
-            .streamCorked, .streamUncorked, .streamOpened, .outputCommandFailed,
+            .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed, .outputStalled,
         ]
         return events
     }
@@ -108,6 +108,8 @@ struct ExhaustiveRulesTests {
         let lostOutput: Bool
         switch event {
         case .outputLost, .outputCommandFailed: lostOutput = true
+        // A stall is only heard while playing; reported afterwards it is stale and changes nothing.
+        case .outputStalled: lostOutput = before.isPlaying
         default: lostOutput = false
         }
         let startedPlaying = !before.isPlaying && state.isPlaying
@@ -127,14 +129,19 @@ struct ExhaustiveRulesTests {
         // stream has already played everything); uncork exactly the reverse.
         let queueRanOut: Bool
         switch event {
-        case .trackEnded, .trackFailed: queueRanOut = state.playback == .stopped
+        case .heardTrack, .queuePlayedOut, .trackFailed: queueRanOut = state.playback == .stopped
         default: queueRanOut = false
         }
         if commands.contains(.cork) != (stoppedPlaying && !queueRanOut) {
             problems.append("(c) cork \(commands.contains(.cork)) but playing \(before.isPlaying)->\(state.isPlaying)")
         }
-        if commands.contains(.uncork) != startedPlaying {
+        // A player that starts without a stream opens one and uncorks when it is open.
+        let uncorkDue = (startedPlaying && before.stream.isOpen) || (event == .streamOpened && state.isPlaying)
+        if commands.contains(.uncork) != uncorkDue {
             problems.append("(c) uncork \(commands.contains(.uncork)) but playing \(before.isPlaying)->\(state.isPlaying)")
+        }
+        if startedPlaying && !before.stream.isOpen && !commands.contains(.openStream) {
+            problems.append("(c) started playing without a stream and opened none")
         }
         // (d) While any interruption source is active the player is not playing.
         if !state.interruptions.isEmpty && state.isPlaying {
@@ -145,7 +152,12 @@ struct ExhaustiveRulesTests {
         if state.resumeIntent != .none && state.interruptions.isEmpty {
             problems.append("a resume intent outlived its interruption")
         }
-        if case .outputLost = event, before.isPlaying, commands != [.cork, .flush] {
+        let reportsLoss: Bool
+        switch event {
+        case .outputLost, .outputStalled: reportsLoss = true
+        default: reportsLoss = false
+        }
+        if reportsLoss, before.isPlaying, commands != [.cork, .flush] {
             problems.append("output loss while playing must cork then flush")
         }
         if state.playback == .idle && state.queue != .empty {

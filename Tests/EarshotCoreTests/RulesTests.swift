@@ -173,7 +173,45 @@ struct RulesTests {
             $0.playback = .paused(.outputLost(.serverLost))
             $0.stream.isOpen = false
         }
-        store.send(.userPlay, commands: [.openStream, .uncork]) { $0.playback = .playing }
+        store.send(.userPlay, commands: [.openStream]) { $0.playback = .playing }
+        store.send(.streamOpened, commands: [.uncork]) { $0.stream = .openCorked }
+    }
+
+    @Test("Rule 8: a stopped player played without a stream -> opened and started, uncorked once the stream is open")
+    func rule08UserPlayWithoutStream() {
+        var start = Given.stopped
+        start.stream = StreamCondition(isOpen: false, isCorked: true)
+        var store = RuleStore(start)
+        store.send(.userPlay, commands: [.openStream, .playTrack(index: 0)]) { $0.playback = .playing }
+        store.send(.streamOpened, commands: [.uncork]) { $0.stream = .openCorked }
+        store.send(.streamUncorked, commands: []) { $0.stream.isCorked = false }
+    }
+
+    @Test("Rule 8: a stream opened while not playing stays corked")
+    func rule08StreamOpenedWhilePaused() {
+        var start = Given.pausedByUser
+        start.stream = StreamCondition(isOpen: false, isCorked: true)
+        var store = RuleStore(start)
+        store.send(.streamOpened, commands: []) { $0.stream = .openCorked }
+    }
+
+    @Test("Rule 8: the executor closes the stream (a new sample rate) -> not open; reopened, a playing player uncorks")
+    func rule08StreamReopened() {
+        var store = RuleStore(Given.playing)
+        store.send(.streamClosed, commands: []) { $0.stream = StreamCondition(isOpen: false, isCorked: true) }
+        store.send(.streamOpened, commands: [.uncork]) { $0.stream = .openCorked }
+    }
+
+    @Test("Rule 10: the server stops asking for audio while playing (a stall) -> paused, output lost, cork, flush")
+    func rule10Stall() {
+        var store = RuleStore(Given.playing)
+        store.send(.outputStalled, commands: [.cork, .flush]) { $0.playback = .paused(.outputLost(.stalled)) }
+        // A stall reported once the player no longer plays is stale.
+        store.send(.outputStalled, commands: [])
+        for start in [Given.pausedByUser, Given.stopped, Given.idle] {
+            var quiet = RuleStore(start)
+            quiet.send(.outputStalled, commands: [])
+        }
     }
 
     @Test("Rule 8: user plays a stopped player -> the current track starts from its beginning")
@@ -250,12 +288,32 @@ struct RulesTests {
     @Test("Rule 13: track ended -> the next track follows without a gap; stopped at the end of the queue")
     func rule13TrackEnded() {
         var store = RuleStore(Given.playing)
-        store.send(.trackEnded(index: 0, next: 1), commands: []) { $0.queue.index = 1 }
-        store.send(.trackEnded(index: 1, next: 2), commands: []) { $0.queue.index = 2 }
-        store.send(.trackEnded(index: 2, next: nil), commands: []) {
+        store.send(.heardTrack(index: 1), commands: []) { $0.queue.index = 1 }
+        store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
+        store.send(.queuePlayedOut, commands: []) {
             $0.queue.index = 0
             $0.playback = .stopped
         }
+    }
+
+    @Test("Rule 13: a track heard again, an earlier one or one past the queue is a stale report")
+    func rule13StaleTrackHeard() {
+        var store = RuleStore(Given.playing)
+        store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
+        store.send(.heardTrack(index: 2), commands: [])
+        store.send(.heardTrack(index: 1), commands: [])
+        store.send(.heardTrack(index: 3), commands: [])
+    }
+
+    @Test("Rule 13: the queue played out while paused (the tail had played before the pause) -> stopped")
+    func rule13QueuePlayedOutWhilePaused() {
+        var store = RuleStore(Given.pausedByUser)
+        store.send(.queuePlayedOut, commands: []) {
+            $0.queue.index = 0
+            $0.playback = .stopped
+        }
+        var idle = RuleStore(Given.idle)
+        idle.send(.queuePlayedOut, commands: [])
     }
 
     @Test("Rule 14: track failed -> skipped with its reason; stopped if none is left")
@@ -278,14 +336,14 @@ struct RulesTests {
         store.send(.trackFailed(index: 1, failure: .unreadable, next: 2), commands: []) {
             $0.lastFailure = FailedTrack(index: 1, failure: .unreadable)
         }
-        store.send(.trackEnded(index: 0, next: 2), commands: []) { $0.queue.index = 2 }
+        store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
     }
 
     @Test("Rule 15: unknown, duplicate or out-of-order notifications change nothing")
     func rule15Ignored() {
         var store = RuleStore(Given.playing)
         store.send(.interruptionEnded(Given.corkRequest, resumeAllowed: true, at: Given.at(0)), commands: [])
-        store.send(.trackEnded(index: 2, next: nil), commands: [])
+        store.send(.heardTrack(index: 0), commands: [])
         store.send(.trackFailed(index: 9, failure: .unreadable, next: nil), commands: [])
         store.send(.interruptionBegan(Given.call, at: Given.at(1)), commands: [.cork]) {
             $0.playback = .paused(.interruption)

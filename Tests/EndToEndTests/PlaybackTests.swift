@@ -208,4 +208,39 @@ struct PlaybackTests {
             }
         }
     }
+
+    @Test("an unplug while the queue's tail plays out: status answers at once, paused at the position heard")
+    func unplugWhileTheTailPlaysOut() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                // A 2 s server buffer makes the end of the queue a long drain: the last 2 s of the 4 s track are
+                // handed over when 2 s have been heard, and the unplug comes in the middle of playing them out.
+                let config = scratch.appendingPathComponent("config/earshot/config.json")
+                try FileManager.default.createDirectory(
+                    at: config.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try Data(#"{"targetLatencyMilliseconds": 2000}"#.utf8).write(to: config)
+                let track = try Fixtures.copy(
+                    try Fixtures.positionTrack(seconds: 4), to: scratch, named: PrivateNames.fileName)
+                let player = try EarshotPlayer(playing: [track], in: scratch)
+                defer { player.kill() }
+                try await player.waitUntilHeard(milliseconds: 1500)
+                try await Task.sleep(for: .milliseconds(1500))
+                try ServerControl.unplug(sink: TestEnvironment.headphones)
+                try await Task.sleep(for: .milliseconds(300))
+
+                let asked = ContinuousClock.now
+                let status = try player.status()
+                let answeredIn = ContinuousClock.now - asked
+                report("unplug during the drain: status answered in", Double(answeredIn.components.attoseconds) / 1e15
+                       + Double(answeredIn.components.seconds) * 1000)
+                // The owner never waits for the drain: a status costs a process start and a socket round trip.
+                #expect(answeredIn < .seconds(1), "status took \(answeredIn): the owner was stuck in the drain")
+                // RULES.md: the queue's end is its last audio played out, which the unplug prevented; rule 10 holds.
+                #expect(status.playback == "paused" && status.pauseReason == "outputLost", "\(status)")
+                #expect(status.positionMs >= 2000 && status.positionMs < 4000, "\(status)")
+                #expect(player.process.isRunning, "earshot play ended although its queue was not played out")
+                if status.streamOpen { #expect(status.corked, "\(status)") }
+            }
+        }
+    }
 }

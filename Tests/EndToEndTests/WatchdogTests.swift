@@ -18,6 +18,7 @@ struct WatchdogTests {
                 $0.playback == "paused" && $0.pauseReason == "outputLost"
             }
             #expect(player.standardError.contains("output watchdog=stalled"), "\(player.standardError)")
+            #expect(paused.outputLostReason == "stalled", "\(paused)")
             // Awake again, the server must not bring the music back by itself.
             try await Task.sleep(for: .milliseconds(1500))
             let later = try player.status()

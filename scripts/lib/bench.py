@@ -12,6 +12,7 @@
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -634,6 +635,90 @@ def measure_big_queue(bench, tracks, count):
     return result
 
 
+def voluntary_switches(pid):
+    """The voluntary context switches of each thread of process PID so far, by thread id ({} once it has exited)."""
+    counts = {}
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return counts
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as handle:
+                for line in handle:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        counts[task] = int(line.split()[1])
+        except OSError:
+            pass
+    return counts
+
+
+def switches_over(pid, seconds):
+    """Voluntary context switches of all of PID's threads during the next SECONDS. Threads that come and go (a
+    thread pool's) are read every 20 ms, so one that ends keeps the count last read; at most its last 20 ms are
+    missed. Reading /proc does not wake the process."""
+    first = voluntary_switches(pid)
+    last = dict(first)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        last.update(voluntary_switches(pid))
+    return sum(count - first.get(task, 0) for task, count in last.items())
+
+
+def measure_wakeups(bench, tracks, seconds=10):
+    """How often `earshot serve` (with MPRIS on a private session bus) wakes up: the voluntary context switches of
+    all its threads over SECONDS while playing, while paused and while stopped; mpg123 while playing (it has no
+    pause without a terminal)."""
+    home = os.path.join(bench.work, "wakeups")
+    os.makedirs(os.path.join(home, "config"), exist_ok=True)
+    env = dict(bench.env)
+    env.update({"XDG_CONFIG_HOME": os.path.join(home, "config"), "XDG_STATE_HOME": os.path.join(home, "state"),
+                "EARSHOT_SOCKET": os.path.join(home, "control.sock")})
+    bus = None
+    if shutil.which("dbus-daemon"):
+        bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        env["DBUS_SESSION_BUS_ADDRESS"] = bus.stdout.readline().strip()
+    serve = subprocess.Popen([bench.earshot, "serve"], env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(home, "serve.log"), "w"))
+
+    def control(*arguments):
+        return subprocess.run([bench.earshot, *arguments], env=env, capture_output=True, text=True, timeout=60)
+
+    def playback():
+        status = json.loads(control("status", "--json").stdout or "{}").get("status", {})
+        return f"{status.get('playback')} at {status.get('positionMs')} ms"
+
+    result = {"seconds": seconds, "mpris": bus is not None}
+    try:
+        deadline = time.monotonic() + 30
+        while control("status").returncode != 0:
+            if serve.poll() is not None or time.monotonic() > deadline:
+                return {"error": "earshot serve did not answer"}
+            time.sleep(0.2)
+        control("add", tracks["cpu_mp3"])
+        time.sleep(2)
+        result["earshotStopped"] = switches_over(serve.pid, seconds)
+        control("play")
+        time.sleep(3)
+        result["earshotPlaying"] = switches_over(serve.pid, seconds)
+        result["playingStatus"] = playback()
+        control("pause")
+        time.sleep(1)
+        result["earshotPaused"] = switches_over(serve.pid, seconds)
+        result["pausedStatus"] = playback()
+    finally:
+        stop(serve, grace=10)
+        if bus:
+            stop(bus)
+    mpg123 = bench.start("mpg123", tracks["cpu_mp3"], tracks["cpu_wav"])
+    time.sleep(3)
+    result["mpg123Playing"] = switches_over(mpg123.pid, seconds)
+    stop(mpg123)
+    return result
+
+
 def peak_rss_kib(pid):
     """The process's peak resident set (VmHWM) in KiB, or None once it has exited."""
     try:
@@ -684,6 +769,9 @@ def summary(results):
         row["stressDroppedMs"] = stress.get("droppedMs")
         row["stressOwnUnderruns"] = stress.get("ownUnderruns")
         row["stressServerUnderruns"] = stress.get("serverUnderruns")
+        wakeups = results["wakeups"]
+        row["wakeupsPlaying"] = wakeups.get(f"{player}Playing")
+        row["wakeupsPaused"] = wakeups.get(f"{player}Paused")
         starts = results["startup"].get(player, [])
         row["startupMedianMs"] = round(statistics.median(starts), 1) if starts else None
         rows.append(row)
@@ -731,6 +819,11 @@ def print_table(results):
     line("  same run: underruns Earshot counted", [fmt(r["stressOwnUnderruns"]) for r in rows])
     line("command -> first audible sample, median ms (ratio to mpg123)",
          [f"{fmt(r['startupMedianMs'])} ({fmt(r['startupRatio'], 'x')})" for r in rows])
+    seconds = results["wakeups"].get("seconds", 10)
+    line(f"playing: voluntary context switches of all threads in {seconds} s",
+         [fmt(r["wakeupsPlaying"]) for r in rows])
+    line(f"paused: voluntary context switches of all threads in {seconds} s (`earshot serve`, MPRIS on)",
+         [fmt(r["wakeupsPaused"]) for r in rows])
     lines.append("")
     decode = results.get("decode")
     if decode:
@@ -758,7 +851,7 @@ def main():
     parser.add_argument("--other-unplugs", type=int, default=4)
     parser.add_argument("--output", required=True)
     parser.add_argument("--decode", help="CPU seconds of `earshot decode` and `mpg123 -t` on one file")
-    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue")
+    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups")
     args = parser.parse_args()
     with open(args.tracks) as handle:
         tracks = json.load(handle)
@@ -781,6 +874,9 @@ def main():
     if "queue" in only:
         log("earshot serve with a 10 000-track queue")
         results["queue"] = measure_big_queue(bench, tracks, 10_000)
+    if "wakeups" in only:
+        log("wake-ups: voluntary context switches of earshot serve playing, paused and stopped, and of mpg123")
+        results["wakeups"] = measure_wakeups(bench, tracks)
     if "cpu" in only or "stress" in only:
         # Loaded only now: while they exist, unloading headphones could send a stream to one of them.
         modules = bench_sinks()
@@ -798,7 +894,7 @@ def main():
                              "throughputRatio": round(mpg123_decode / earshot_decode, 3)}
     for key, empty in (("unplug", {"windowMs": 0, "leakedMs": {}}), ("call", {"callSeconds": 0, "players": {}}),
                        ("cpu", {}), ("stress", {"minutes": 0, "targetLatencyMs": 0, "players": {}}),
-                       ("startup", {}), ("queue", {"error": "not measured"})):
+                       ("startup", {}), ("queue", {"error": "not measured"}), ("wakeups", {})):
         results.setdefault(key, empty)
     results["table"] = print_table(results)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)

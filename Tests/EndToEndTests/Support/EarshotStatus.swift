@@ -7,7 +7,7 @@ struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {
     let playback: String
     /// `user`, `interruption`, `resumeDeclined`, `outputLost`, `restored`, ..., or `nil` unless paused.
     let pauseReason: String?
-    /// `deviceRemoved`, `portUnplugged`, `serverLost` or `streamFailed` when paused for a lost output.
+    /// `deviceRemoved`, `portUnplugged`, `serverLost`, `streamFailed` or `stalled` when paused for a lost output.
     let outputLostReason: String?
     /// The user asked to play during an interruption: playback starts when it ends.
     let waitingForInterruptionEnd: Bool

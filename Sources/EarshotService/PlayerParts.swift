@@ -1,0 +1,116 @@
+// What the player is made of besides its actor: how it was started, the connections it makes, and the names the
+// rulebook gives to what the decoder and the clock report.
+import AudioPipeline
+import EarshotCore
+import Foundation
+import PulseOutput
+
+/// A new connection to the sound server and how its mainloop thread is scheduled.
+struct ConnectedServer: Sendable {
+    /// The connected, subscribed connection.
+    let connection: PulseConnection
+    /// What real-time scheduling its mainloop thread got.
+    let realtime: RealtimeOutcome
+    /// The kernel thread id of its mainloop thread, when it could be found.
+    let threadID: Int32?
+}
+
+/// How the player was started.
+enum PlayerMode: Sendable {
+    /// `earshot play FILE...`: play the files and exit at the end of the queue.
+    case foreground(files: [TrackPath])
+    /// `earshot serve`: a long-running service that restores its saved queue, paused.
+    case service
+}
+
+/// Why the player's stream plays out its tail.
+enum DrainPurpose {
+    /// Everything in the old format was handed over: once heard, the stream reopens at the new format.
+    case formatChange
+    /// The queue's last audio was handed over: once heard, the queue was played out.
+    case queueEnd
+}
+
+/// Milliseconds on the monotonic clock: the moments stamped on events.
+func monotonicMoment() -> Moment {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Moment(milliseconds: Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)
+}
+
+extension Player {
+    /// A connected, subscribed connection whose notices go to the inbox tagged with `generation`, its mainloop
+    /// thread raised to real-time scheduling as far as allowed (every connection has a thread of its own).
+    static func makeConnection(
+        generation: Int, inbox: AsyncStream<Input>.Continuation
+    ) -> ConnectedServer? {
+        do {
+            let connection = try PulseConnection(operationTimeout: .seconds(3)) { notice in
+                inbox.yield(.connection(notice, generation: generation))
+            }
+            try connection.connect(applicationName: "Earshot")
+            try connection.subscribe()
+            guard let threadID = try? connection.mainloopThreadID() else {
+                return ConnectedServer(connection: connection, realtime: .none(reason: "mainloop thread not found"),
+                                       threadID: nil)
+            }
+            return ConnectedServer(connection: connection, realtime: RealtimePriority.raise(threadID: threadID),
+                                   threadID: threadID)
+        } catch {
+            return nil
+        }
+    }
+
+    /// The rulebook's name for why the decoder could not play a track.
+    static func failure(of kind: MPG123Error.Kind) -> TrackFailure {
+        switch kind {
+        case .cannotOpen: return .unreadable
+        case .empty, .noAudio, .notMPEGAudio: return .notMPEGAudio
+        case .unsupportedFormat: return .unsupportedFormat
+        case .decodeFailed, .seekFailed, .libraryFailure: return .decodeFailed
+        }
+    }
+}
+
+extension MPRISSnapshot {
+    /// What MPRIS shows of the rulebook's `rules`: `path` is the current track's file (nil when there is none to
+    /// show), `trackNumber` the number its track id is made of, and `queueLength` how many tracks are queued.
+    init(
+        rules: PlayerState, trackNumber: Int, path: TrackPath?, metadata: TrackMetadata?, lengthMicroseconds: Int64?,
+        queueLength: Int
+    ) {
+        let status: PlaybackStatus
+        switch rules.playback {
+        case .playing: status = .playing
+        case .paused: status = .paused
+        case .idle, .stopped: status = .stopped
+        }
+        let hasTrack = path != nil
+        self.init(
+            playbackStatus: status,
+            trackId: hasTrack ? Self.trackId(trackNumber) : nil,
+            title: hasTrack ? metadata?.title : nil,
+            artists: hasTrack ? (metadata?.artist).map { [$0] } ?? [] : [],
+            album: hasTrack ? metadata?.album : nil,
+            filePath: path,
+            lengthMicroseconds: lengthMicroseconds,
+            volume: Double(rules.volumePercent) / 100,
+            canGoNext: hasTrack && rules.queue.index + 1 < queueLength,
+            canGoPrevious: hasTrack,
+            canPlay: hasTrack,
+            canPause: hasTrack,
+            canSeek: hasTrack)
+    }
+}
+
+extension StatusText {
+    /// The foreground player's progress line for a terminal, e.g. `[1/3] 0:42 / 3:10 [#####---] playing`, drawn
+    /// over the previous one.
+    static func progressLine(track index: Int, of count: Int, at position: Int, length: Int?, state: String) -> String {
+        let width = 24
+        let filled = length.map { $0 > 0 ? min(width, position * width / $0) : 0 } ?? 0
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        return "\r[\(index + 1)/\(count)] \(StatusText.clock(position)) / "
+            + "\(length.map(StatusText.clock) ?? "--:--") [\(bar)] \(state)\u{1B}[K"
+    }
+}

@@ -1,0 +1,79 @@
+// Small hand-overs between the player's actor and the threads that talk to clients (control socket, D-Bus).
+import Foundation
+import Synchronization
+
+/// A one-shot reply box a client's thread (control socket or D-Bus) waits on while the player answers.
+///
+/// The first of the answer and the timeout wins: a late `fulfil` is told it came too late and leaves the slot alone,
+/// so the waiter never reads the reply while it is being written.
+final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
+    // Unchecked Sendable: `answer` is written only by the `fulfil` that moved `state` from open to writing, and read
+    // only after an acquiring load saw `answered`, which that `fulfil` stores releasing once the write is done.
+
+    private static var open: Int { 0 }
+    private static var writing: Int { 1 }
+    private static var answered: Int { 2 }
+    private static var timedOut: Int { 3 }
+
+    private let state = Atomic<Int>(0)
+    private var answer: Reply?
+    private let timeoutReply: Reply
+    private let ready = DispatchSemaphore(value: 0)
+
+    /// A slot that answers `timeoutReply` when nobody fulfils it in time.
+    init(timeoutReply: Reply) {
+        self.timeoutReply = timeoutReply
+    }
+
+    /// Hands `value` to the waiter. Returns false, and drops `value`, when the waiter already gave up.
+    @discardableResult
+    func fulfil(_ value: Reply) -> Bool {
+        guard state.compareExchange(expected: Self.open, desired: Self.writing, ordering: .acquiring).exchanged
+        else { return false }
+        answer = value
+        state.store(Self.answered, ordering: .releasing)
+        ready.signal()
+        return true
+    }
+
+    /// Waits up to `timeout` for `fulfil`; returns its value, or the timeout reply if the timeout came first.
+    func wait(timeout: Duration) -> Reply {
+        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        if ready.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .timedOut {
+            // Give up, unless an answer is already being written: then it is only moments away.
+            if state.compareExchange(expected: Self.open, desired: Self.timedOut, ordering: .relaxed).exchanged {
+                return timeoutReply
+            }
+            ready.wait()
+        }
+        // The semaphore alone does not order the write before this read for every tool (ThreadSanitizer does not
+        // see libdispatch's fast path); the acquiring load does.
+        guard state.load(ordering: .acquiring) == Self.answered, let answer else { return timeoutReply }
+        return answer
+    }
+}
+
+/// The position MPRIS `Position` reads on the D-Bus thread without hopping to the actor: the position heard at a
+/// moment and whether it advances from there (playing). The reader carries it forward to now, so nothing has to
+/// refresh it while the position only runs on.
+final class PositionCell: @unchecked Sendable {
+    // Unchecked Sendable: `anchor` is only read or written with `lock` held. A lock, not atomics: the three parts
+    // must be read together. Never on the real-time path.
+    private let lock = NSLock()
+    private var anchor = (microseconds: Int64(0), at: ContinuousClock.now, advancing: false, limit: Int64?.none)
+
+    /// Records the position heard now, in microseconds; `advancing` while playing, up to `limit` (the track's end).
+    func store(microseconds: Int64, advancing: Bool, limit: Int64?) {
+        let now = ContinuousClock.now
+        lock.withLock { anchor = (microseconds, now, advancing, limit) }
+    }
+
+    /// The position now, in microseconds.
+    func load() -> Int64 {
+        let anchor = lock.withLock { self.anchor }
+        guard anchor.advancing else { return anchor.microseconds }
+        let elapsed = (ContinuousClock.now - anchor.at).components
+        let position = anchor.microseconds + elapsed.seconds * 1_000_000 + elapsed.attoseconds / 1_000_000_000_000
+        return min(position, anchor.limit ?? Int64.max)
+    }
+}
