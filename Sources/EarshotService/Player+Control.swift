@@ -1,0 +1,326 @@
+// The player's time, control and persistence: the tick while playing, control requests and status, the queue, the
+// saved state and MPRIS (see Player.swift).
+import AudioPipeline
+import EarshotCore
+import Foundation
+import PulseOutput
+
+extension Player {
+    // MARK: Time
+
+    func tick() {
+        if let stream, let frame = stream.heardRingFrame() {
+            if let base = watchdogBase {
+                if frame > base { watchdogArmed = true }
+            } else {
+                watchdogBase = frame
+            }
+        }
+        if let stream, watchdogArmed, stream.isStalled(periods: 8, minimum: .seconds(1)) {
+            // Playing, but the server has asked for nothing for several periods (PipeWire can drop a device
+            // with no callback at all): nothing is heard, so the output is lost. A whole second: on a machine
+            // loaded twenty deep the server was seen to go quiet for over half a second and then carry on, and
+            // a player that calls that "output lost" stops the music for nothing.
+            log.record("output", ["watchdog": "stalled"])
+            dispatch(.outputStalled)
+            return
+        }
+        if let stream, let frame = stream.heardRingFrame() {
+            lastHeardRingFrame = frame
+            let position: TrackPosition?
+            if let floor = repositionFloor, frame < floor.ringFrame {
+                position = floor.position
+            } else {
+                repositionFloor = nil
+                position = worker.locate(ringFrame: frame)
+            }
+            if let position { heard = position }
+            if let index = position?.trackIndex, index != reportedHeardTrack {
+                // Reported when the heard track changes; whether that moves the queue on is the rules' call.
+                reportedHeardTrack = index
+                dispatch(.heardTrack(index: index))
+            }
+            if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame,
+               rules.isPlaying {
+                // Everything in the old format was handed over: play it out, then switch.
+                startDrain(for: .formatChange)
+            }
+            if drainingFor == nil, let end = queueEndRingFrame, ring.totalFramesRead >= end, rules.isPlaying {
+                // Everything was handed to the server: let it play the tail out (below the prebuffer a stream
+                // would otherwise wait for more), then the queue has ended.
+                startDrain(for: .queueEnd)
+            }
+        }
+        if let index = heard?.trackIndex, index != announcedTrack, let stream {
+            announcedTrack = index
+            try? stream.updateMediaName(title(of: index))
+        }
+        if rules.isPlaying && ContinuousClock.now - lastSave >= Self.saveInterval { saveState() }
+        if configuration.showsProgress { showProgress() }
+    }
+
+    /// While playing, the position is saved this often: a kill loses at most this much.
+    private static let saveInterval = Duration.seconds(2)
+    /// The longest a playing player goes without a tick: the stall watchdog's resolution (it acts on a second of
+    /// silence), and the progress line's rate (4 Hz).
+    private static let tickIntervalMilliseconds = 250
+
+    /// Arms the timer for the next moment the tick has work, or disarms it when the player is not playing.
+    func armTick() {
+        guard rules.isPlaying, stream != nil else {
+            tickTimer.disarm()
+            return
+        }
+        tickTimer.arm(after: nextTickDelay())
+    }
+
+    /// How long until the tick has work: the listener reaching the current track's end, the server having taken
+    /// everything before a format change or the queue's end (both advance at the sample rate while playing), and
+    /// at most `tickIntervalMilliseconds`.
+    func nextTickDelay() -> Duration {
+        var frames = Int.max
+        if drainingFor == nil {
+            if let change = pendingFormatChange { frames = min(frames, change.ringFrame - ring.totalFramesRead) }
+            if let end = queueEndRingFrame { frames = min(frames, end - ring.totalFramesRead) }
+        }
+        if let end = trackEndRingFrames[rules.queue.index], let heard = lastHeardRingFrame {
+            frames = min(frames, end - heard)
+        }
+        guard frames != Int.max else { return .milliseconds(Self.tickIntervalMilliseconds) }
+        let rate = max(worker.currentFormat?.sampleRate ?? 44_100, 1)
+        // A couple of milliseconds late rather than early, so the tick finds the boundary passed.
+        let milliseconds = max(frames, 0) * 1000 / rate + 2
+        return .milliseconds(min(max(milliseconds, 5), Self.tickIntervalMilliseconds))
+    }
+
+    func title(of index: Int?) -> String {
+        guard let index, let metadata = tracks[index]?.metadata else { return "Earshot" }
+        return metadata.title ?? "Earshot"
+    }
+
+    func showProgress() {
+        guard rules.playback != .idle else { return }
+        let state = rules.isPlaying ? "playing" : rules.playback.description
+        let line = StatusText.progressLine(track: rules.queue.index, of: paths.count, at: positionMilliseconds,
+                                           length: durationMilliseconds, state: state)
+        FileHandle.standardOutput.write(Data(line.utf8))
+        progressShown = true
+        shownPlayback = rules.playback
+    }
+
+    func finishProgressLine() {
+        if progressShown { FileHandle.standardOutput.write(Data("\n".utf8)) }
+    }
+
+    // MARK: Control
+
+    var positionMilliseconds: Int {
+        guard let heard, heard.trackIndex == rules.queue.index, heard.sampleRate > 0 else { return 0 }
+        return heard.frame * 1000 / heard.sampleRate
+    }
+
+    var durationMilliseconds: Int? {
+        guard let info = tracks[rules.queue.index], let length = info.lengthFrames else { return nil }
+        return length * 1000 / info.format.sampleRate
+    }
+
+    func answer(_ request: ControlRequest) -> String {
+        switch request {
+        case .load(let newPaths, let play): replaceQueue(with: newPaths, play: play)
+        case .add(let newPaths): appendToQueue(newPaths)
+        case .clear: replaceQueue(with: [], play: false)
+        case .queue:
+            // The user's own terminal asks: the paths are theirs to see (never logged).
+            return ControlReply.success(["queue": paths.map(\.jsonValue), "current": rules.queue.index])
+        case .play: dispatch(.userPlay)
+        case .pause: dispatch(.userPause)
+        case .toggle: dispatch(.userToggle)
+        case .stop: dispatch(.userStop)
+        case .next: dispatch(.userNext)
+        case .previous: dispatch(.userPrevious)
+        case .seek(let seconds): dispatch(.userSeek(milliseconds: Int(seconds * 1000)))
+        case .volume(let percent): dispatch(.userVolume(percent: percent))
+        case .status, .events: break
+        }
+        return ControlReply.success(["status": status()])
+    }
+
+    /// The status object of replies: kinds, states and numbers, never user content.
+    func status() -> [String: Any] {
+        var pauseReason: Any = NSNull()
+        var lossReason: Any = NSNull()
+        if case .paused(let reason) = rules.playback {
+            pauseReason = reason.description
+            if case .outputLost(let cause) = reason { lossReason = cause.description }
+        }
+        var lastError: Any = NSNull()
+        if let failure = rules.lastFailure {
+            lastError = ["trackIndex": failure.index, "kind": failure.failure.description]
+        }
+        return [
+            "playback": rules.playback == .idle ? "stopped" : rules.playback.name,
+            "pauseReason": pauseReason,
+            "outputLostReason": lossReason,
+            "waitingForInterruptionEnd": rules.waitingForInterruptionEnd,
+            "activeInterruptions": rules.interruptions.map(\.description).sorted(),
+            "resumeIntent": rules.resumeIntent.description,
+            "positionMs": positionMilliseconds,
+            "durationMs": durationMilliseconds.map { $0 as Any } ?? NSNull(),
+            "trackIndex": rules.queue.index,
+            "trackCount": rules.queue.trackCount,
+            "sink": stream?.sinkName.map { $0 as Any } ?? NSNull(),
+            "corked": stream?.isCorked ?? true,
+            "streamOpen": stream != nil,
+            "underruns": underrunsOfClosedStreams + (stream?.underrunCount ?? 0),
+            "serverUnderflows": serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0),
+            "server": serverName.map { $0 as Any } ?? NSNull(),
+            "realtime": realtime?.outcome.description ?? RealtimeOutcome.none(reason: "not connected").description,
+            "realtimeThread": realtime?.threadID.map { Int($0) as Any } ?? NSNull(),
+            "volume": rules.volumePercent,
+            "lastError": lastError,
+        ]
+    }
+
+    func shutdown(signal: Int32) {
+        log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
+        saveState()
+        mpris?.stop()
+        try? stream?.cork()
+        closeStream()
+        worker.stop()
+        connection?.disconnect()
+        connection = nil
+        if case .foreground = mode {
+            exitCode = signal == SIGINT ? 130 : 0
+        } else {
+            exitCode = 0
+        }
+    }
+
+    // MARK: Queue and persistence
+
+    /// Replaces the queue with `newPaths`, playing them when `play`.
+    func replaceQueue(with newPaths: [TrackPath], play: Bool) {
+        paths = newPaths
+        tracks = [:]
+        queueGeneration += 1
+        announcedTrack = nil
+        let repositionsBefore = repositionCount
+        dispatch(.queueReplaced(trackCount: newPaths.count, startIndex: 0))
+        if play { dispatch(.userPlay) }
+        if repositionCount == repositionsBefore && workerLoaded {
+            // The rules did not start the new queue: still move the decoder off the old one, so nothing decoded
+            // from it is queued or reported as the new queue's.
+            reposition(to: TrackPosition(trackIndex: 0, frame: 0, sampleRate: 44_100))
+        }
+        saveState()
+    }
+
+    /// Appends `newPaths` to the queue; decoding continues into them without a gap.
+    func appendToQueue(_ newPaths: [TrackPath]) {
+        paths += newPaths
+        if workerLoaded { worker.append(paths: newPaths) }
+        if queueEndRingFrame != nil {
+            queueEndRingFrame = nil
+            // Withdrawing the end of the data cancels a drain: the queue's end is not reached after all, while a
+            // format change still has to play its tail out.
+            stream?.setEndOfData(false)
+            let interrupted = drainingFor
+            drainingFor = nil
+            if interrupted == .formatChange { startDrain(for: .formatChange) }
+        }
+        dispatch(.queueExtended(trackCount: paths.count))
+        saveState()
+    }
+
+    /// Restores the saved queue, paused at the saved position; a corrupt state file is reported and set aside.
+    func restoreSavedState() {
+        guard let store else { return }
+        switch store.load() {
+        case .empty:
+            log.record("state", ["restored": "nothing"])
+        case .corrupt(let reason, let keptAs):
+            let name = (keptAs as NSString).lastPathComponent
+            log.record("state", ["restored": "corrupt", "keptAs": name])
+            FileHandle.standardError.write(Data(
+                "earshot: the saved state could not be read (\(reason)); kept aside as \(name), starting empty\n".utf8))
+        case .restored(let saved):
+            paths = saved.queue
+            dispatch(.userVolume(percent: saved.volumePercent))
+            dispatch(.queueRestored(trackCount: saved.queue.count, index: saved.trackIndex))
+            guard rules.playback == .paused(.restored) else { return }
+            // The saved position is in milliseconds; the decoder needs frames at the track's output rate.
+            let rate = (try? MP3Decoder(path: saved.queue[saved.trackIndex]))?.format.sampleRate ?? 44_100
+            reposition(to: TrackPosition(trackIndex: saved.trackIndex,
+                                         frame: saved.positionMilliseconds * rate / 1000, sampleRate: rate))
+            log.record("state", ["restored": "queue", "tracks": "\(saved.queue.count)"])
+            lastSaved = saved
+        }
+    }
+
+    /// Saves queue, track, position and volume when they changed (atomically, by the store).
+    func saveState() {
+        lastSave = ContinuousClock.now
+        guard let store else { return }
+        let state = PersistedState(queue: paths, trackIndex: rules.queue.index,
+                                   positionMilliseconds: positionMilliseconds, volumePercent: rules.volumePercent)
+        guard state != lastSaved else { return }
+        do {
+            try store.save(state)
+            lastSaved = state
+        } catch {
+            log.record("state", ["saved": "failed"])
+        }
+    }
+
+    // MARK: MPRIS
+
+    /// Publishes the current state to MPRIS when it changed (the adapter then sends only the changed properties),
+    /// and the position for `Position`, which MPRIS clients read when they want it.
+    func publish() {
+        guard let mpris else { return }
+        let index = rules.queue.index
+        let path = rules.playback != .idle && paths.indices.contains(index) ? paths[index] : nil
+        let length = path != nil ? durationMilliseconds.map { Int64($0) * 1000 } : nil
+        positionCell.store(microseconds: Int64(positionMilliseconds) * 1000, advancing: rules.isPlaying, limit: length)
+        let snapshot = MPRISSnapshot(
+            rules: rules, trackNumber: queueGeneration * 100_000 + index, path: path,
+            metadata: tracks[index]?.metadata, lengthMicroseconds: length, queueLength: paths.count)
+        // Told only changes: an unchanged snapshot would still wake the bus thread.
+        guard snapshot != publishedSnapshot else { return }
+        publishedSnapshot = snapshot
+        mpris.update(snapshot)
+    }
+
+    /// Carries out an MPRIS request through the same rules as every other command.
+    func answer(_ command: MPRISCommand) -> MPRISReply {
+        switch command {
+        case .play: dispatch(.userPlay)
+        case .pause: dispatch(.externalPause)
+        case .playPause: dispatch(.userToggle)
+        case .stop: dispatch(.userStop)
+        case .next: dispatch(.userNext)
+        case .previous: dispatch(.userPrevious)
+        case .seek(let offset):
+            let target = positionMilliseconds + Int(offset / 1000)
+            if let duration = durationMilliseconds, target >= duration {
+                // MPRIS: seeking past the end goes to the next track.
+                dispatch(.userNext)
+            } else {
+                dispatch(.userSeek(milliseconds: max(target, 0)))
+            }
+        case .setPosition(let trackId, let position):
+            guard trackId == MPRISSnapshot.trackId(queueGeneration * 100_000 + rules.queue.index) else {
+                return .done
+            }
+            dispatch(.userSeek(milliseconds: Int(position / 1000)))
+        case .openUri(let path):
+            replaceQueue(with: [path], play: true)
+        case .setVolume(let volume):
+            dispatch(.userVolume(percent: Int((volume * 100).rounded())))
+        case .quit:
+            inbox.yield(.shutdown(signal: SIGTERM))
+        }
+        return .done
+    }
+}
