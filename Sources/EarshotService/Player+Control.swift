@@ -185,6 +185,7 @@ extension Player {
         log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         saveState()
         mpris?.stop()
+        reconnectTimer.disarm()
         try? stream?.cork()
         closeStream()
         worker.stop()

@@ -10,7 +10,7 @@ extension Player {
 
     /// Connects to the sound server (blocking, with libpulse's timeout) and subscribes to its changes.
     func connect() -> Bool {
-        // The generation only moves on success: a failed attempt must not orphan a background reconnection,
+        // The generation only moves on success: a failed attempt must not orphan a reconnection attempt under way,
         // whose result is then still current.
         let generation = connectionGeneration + 1
         guard let server = Self.makeConnection(generation: generation, inbox: inbox) else { return false }
@@ -18,9 +18,10 @@ extension Player {
         connectionGeneration = generation
         connection = candidate
         noteRealtime(of: server)
-        // A background reconnection still running belongs to an older generation: its result is dropped, and a
-        // later loss starts a new one.
-        reconnecting = false
+        // A reconnection attempt still under way belongs to an older generation: its result is dropped, and a later
+        // loss starts a new reconnection.
+        reconnection = nil
+        reconnectTimer.disarm()
         serverName = (try? candidate.serverInfo())?.displayName
         log.record("server", ["state": "connected"])
         return true
@@ -324,21 +325,38 @@ extension Player {
         startReconnecting()
     }
 
+    /// Starts reconnecting: the first attempt after `Reconnection.firstDelay`, each later one after a longer wait.
     func startReconnecting() {
-        guard !reconnecting else { return }
-        reconnecting = true
+        guard reconnection == nil else { return }
+        reconnection = Reconnection(since: .now)
+        reconnectTimer.arm(after: Reconnection.firstDelay)
+    }
+
+    /// Makes one connection attempt. libpulse's connect waits until the context is ready or has failed (up to the
+    /// connection's timeout), and subscribing waits for the server's reply: the attempt runs on a thread of its own,
+    /// so the owner does not wait, and its outcome comes back through the inbox (`.reconnected`, `.reconnectFailed`).
+    func attemptReconnection() {
+        guard var attempt = reconnection, !attempt.isUnderWay else { return }
+        attempt.isUnderWay = true
+        attempt.attempts += 1
+        reconnection = attempt
         let generation = connectionGeneration
         let inbox = self.inbox
         Thread.detachNewThread {
-            var delay: UInt32 = 200_000
-            while true {
-                usleep(delay)
-                if let server = Player.makeConnection(generation: generation, inbox: inbox) {
-                    inbox.yield(.reconnected(server, generation: generation))
-                    return
-                }
-                delay = min(delay * 2, 1_000_000)
+            if let server = Player.makeConnection(generation: generation, inbox: inbox) {
+                inbox.yield(.reconnected(server, generation: generation))
+            } else {
+                inbox.yield(.reconnectFailed(generation: generation))
             }
         }
+    }
+
+    /// The attempt found no server: the next one waits longer (doubling, up to `Reconnection.longestDelay`).
+    func reconnectionAttemptFailed() {
+        guard var attempt = reconnection, attempt.isUnderWay else { return }
+        attempt.isUnderWay = false
+        attempt.delay = min(attempt.delay * 2, Reconnection.longestDelay)
+        reconnection = attempt
+        reconnectTimer.arm(after: attempt.delay)
     }
 }

@@ -23,6 +23,10 @@ actor Player {
         case stream(StreamNotice, generation: Int)
         case connection(ConnectionNotice, generation: Int)
         case reconnected(ConnectedServer, generation: Int)
+        /// A connection attempt made while the server was away failed; the next one waits for the timer.
+        case reconnectFailed(generation: Int)
+        /// The reconnection's timer went off: time for the next connection attempt.
+        case reconnectDue(arming: Int)
         case tick(arming: Int)
         case request(ControlRequest, ReplySlot<String>)
         case mpris(MPRISCommand, ReplySlot<MPRISReply>)
@@ -58,7 +62,8 @@ actor Player {
     /// The scheduling of the connection's mainloop thread (the one that feeds the server), and its thread id.
     var realtime: (outcome: RealtimeOutcome, threadID: Int32?)?
     var connectionGeneration = 0
-    var reconnecting = false
+    /// While the server is away: the reconnection under way (nil while connected).
+    var reconnection: Reconnection?
     var serverName: String?
     var stream: PlaybackStream?
     var streamGeneration = 0
@@ -90,8 +95,10 @@ actor Player {
     /// idle null sink, a waking Bluetooth link) asks for nothing for a while without being stalled.
     var watchdogBase: Int?
     var watchdogArmed = false
-    /// The player's one timer, armed only while playing (see `TickTimer`).
+    /// The tick's timer, armed only while playing (see `TickTimer`).
     let tickTimer: TickTimer
+    /// The reconnection's timer, armed only while the server is away and no attempt is under way.
+    let reconnectTimer: TickTimer
     /// When the state was last saved (or found unchanged).
     var lastSave = ContinuousClock.now
     /// Where in the ring each decoded track ends: the tick is due when the listener reaches the current one's end.
@@ -122,6 +129,7 @@ actor Player {
         ring = FrameRing(minimumCapacity: 131_072)
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
         tickTimer = TickTimer { arming in inbox.yield(.tick(arming: arming)) }
+        reconnectTimer = TickTimer { arming in inbox.yield(.reconnectDue(arming: arming)) }
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(
@@ -176,13 +184,26 @@ actor Player {
             guard generation == connectionGeneration, connection != nil else { return }
             connectionNoticed(notice)
         case .reconnected(let server, let generation):
-            guard generation == connectionGeneration else { return }
-            reconnecting = false
+            // A result for an older generation (a connection was made meanwhile) is dropped with its connection.
+            guard generation == connectionGeneration, let finished = reconnection else { return }
+            reconnection = nil
+            reconnectTimer.disarm()
             connection = server.connection
             noteRealtime(of: server)
             serverName = (try? server.connection.serverInfo())?.displayName
-            log.record("server", ["state": "connected"])
+            let waited = (ContinuousClock.now - finished.since).components
+            log.record("server", ["state": "connected", "attempts": "\(finished.attempts)",
+                                  "afterMs": "\(waited.seconds * 1000 + waited.attoseconds / 1_000_000_000_000_000)"])
             dispatch(.outputAppeared)
+        case .reconnectFailed(let generation):
+            guard generation == connectionGeneration else { return }
+            reconnectionAttemptFailed()
+            return
+        case .reconnectDue(let arming):
+            // A stale delivery (the timer was disarmed as it went off: the server is back) has no work.
+            guard reconnectTimer.wentOff(arming: arming) else { return }
+            attemptReconnection()
+            return
         case .tick(let arming):
             // A stale tick (its timer was replaced or disarmed as it went off) has no work.
             guard tickTimer.wentOff(arming: arming) else { return }
