@@ -169,7 +169,8 @@ extension Player {
             "trackIndex": rules.queue.index,
             "trackCount": rules.queue.trackCount,
             "sink": stream?.sinkName.map { $0 as Any } ?? NSNull(),
-            "corked": stream?.isCorked ?? true,
+            // The rules' acknowledged fact, reported by the executor (`streamCorked`, `streamUncorked`, ...).
+            "corked": rules.stream.isCorked,
             "streamOpen": stream != nil,
             "underruns": underrunsOfClosedStreams + (stream?.underrunCount ?? 0),
             "serverUnderflows": serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0),

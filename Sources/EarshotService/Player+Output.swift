@@ -250,12 +250,13 @@ extension Player {
         case .unknownEvent:
             log.record("notice", ["kind": "unknownStreamEvent", "action": "ignored"])
         case .moved(_, let oldSinkStillExists):
-            // The stream corked itself inside the moved callback (safety hold); now decide.
+            // The stream corked itself inside the moved callback (safety hold): the rules learn that first; now decide.
+            noteSafetyHold()
             if !oldSinkStillExists { dispatchAll(translator.ourStreamLeftRemovedSink(at: now)) }
             followOurSink()
             if oldSinkStillExists {
                 dispatch(.routeChanged)
-                _ = try? stream?.releaseSafetyHold()
+                releaseSafetyHold()
                 disarmWatchdog()
             }
         case .failed, .killed:
@@ -265,6 +266,26 @@ extension Player {
             let repositionsBefore = repositionCount
             dispatch(.outputLost(.streamFailed))
             restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
+        }
+    }
+
+    /// Reports the stream's safety hold (it corks itself when moved or when its sink is removed) as `streamCorked`,
+    /// so that what the rules know of the stream stays the truth. The hold's cork is sent without waiting: it is
+    /// reported once the owner learns of the hold, its acknowledgement at most one round trip behind.
+    func noteSafetyHold() {
+        guard let stream, stream.isSafetyHoldActive, !rules.stream.isCorked else { return }
+        dispatch(.streamCorked)
+    }
+
+    /// Ends the safety hold after a deliberate route change: the stream runs again if the last wish was to play,
+    /// and the rules learn it (`streamUncorked`), or that it could not (`outputCommandFailed`).
+    func releaseSafetyHold() {
+        guard let stream else { return }
+        do {
+            if try stream.releaseSafetyHold() { dispatch(.streamUncorked) }
+        } catch {
+            log.record("output", ["command": "releaseSafetyHold", "error": "\(error.code.rawValue)"])
+            dispatch(.outputCommandFailed)
         }
     }
 
@@ -283,6 +304,8 @@ extension Player {
         case .sinkChanged(let sink):
             dispatchAll(translator.sinkChanged(sink))
         case .sinkRemoved(let index):
+            // When it was our sink, the stream corked itself as the removal arrived (safety hold).
+            noteSafetyHold()
             dispatchAll(translator.sinkRemoved(index, at: now))
         case .sinkInputChanged(let input):
             dispatchAll(translator.sinkInputChanged(input, at: now))
