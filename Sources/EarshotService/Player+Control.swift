@@ -179,6 +179,7 @@ extension Player {
             "realtimeThread": realtime?.threadID.map { Int($0) as Any } ?? NSNull(),
             "volume": rules.volumePercent,
             "lastError": lastError,
+            "slowestHandlingMicros": slowestHandlingMicros,
         ]
     }
 

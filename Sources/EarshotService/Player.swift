@@ -113,6 +113,9 @@ actor Player {
     var shownPlayback: Playback?
     /// What was last saved, to save only changes.
     var lastSaved: PersistedState?
+    /// The longest one inbox item took to handle, in microseconds (status: `slowestHandlingMicros`): the owner never
+    /// waits, so a large value is a regression to look for.
+    var slowestHandlingMicros = 0
 
     init(
         configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, store: StateStore?,
@@ -159,7 +162,9 @@ actor Player {
         }
         publish()
         for await input in inputs {
+            let started = ContinuousClock.now
             handle(input)
+            noteHandling(since: started)
             armTick()
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
@@ -172,6 +177,13 @@ actor Player {
             }
         }
         return exitCode ?? 0
+    }
+
+    /// Records how long handling the inbox item that began at `started` took, when it was the slowest so far.
+    func noteHandling(since started: ContinuousClock.Instant) {
+        let took = (ContinuousClock.now - started).components
+        let micros = Int(took.seconds) * 1_000_000 + Int(took.attoseconds / 1_000_000_000_000)
+        if micros > slowestHandlingMicros { slowestHandlingMicros = micros }
     }
 
     func handle(_ input: Input) {
