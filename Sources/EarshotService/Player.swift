@@ -77,6 +77,8 @@ actor Player {
     var repositionFloor: (ringFrame: Int, position: TrackPosition)?
     /// A format change waits until the listener has heard everything before `ringFrame`.
     var pendingFormatChange: (format: AudioFormat, ringFrame: Int)?
+    /// An uncork the rules asked for waits for the decoder to buffer audio (`uncorkWhenDecoded`).
+    var uncorkWaitsForAudio = false
     /// Where the queue's audio ends in the ring, once the decoder has finished it.
     var queueEndRingFrame: Int?
     /// What the stream's drain in progress is for; its `.drained` notice completes it.
@@ -271,6 +273,7 @@ actor Player {
     func perform(_ command: Command) {
         switch command {
         case .cork:
+            withdrawWaitingUncork()
             guard let stream else { return }
             do {
                 try stream.cork()
@@ -283,19 +286,12 @@ actor Player {
             }
         case .uncork:
             // The rules uncork only a stream they know is open; without one the command cannot be carried out.
-            guard let stream else {
+            guard stream != nil else {
                 log.record("output", ["command": "uncork", "error": "noStream"])
                 dispatch(.outputCommandFailed)
                 return
             }
-            do {
-                try stream.uncork()
-                disarmWatchdog()
-                dispatch(.streamUncorked)
-            } catch {
-                log.record("output", ["command": "uncork", "error": "\(error.code.rawValue)"])
-                dispatch(.outputCommandFailed)
-            }
+            uncorkWhenDecoded()
         case .flush:
             reposition(to: currentHeardPosition() ?? TrackPosition(trackIndex: rules.queue.index, frame: 0,
                                                                      sampleRate: 44_100))
