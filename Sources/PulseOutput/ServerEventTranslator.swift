@@ -67,7 +67,8 @@ import EarshotCore
 /// first and the move comes after it (then one more CHANGE). pipewire-pulse 0.3.65 and 1.4.2 report SINK REMOVE and
 /// SOURCE REMOVE, and no change of the loopback's sink-input at all (WirePlumber relinks it silently); a user's
 /// `pactl move-sink-input` of the loopback is not reported there either, so on PipeWire a deliberate move is only
-/// ever seen as nothing: Earshot keeps playing (right), but keeps watching the old device.
+/// ever seen as nothing: Earshot keeps playing (right), but keeps watching the old device, whose later removal then
+/// pauses it (the safe side: unknown is no permission to play).
 public struct ServerEventTranslator: Sendable {
     /// How far a Bluetooth profile switch has been seen, per card.
     public enum ProfileSwitch: Sendable, Equatable {
@@ -150,7 +151,6 @@ public struct ServerEventTranslator: Sendable {
         return ended
     }
 
-    /// A sink-input appeared or changed.
     /// A sink-input appeared or changed. A loopback (or another carrier of our virtual sink, see the type's notes)
     /// on another sink than before was moved.
     public mutating func sinkInputChanged(_ input: SinkInputSnapshot, at moment: Moment) -> [Event] {
