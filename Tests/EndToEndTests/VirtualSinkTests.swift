@@ -146,22 +146,25 @@ struct VirtualSinkTests {
             // The log has millisecond steps, and the server acted somewhere inside the pactl call.
             #expect(decidedAfter <= 10 + 1, "the loss was decided \(decidedAfter) ms after the unplug returned")
 
-            // Earshot's own part: its music on fx ends at the removal (the pactl call's return, to a few ms).
+            // Earshot's own part: its last sound on fx comes at the removal (the pactl call's return, to a few ms;
+            // 10 ms more for the recordings' clocks). The sweep's edge is earlier where the stream ends in a short
+            // tail (PipeWire under load: 6 ms once).
             let onFx = try #require(fx.sweepStretches(positions: Self.positions).last, "no music on fx")
-            let quietAfterRemoval = (fx.instant(atTime: onFx.end) - unplugged).seconds * 1000
-            report("virtual sink unplug: Earshot's music on fx ended after the unplug returned", quietAfterRemoval)
+            let lastOnFx = fx.instant(atTime: try #require(fx.audibleRanges().last, "nothing on fx").upperBound)
+            let quietAfterRemoval = (lastOnFx - unplugged).seconds * 1000
+            report("virtual sink unplug: Earshot's music on fx ended after the unplug returned",
+                   (fx.instant(atTime: onFx.end) - unplugged).seconds * 1000)
+            report("virtual sink unplug: Earshot's last sound on fx after the unplug returned", quietAfterRemoval)
             #expect(quietAfterRemoval <= 20, "Earshot played on \(quietAfterRemoval) ms after the unplug: \(onFx)")
-            let fxAfter = fx.audibleMilliseconds(within: (onFx.end + 0.002)..<fx.duration)
-            #expect(fxAfter <= 5, "\(fxAfter) ms on fx after Earshot's music ended")
 
             // What the loopback had buffered, on the speakers (the loopback was moved there).
             report("virtual sink unplug: loopback's buffered audio on the speakers", speakers.audibleMilliseconds)
             if let lastOnSpeakers = speakers.audibleRanges().last {
-                let after = (speakers.instant(atTime: lastOnSpeakers.upperBound) - fx.instant(atTime: onFx.end)).seconds
-                report("virtual sink unplug: speakers' last sound after Earshot's end on fx", after * 1000)
+                let after = (speakers.instant(atTime: lastOnSpeakers.upperBound) - lastOnFx).seconds
+                report("virtual sink unplug: speakers' last sound after Earshot's last on fx", after * 1000)
             }
             // After the loopback's buffer, nothing: our stream is corked, so the loopback carries silence.
-            let afterBuffer = speakers.time(of: fx.instant(atTime: onFx.end)) + 0.250
+            let afterBuffer = speakers.time(of: lastOnFx) + 0.250
             let late = speakers.audibleMilliseconds(within: max(0, afterBuffer)..<speakers.duration)
             #expect(late == 0,
                     "\(late) ms reached the speakers after the loopback's buffer: \(speakers.audibleRanges())")
@@ -202,11 +205,16 @@ struct VirtualSinkTests {
             let (headphones, speakers) = (recordings[0], recordings[1])
 
             #expect(try ServerControl.sinkExists(TestEnvironment.headphones))
+            // PulseAudio reports the loopback's move (a route change in the log); pipewire-pulse reports nothing of it.
+            if try TestEnvironment.soundServerKind() == .pulseAudio {
+                #expect(player.standardError.contains("event kind=routeChanged"), "log:\n\(player.standardError)")
+            }
             #expect(seen.allSatisfy { $0.playback == "playing" && $0.sink == Self.fx && !$0.corked },
                     "status after the move: \(seen.map(\.description))")
-            // The music went on, now on the speakers, and left the headphones.
+            // The music went on, now on the speakers, and left the headphones. (A loopback of 20 ms can drop out under
+            // load, 11 ms once on PipeWire 1.4 with the track continuous across: that gap is the loopback's.)
             let onSpeakers = speakers.sweepStretches(positions: Self.positions)
-            #expect(onSpeakers.count == 1 && (onSpeakers.first?.length ?? 0) >= 1.5, "speakers: \(onSpeakers)")
+            #expect(onSpeakers.map(\.length).reduce(0, +) >= 1.5, "speakers: \(onSpeakers)")
             if let first = onSpeakers.first {
                 #expect(first.start >= speakers.time(of: moving) - 0.030, "speakers played before the move")
             }
