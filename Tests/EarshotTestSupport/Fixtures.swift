@@ -1,4 +1,4 @@
-// Audio the end-to-end tests make for themselves with sox and lame, so that nothing binary is checked in
+// Audio the tests make for themselves with sox and lame, so that nothing binary is checked in
 // and every signal is known exactly. Each fixture is made once per test process and cached.
 //
 // The position track: a linear sine sweep whose frequency says where in the track a moment of sound

@@ -44,7 +44,7 @@ public struct SinkInput: Sendable, Equatable {
     public var mediaName: String? { properties["media.name"] }
 }
 
-/// pactl and paplay wrappers for the end-to-end tests.
+/// pactl and paplay wrappers: the private sound server as the tests see and change it.
 public enum ServerControl {
     /// The human-readable descriptions the standard layout gives its sinks (see Config/pulse-test.pa).
     public static let standardSinkDescriptions = [

@@ -1,8 +1,8 @@
 // PulseOutput against a real server: the private server that scripts/test starts, PulseAudio (Config/pulse-test.pa,
 // with module-role-cork) or PipeWire (pipewire-pulse and WirePlumber), both with null sinks `headphones` (default)
 // and `speakers`; EARSHOT_TEST_SERVER says which. Without that server these tests fail, loudly.
-// The same tests run on both. Where the servers legitimately differ, the test branches on `TestEnvironment.soundServerKind()`
-// and says why next to the branch.
+// The same tests run on both. Where the servers legitimately differ, the test branches on
+// `TestEnvironment.soundServerKind()` and says why next to the branch.
 // Serialized: several tests change the server (unplug, move, phone call, kill) and would disturb each other.
 import AudioPipeline
 import EarshotCore
