@@ -77,12 +77,7 @@ final class EarshotPlayer: Sendable {
 
     /// `earshot status --json`, decoded.
     func status() throws -> EarshotStatus {
-        let result = try control(["status", "--json"])
-        do {
-            return try JSONDecoder().decode(EarshotStatus.self, from: Data(result.standardOutput.utf8))
-        } catch {
-            throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
-        }
+        try EarshotStatus(printedBy: control(["status", "--json"]))
     }
 
     /// Polls the status until `condition` holds (a generous wait) and returns that status; throws, quoting the

@@ -171,12 +171,7 @@ final class ServiceHarness: Sendable {
 
     /// The service's `earshot status --json`.
     func status() throws -> EarshotStatus {
-        let result = try earshotChecked(["status", "--json"])
-        do {
-            return try JSONDecoder().decode(EarshotStatus.self, from: Data(result.standardOutput.utf8))
-        } catch {
-            throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
-        }
+        try EarshotStatus(printedBy: earshotChecked(["status", "--json"]))
     }
 
     /// Polls the status until `condition` holds (a generous wait) and returns that status; throws, quoting the
