@@ -7,6 +7,7 @@
 // fx, headphones and speakers are all recorded. What reached fx is exactly what Earshot played, so fx shows when
 // Earshot went quiet; what then reached the speakers is what the loopback itself had buffered (outside Earshot's
 // reach) and is reported separately (RULES.md, "What correct means").
+import EarshotTestSupport
 import Foundation
 import Testing
 
