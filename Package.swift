@@ -44,20 +44,31 @@ let package = Package(
         .target(name: "TourTimeline"),
         .executableTarget(name: "earshot-timeline", dependencies: ["TourTimeline"]),
 
+        // The one test toolkit the test targets share (STYLE.md): child processes, the private session bus, the
+        // sound server's control, monitor recordings, test tones and their analysis. Foundation only; test-only,
+        // never a dependency of a product target.
+        .target(name: "EarshotTestSupport", path: "Tests/EarshotTestSupport"),
+
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
-        .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline"]),
+        .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline", "EarshotTestSupport"]),
         // Configuration, state file and MPRIS (against a private dbus-daemon, driven by playerctl).
-        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotCore", "AudioPipeline"]),
+        .testTarget(
+            name: "EarshotServiceTests",
+            dependencies: ["EarshotService", "EarshotCore", "AudioPipeline", "EarshotTestSupport"]
+        ),
         // Test-only: counts allocations and lock calls on armed threads by interposing malloc and the pthread locks
         // in the test executable (never linked into `earshot`).
         .target(name: "CRealtimeAudit", path: "Tests/CRealtimeAudit"),
         // Integration tests: need the private sound server that scripts/test starts.
         .testTarget(
-            name: "PulseOutputTests", dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore", "CRealtimeAudit"]
+            name: "PulseOutputTests",
+            dependencies: ["PulseOutput", "AudioPipeline", "EarshotCore", "CRealtimeAudit", "EarshotTestSupport"]
         ),
         // End-to-end tests: run the built `earshot` binary against the private server and record sinks.
         // The phone-call flood places its calls through PulseOutput from inside the test process.
-        .testTarget(name: "EndToEndTests", dependencies: ["earshot", "PulseOutput", "AudioPipeline"]),
+        .testTarget(
+            name: "EndToEndTests", dependencies: ["earshot", "PulseOutput", "AudioPipeline", "EarshotTestSupport"]
+        ),
         // The tour's timeline picture, from small recordings made in the test.
         .testTarget(name: "TourTimelineTests", dependencies: ["TourTimeline"]),
     ],

@@ -59,6 +59,8 @@ extension Player {
         if queueEndRingFrame != nil { opened.setEndOfData(true) }
         if rules.volumePercent != 100 { try? opened.setVolume(percent: rules.volumePercent) }
         followOurSink()
+        // Every sink, for the devices behind a virtual sink of ours.
+        for sink in (try? connection.sinks()) ?? [] { dispatchAll(translator.sinkChanged(sink)) }
         if let inputs = try? connection.sinkInputs() {
             for input in inputs { dispatchAll(translator.sinkInputChanged(input, at: monotonicMoment())) }
         }

@@ -110,20 +110,23 @@ public struct SourceSnapshot: Sendable, Equatable {
     /// The card the source belongs to, if any. WirePlumber 0.5's Bluetooth loopback source (`bluez_input.ADDR`)
     /// belongs to the headset's device even while it plays A2DP.
     public var cardIndex: UInt32?
+    /// The sink this source is the monitor of (`pa_source_info.monitor_of_sink`); nil for a microphone.
+    public var monitorOfSinkIndex: UInt32?
+
     /// Whether the source is the monitor of a sink (recording what a sink plays, not a microphone).
-    public var isMonitor: Bool
+    public var isMonitor: Bool { monitorOfSinkIndex != nil }
 
     /// Creates a source description.
-    public init(index: UInt32, cardIndex: UInt32?, isMonitor: Bool) {
+    public init(index: UInt32, cardIndex: UInt32?, monitorOfSinkIndex: UInt32? = nil) {
         self.index = index
         self.cardIndex = cardIndex
-        self.isMonitor = isMonitor
+        self.monitorOfSinkIndex = monitorOfSinkIndex
     }
 
     /// Copies a source out of libpulse's callback-scoped struct.
     init(_ info: pa_source_info) {
         self.init(
-            index: info.index, cardIndex: validIndex(info.card), isMonitor: validIndex(info.monitor_of_sink) != nil
+            index: info.index, cardIndex: validIndex(info.card), monitorOfSinkIndex: validIndex(info.monitor_of_sink)
         )
     }
 }
@@ -139,13 +142,19 @@ public struct SourceOutputSnapshot: Sendable, Equatable {
     /// Whether the stream only measures levels (resample method `peaks`, as volume meters such as pavucontrol use):
     /// PulseAudio's module-bluetooth-policy ignores those too.
     public var isLevelMeter: Bool
+    /// The index of the module that created the stream (a loopback, a filter), if any.
+    public var ownerModuleIndex: UInt32?
 
     /// Creates a source output description.
-    public init(index: UInt32, sourceIndex: UInt32, mediaRole: String?, isLevelMeter: Bool = false) {
+    public init(
+        index: UInt32, sourceIndex: UInt32, mediaRole: String?, isLevelMeter: Bool = false,
+        ownerModuleIndex: UInt32? = nil
+    ) {
         self.index = index
         self.sourceIndex = sourceIndex
         self.mediaRole = mediaRole
         self.isLevelMeter = isLevelMeter
+        self.ownerModuleIndex = ownerModuleIndex
     }
 
     /// Copies a source output out of libpulse's callback-scoped struct.
@@ -155,7 +164,8 @@ public struct SourceOutputSnapshot: Sendable, Equatable {
             index: info.index,
             sourceIndex: info.source,
             mediaRole: property(info.proplist, PA_PROP_MEDIA_ROLE),
-            isLevelMeter: string(info.resample_method) == "peaks"
+            isLevelMeter: string(info.resample_method) == "peaks",
+            ownerModuleIndex: validIndex(info.owner_module)
         )
     }
 }

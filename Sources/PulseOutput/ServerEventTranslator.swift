@@ -48,6 +48,27 @@ import EarshotCore
 /// (whatever the card's last description says), not when such a sink merely appears: PulseAudio 16 moves our stream
 /// to the default sink (often the speakers) when the old one is unlinked, and back only once the new A2DP sink is
 /// the default again or our stream's preferred sink, so resuming on the sink's appearance could play out loud.
+///
+/// The device behind a virtual sink (RULES.md, output lost and route changed)
+/// ---------------------------------------------------------------------------
+/// When our sink is virtual (a null sink whose monitor a loopback plays to a device, a combine sink, a filter), our
+/// own stream never moves when the device goes: the server moves the loopback instead (to the default sink), and the
+/// music goes on out loud. So the translator follows the chain (VirtualSinkChain.swift: module-owned sink-inputs
+/// fed from our sink's monitor or owned by our sink's module, and the sinks they play on, in turn) and watches the
+/// sinks behind ours:
+/// - SINK REMOVE of a sink behind ours                                    -> outputLost(deviceRemoved)
+/// - a carrier then seen on another sink, its old sink's removal reported -> nothing (the server's move, decided)
+/// - a carrier seen on another sink while its old sink still exists       -> routeChanged (the user's move)
+/// - a carrier seen on another sink whose old sink is unknown             -> outputLost(deviceRemoved)
+/// - a carrier, capture stream or monitor coming or going                 -> nothing (the chain is followed again)
+/// The sequences the servers send (measured with `module-loopback source=fx.monitor sink=headphones` and the
+/// headphones' module unloaded): PulseAudio 16.1 posts the loopback's SINK_INPUT CHANGE (moved to the default sink)
+/// before SINK REMOVE, but that change needs a query and the removal does not, so the removal reaches the translator
+/// first and the move comes after it (then one more CHANGE). pipewire-pulse 0.3.65 and 1.4.2 report SINK REMOVE and
+/// SOURCE REMOVE, and no change of the loopback's sink-input at all (WirePlumber relinks it silently); a user's
+/// `pactl move-sink-input` of the loopback is not reported there either, so on PipeWire a deliberate move is only
+/// ever seen as nothing: Earshot keeps playing (right), but keeps watching the old device, whose later removal then
+/// pauses it (the safe side: unknown is no permission to play).
 public struct ServerEventTranslator: Sendable {
     /// How far a Bluetooth profile switch has been seen, per card.
     public enum ProfileSwitch: Sendable, Equatable {
@@ -80,6 +101,12 @@ public struct ServerEventTranslator: Sendable {
     private var captures: [UInt32: SourceOutputSnapshot] = [:]
     /// The Bluetooth profile switches in progress, by card index: each is an interruption source.
     public private(set) var profileSwitches: [UInt32: ProfileSwitch] = [:]
+    /// What carries our sink's audio on to devices, when our sink is virtual.
+    private var chain = VirtualSinkChain()
+
+    /// The sinks behind our virtual sink (the devices its loopbacks, combine sink or filter play on, and any virtual
+    /// sinks between), by index; empty when our sink is a device.
+    public var sinksBehindOurSink: Set<UInt32> { chain.sinksBehind }
 
     /// A translator for `triggerRoles` within `scope`.
     public init(triggerRoles: Set<String> = ["phone"], scope: InterruptionScope = .session) {
@@ -96,6 +123,7 @@ public struct ServerEventTranslator: Sendable {
         ourSinkInputIndex = sinkInputIndex
         ourSinkRemovalDecided = false
         triggerStreams[sinkInputIndex ?? UInt32.max] = nil
+        chain.startsAt(sink)
         // Calls on the new sink first: a profile switch ending here must not resume into one.
         return reweigh(at: moment) + profileSwitchReached(sink, at: moment)
     }
@@ -119,34 +147,40 @@ public struct ServerEventTranslator: Sendable {
         cards = [:]
         sources = [:]
         captures = [:]
+        chain = VirtualSinkChain()
         return ended
     }
 
-    /// A sink-input appeared or changed.
+    /// A sink-input appeared or changed. A loopback (or another carrier of our virtual sink, see the type's notes)
+    /// on another sink than before was moved.
     public mutating func sinkInputChanged(_ input: SinkInputSnapshot, at moment: Moment) -> [Event] {
         guard input.index != ourSinkInputIndex else { return [] }
+        let moved = chain.streamDescribed(input)
         guard let role = input.mediaRole, triggerRoles.contains(role) else {
             // A stream whose role changed away from a trigger role stops counting.
             triggerStreams[input.index] = nil
-            return reweigh(at: moment)
+            return moved + reweigh(at: moment)
         }
         triggerStreams[input.index] = input
-        return reweigh(at: moment)
+        return moved + reweigh(at: moment)
     }
 
     /// A sink-input went away.
     public mutating func sinkInputRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
         triggerStreams[index] = nil
+        chain.streamRemoved(index)
         return reweigh(at: moment)
     }
 
     /// A sink appeared: a device was plugged in (never a reason to play).
     public mutating func sinkAdded(_ sink: SinkSnapshot) -> [Event] {
-        sink.index == ourSink?.index ? [] : [.outputAppeared]
+        chain.sinkDescribed(sink)
+        return sink.index == ourSink?.index ? [] : [.outputAppeared]
     }
 
-    /// A sink changed; for our sink, its ports are compared with the last snapshot (wired jack).
+    /// A sink changed (or was listed); for our sink, its ports are compared with the last snapshot (wired jack).
     public mutating func sinkChanged(_ sink: SinkSnapshot) -> [Event] {
+        chain.sinkDescribed(sink)
         guard let previous = ourSink, previous.index == sink.index else { return [] }
         ourSink = sink
         switch PortClassifier.classify(previous: previous, current: sink) {
@@ -157,9 +191,10 @@ public struct ServerEventTranslator: Sendable {
     }
 
     /// A sink was removed. Ours going away is a device removal, or a Bluetooth profile switch when its card stays
-    /// (see the type's notes), whichever of this and `ourStreamLeftRemovedSink` comes first.
+    /// (see the type's notes), whichever of this and `ourStreamLeftRemovedSink` comes first. A device behind our
+    /// virtual sink going away is a device removal too.
     public mutating func sinkRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
-        guard index == ourSink?.index else { return [] }
+        guard index == ourSink?.index else { return chain.sinkRemoved(index) }
         return ourSinkWentAway(at: moment)
     }
 
@@ -198,22 +233,26 @@ public struct ServerEventTranslator: Sendable {
     /// A source appeared or changed.
     public mutating func sourceChanged(_ source: SourceSnapshot) {
         sources[source.index] = source
+        chain.sourceDescribed(source)
     }
 
     /// A source was removed.
     public mutating func sourceRemoved(_ index: UInt32) {
         sources[index] = nil
+        chain.sourceRemoved(index)
     }
 
     /// A capture stream appeared or changed. By itself never an event: it is evidence of a call when a Bluetooth
-    /// card leaves A2DP.
+    /// card leaves A2DP, and a loopback's carries our virtual sink's audio on.
     public mutating func sourceOutputChanged(_ capture: SourceOutputSnapshot) {
         captures[capture.index] = capture
+        chain.captureDescribed(capture)
     }
 
     /// A capture stream went away. A profile switch goes on until our stream is back on A2DP.
     public mutating func sourceOutputRemoved(_ index: UInt32) {
         captures[index] = nil
+        chain.captureRemoved(index)
     }
 
     // MARK: Bluetooth profile switches

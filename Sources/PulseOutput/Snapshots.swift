@@ -272,6 +272,8 @@ public struct SinkInputSnapshot: Sendable, Equatable {
     public var clientIndex: UInt32?
     /// The owning application's `application.name`, if set.
     public var applicationName: String?
+    /// The index of the module that created the stream (a loopback, a combine sink, a filter), if any.
+    public var ownerModuleIndex: UInt32?
 
     /// Creates a sink input description.
     public init(
@@ -281,7 +283,8 @@ public struct SinkInputSnapshot: Sendable, Equatable {
         corked: Bool,
         muted: Bool,
         clientIndex: UInt32?,
-        applicationName: String?
+        applicationName: String?,
+        ownerModuleIndex: UInt32? = nil
     ) {
         self.index = index
         self.sinkIndex = sinkIndex
@@ -290,6 +293,7 @@ public struct SinkInputSnapshot: Sendable, Equatable {
         self.muted = muted
         self.clientIndex = clientIndex
         self.applicationName = applicationName
+        self.ownerModuleIndex = ownerModuleIndex
     }
 
     /// Copies a sink input out of libpulse's callback-scoped struct.
@@ -303,7 +307,8 @@ public struct SinkInputSnapshot: Sendable, Equatable {
             corked: info.corked != 0,
             muted: info.mute != 0,
             clientIndex: validIndex(info.client),
-            applicationName: property(info.proplist, PA_PROP_APPLICATION_NAME)
+            applicationName: property(info.proplist, PA_PROP_APPLICATION_NAME),
+            ownerModuleIndex: validIndex(info.owner_module)
         )
     }
 }

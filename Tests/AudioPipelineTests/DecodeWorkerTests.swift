@@ -3,6 +3,7 @@
 import Foundation
 import Testing
 @testable import AudioPipeline
+import EarshotTestSupport
 
 /// Collects notices from the worker thread for the test thread to inspect.
 final class NoticeLog: Sendable {

@@ -3,6 +3,7 @@
 import Foundation
 import Testing
 @testable import AudioPipeline
+import EarshotTestSupport
 
 /// The ring's arithmetic, views and wake-up, single- and two-threaded.
 @Suite("FrameRing")

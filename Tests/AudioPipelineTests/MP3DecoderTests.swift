@@ -3,6 +3,7 @@
 import Foundation
 import Testing
 @testable import AudioPipeline
+import EarshotTestSupport
 
 /// The decoder on generated files, good and bad.
 @Suite("MP3Decoder")
@@ -75,9 +76,8 @@ struct MP3DecoderTests {
           arguments: [22_050, 16_000, 8_000])
     func convertsLowRates(rate: Int) throws {
         #expect(MP3Decoder.canConvertRates)
-        // --resample keeps lame from picking yet another rate for the low bitrate.
-        let kilohertz = String(Double(rate) / 1_000)
-        let path = try TestAudio.sine(rate: rate, bitrate: 32, lameOptions: ["--resample", kilohertz])
+        // The tone writer passes --resample, which keeps lame from picking yet another rate for the low bitrate.
+        let path = try TestAudio.sine(rate: rate, bitrate: 32)
         let decoder = try MP3Decoder(path: path)
         #expect(decoder.nativeSampleRate == rate)
         #expect(decoder.format == AudioFormat(sampleRate: 44_100))
@@ -91,7 +91,7 @@ struct MP3DecoderTests {
     @Test("ID3v2 title, artist and album written by lame are read")
     func readsLameTags() throws {
         let path = try TestAudio.sine(seconds: 0.5, lameOptions: ["--tt", "Song Title", "--ta", "Some Artist",
-                                                                  "--tl", "An Album"], tag: "-tagged")
+                                                                  "--tl", "An Album"])
         let decoder = try MP3Decoder(path: path)
         #expect(decoder.metadata == TrackMetadata(title: "Song Title", artist: "Some Artist", album: "An Album"))
     }
@@ -99,8 +99,7 @@ struct MP3DecoderTests {
     @Test("ID3v1-only tags are read")
     func readsVersion1Tags() throws {
         let path = try TestAudio.sine(seconds: 0.5, lameOptions: ["--id3v1-only", "--tt", "Old Title",
-                                                                  "--ta", "Old Artist", "--tl", "Old Album"],
-                                      tag: "-v1")
+                                                                  "--ta", "Old Artist", "--tl", "Old Album"])
         let decoder = try MP3Decoder(path: path)
         #expect(decoder.metadata == TrackMetadata(title: "Old Title", artist: "Old Artist", album: "Old Album"))
     }

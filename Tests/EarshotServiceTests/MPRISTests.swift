@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 import AudioPipeline
+import EarshotTestSupport
 @testable import EarshotService
 
 /// Stands in for the Player: records every command and publishes the state change it implies.
@@ -78,7 +79,7 @@ struct MPRISTests {
     private func startServer(
         _ snapshot: MPRISSnapshot = MPRISTests.track, position: Int64 = 42_500_000
     ) throws -> (PrivateSessionBus, MPRISServer, FakePlayer, String) {
-        let playerctl = try requireTool("playerctl", package: "playerctl")
+        let playerctl = try ProcessRunner.requireTool("playerctl", package: "playerctl")
         let bus = try PrivateSessionBus()
         let player = FakePlayer(snapshot)
         let server = MPRISServer(busAddress: bus.address, positionProvider: { position }, handler: player.handle)
@@ -91,48 +92,48 @@ struct MPRISTests {
     func playerctlDrivesTheServer() throws {
         let (bus, server, player, playerctl) = try startServer()
         defer { server.stop() }
-        func ctl(_ arguments: String...) throws -> ToolResult {
+        func ctl(_ arguments: String...) throws -> CommandResult {
             try bus.run(playerctl, ["-p", "earshot"] + arguments)
         }
 
-        #expect(try bus.run(playerctl, ["-l"]).line == "earshot")
-        #expect(try ctl("status").line == "Paused")
+        #expect(try bus.run(playerctl, ["-l"]).standardOutput.trimmed == "earshot")
+        #expect(try ctl("status").standardOutput.trimmed == "Paused")
 
         #expect(try ctl("play-pause").status == 0)
-        #expect(try ctl("status").line == "Playing")
+        #expect(try ctl("status").standardOutput.trimmed == "Playing")
         #expect(try ctl("pause").status == 0)
         #expect(try ctl("pause").status == 0)
-        #expect(try ctl("status").line == "Paused")
+        #expect(try ctl("status").standardOutput.trimmed == "Paused")
         #expect(player.received == [.playPause, .pause, .pause])
 
-        #expect(try ctl("metadata", "title").line == "Blue in Green")
-        #expect(try ctl("metadata", "artist").line == "Miles Davis, Bill Evans")
-        #expect(try ctl("metadata", "album").line == "Kind of Blue")
-        #expect(try ctl("metadata", "mpris:length").line == "337000000")
+        #expect(try ctl("metadata", "title").standardOutput.trimmed == "Blue in Green")
+        #expect(try ctl("metadata", "artist").standardOutput.trimmed == "Miles Davis, Bill Evans")
+        #expect(try ctl("metadata", "album").standardOutput.trimmed == "Kind of Blue")
+        #expect(try ctl("metadata", "mpris:length").standardOutput.trimmed == "337000000")
         // playerctl prints object paths in GVariant's text form, quoted.
-        #expect(try ctl("metadata", "mpris:trackid").line == "'/org/earshot/track/3'")
-        #expect(try ctl("metadata", "xesam:url").line
+        #expect(try ctl("metadata", "mpris:trackid").standardOutput.trimmed == "'/org/earshot/track/3'")
+        #expect(try ctl("metadata", "xesam:url").standardOutput.trimmed
                     == "file:///music/Kind%20of%20Blue/03%20Blue%20in%20Green.mp3")
-        #expect(try ctl("position").line == "42.500000")
+        #expect(try ctl("position").standardOutput.trimmed == "42.500000")
 
         #expect(try ctl("next").status == 0)
         #expect(player.received.last == .next)
-        #expect(try ctl("metadata", "title").line == "All Blues")
+        #expect(try ctl("metadata", "title").standardOutput.trimmed == "All Blues")
 
-        #expect(try ctl("volume").line == "0.800000")
+        #expect(try ctl("volume").standardOutput.trimmed == "0.800000")
         #expect(try ctl("volume", "0.5").status == 0)
         #expect(player.received.last == .setVolume(0.5))
-        #expect(try ctl("volume").line == "0.500000")
+        #expect(try ctl("volume").standardOutput.trimmed == "0.500000")
 
-        #expect(try ctl("loop").line == "None")
-        #expect(try ctl("shuffle").line == "Off")
+        #expect(try ctl("loop").standardOutput.trimmed == "None")
+        #expect(try ctl("shuffle").standardOutput.trimmed == "Off")
     }
 
     @Test("OpenUri accepts a readable local file and refuses anything else with a clear error")
     func openUri() throws {
         let (bus, server, player, playerctl) = try startServer()
         defer { server.stop() }
-        let file = bus.directory + "/a song.mp3"
+        let file = bus.directory.path + "/a song.mp3"
         try Data([0xFF, 0xFB, 0x90, 0x00]).write(to: URL(fileURLWithPath: file))
         let uri = "file://" + file.replacingOccurrences(of: " ", with: "%20")
 
@@ -141,13 +142,13 @@ struct MPRISTests {
 
         let web = try bus.run(playerctl, ["-p", "earshot", "open", "http://x"])
         #expect(web.status != 0)
-        #expect(web.errors.contains("only file:// URIs are supported"))
+        #expect(web.standardError.contains("only file:// URIs are supported"))
         let missing = try bus.run(playerctl, ["-p", "earshot", "open", "file:///no/such/file.mp3"])
         #expect(missing.status != 0)
-        #expect(missing.errors.contains("No such file or directory"))
-        let directory = try bus.run(playerctl, ["-p", "earshot", "open", "file://" + bus.directory])
+        #expect(missing.standardError.contains("No such file or directory"))
+        let directory = try bus.run(playerctl, ["-p", "earshot", "open", "file://" + bus.directory.path])
         #expect(directory.status != 0)
-        #expect(directory.errors.contains("not a regular file"))
+        #expect(directory.standardError.contains("not a regular file"))
         #expect(player.received == [.openUri(path: TrackPath(file))])
     }
 
@@ -156,21 +157,21 @@ struct MPRISTests {
         let (bus, server, player, _) = try startServer()
         defer { server.stop() }
         player.refuse(.next, with: "the queue is empty")
-        let busctl = try requireTool("busctl", package: "systemd")
+        let busctl = try ProcessRunner.requireTool("busctl", package: "systemd")
         let result = try bus.run(busctl, [
             "--address=\(bus.address)", "--", "call", MPRISServer.busName, MPRISServer.objectPath,
             MPRISServer.playerInterface, "Next",
         ])
         #expect(result.status != 0)
-        #expect(result.errors.contains("the queue is empty"))
+        #expect(result.standardError.contains("the queue is empty"))
     }
 
     @Test("SetPosition and Seek reach the player; a stale track id is ignored")
     func seeking() throws {
         let (bus, server, player, _) = try startServer()
         defer { server.stop() }
-        let busctl = try requireTool("busctl", package: "systemd")
-        func call(_ member: String, _ arguments: [String]) throws -> ToolResult {
+        let busctl = try ProcessRunner.requireTool("busctl", package: "systemd")
+        func call(_ member: String, _ arguments: [String]) throws -> CommandResult {
             try bus.run(busctl, [
                 "--address=\(bus.address)", "--", "call", MPRISServer.busName, MPRISServer.objectPath,
                 MPRISServer.playerInterface, member,
@@ -192,11 +193,13 @@ struct MPRISTests {
         let (bus, server, _, _) = try startServer()
         defer { server.stop() }
         let monitor = try bus.spawn(
-            try requireTool("dbus-monitor", package: "dbus-bin"),
+            try ProcessRunner.requireTool("dbus-monitor", package: "dbus-bin"),
             ["--address", bus.address, "type='signal',path='/org/mpris/MediaPlayer2'"])
-        defer { monitor.stop() }
+        defer { monitor.kill() }
         // dbus-monitor prints its own NameAcquired/NameLost once it is attached.
-        #expect(eventually { monitor.output.contains("NameLost") || monitor.output.contains("NameAcquired") })
+        #expect(eventually {
+            monitor.standardOutput().contains("NameLost") || monitor.standardOutput().contains("NameAcquired")
+        })
 
         var snapshot = MPRISTests.track
         snapshot.volume = 0.25
@@ -211,8 +214,8 @@ struct MPRISTests {
         server.update(snapshot)
         server.emitSeeked(positionMicroseconds: 12_000_000)
 
-        #expect(eventually { DBusMonitorLog(monitor.output).seeked.count == 1 })
-        let log = DBusMonitorLog(monitor.output)
+        #expect(eventually { DBusMonitorLog(monitor.standardOutput()).seeked.count == 1 })
+        let log = DBusMonitorLog(monitor.standardOutput())
         // Each update may be coalesced with the next one when they arrive together, but nothing is announced
         // that did not change, and Position never is.
         let changes = log.propertiesChanged
@@ -230,23 +233,25 @@ struct MPRISTests {
         let (bus, server, _, _) = try startServer()
         defer { server.stop() }
         let monitor = try bus.spawn(
-            try requireTool("dbus-monitor", package: "dbus-bin"),
+            try ProcessRunner.requireTool("dbus-monitor", package: "dbus-bin"),
             ["--address", bus.address, "type='signal',path='/org/mpris/MediaPlayer2'"])
-        defer { monitor.stop() }
-        #expect(eventually { monitor.output.contains("NameLost") || monitor.output.contains("NameAcquired") })
+        defer { monitor.kill() }
+        #expect(eventually {
+            monitor.standardOutput().contains("NameLost") || monitor.standardOutput().contains("NameAcquired")
+        })
 
         var snapshot = MPRISTests.track
         snapshot.volume = 0.25
         server.update(snapshot)
-        #expect(eventually { DBusMonitorLog(monitor.output).propertiesChanged.count == 1 })
+        #expect(eventually { DBusMonitorLog(monitor.standardOutput()).propertiesChanged.count == 1 })
         snapshot.playbackStatus = .playing
         server.update(snapshot)
-        #expect(eventually { DBusMonitorLog(monitor.output).propertiesChanged.count == 2 })
+        #expect(eventually { DBusMonitorLog(monitor.standardOutput()).propertiesChanged.count == 2 })
         snapshot.trackId = MPRISSnapshot.trackId(5)
         snapshot.title = "Flamenco Sketches"
         server.update(snapshot)
-        #expect(eventually { DBusMonitorLog(monitor.output).propertiesChanged.count == 3 })
-        #expect(DBusMonitorLog(monitor.output).propertiesChanged == [
+        #expect(eventually { DBusMonitorLog(monitor.standardOutput()).propertiesChanged.count == 3 })
+        #expect(DBusMonitorLog(monitor.standardOutput()).propertiesChanged == [
             ["Volume"], ["PlaybackStatus"], ["PlaybackStatus", "Metadata"],
         ])
     }
@@ -271,18 +276,20 @@ struct MPRISTests {
     func reconnects() throws {
         let (bus, server, player, playerctl) = try startServer()
         defer { server.stop() }
-        #expect(try bus.run(playerctl, ["-l"]).line == "earshot")
+        #expect(try bus.run(playerctl, ["-l"]).standardOutput.trimmed == "earshot")
         try bus.restart()
-        #expect(eventually(timeout: .seconds(10)) { (try? bus.run(playerctl, ["-l"]).line) == "earshot" })
+        #expect(eventually(timeout: .seconds(10)) {
+            (try? bus.run(playerctl, ["-l"]).standardOutput.trimmed) == "earshot"
+        })
         #expect(server.isConnected)
-        #expect(try bus.run(playerctl, ["-p", "earshot", "status"]).line == "Paused")
+        #expect(try bus.run(playerctl, ["-p", "earshot", "status"]).standardOutput.trimmed == "Paused")
         #expect(try bus.run(playerctl, ["-p", "earshot", "play"]).status == 0)
         #expect(player.received == [.play])
     }
 
     @Test("an address naming the daemon's guid still reconnects to the daemon that replaced it")
     func reconnectsPastTheGUID() throws {
-        let playerctl = try requireTool("playerctl", package: "playerctl")
+        let playerctl = try ProcessRunner.requireTool("playerctl", package: "playerctl")
         let bus = try PrivateSessionBus()
         let pinned = bus.printedAddress
         #expect(pinned.contains(",guid="), "dbus-daemon printed \(pinned)")
@@ -291,7 +298,9 @@ struct MPRISTests {
         defer { server.stop() }
         try bus.restart()
         #expect(bus.printedAddress != pinned, "the new daemon has a guid of its own")
-        #expect(eventually(timeout: .seconds(10)) { (try? bus.run(playerctl, ["-l"]).line) == "earshot" })
+        #expect(eventually(timeout: .seconds(10)) {
+            (try? bus.run(playerctl, ["-l"]).standardOutput.trimmed) == "earshot"
+        })
         #expect(server.isConnected)
     }
 
@@ -316,7 +325,7 @@ struct MPRISTests {
         }
         box.server = server
         try server.start()
-        let busctl = try requireTool("busctl", package: "systemd")
+        let busctl = try ProcessRunner.requireTool("busctl", package: "systemd")
         let result = try bus.run(busctl, [
             "--address=\(bus.address)", "--", "call", MPRISServer.busName, MPRISServer.objectPath,
             MPRISServer.rootInterface, "Quit",
@@ -363,4 +372,14 @@ struct DBusMonitorLog {
             }
         }
     }
+}
+
+/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
+func eventually(timeout: Duration = .seconds(5), _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        usleep(10_000)
+    }
+    return try condition()
 }

@@ -25,6 +25,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import EarshotTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 // The command line answers like a Unix tool (issue 11): `--version`, the whole help and each verb's help, usage
 // errors with exit status 64 and the usage line on standard error, `status --json` printing the status object the
 // README documents, and the bash completion's verbs and options matching the CLI's own help.
+import EarshotTestSupport
 import Foundation
 import Testing
 

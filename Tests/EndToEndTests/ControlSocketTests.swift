@@ -1,6 +1,7 @@
 // The control socket under a crowd and under hostile clients (part of issue 7): 50 clients at once, a client
 // that never sends, one that hangs up before its reply, a 10 MB line, and a connection from another user. The
 // player answers everyone it should, refuses the stranger, and stays responsive throughout.
+import EarshotTestSupport
 import Foundation
 import Testing
 

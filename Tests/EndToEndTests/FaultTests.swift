@@ -7,6 +7,7 @@
 // calls; on PipeWire only Earshot's own watch of phone streams sees them. Waits are generous (a shared two-core
 // machine); durations are measured and printed, not asserted beyond what a deadlock would break.
 
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -104,7 +105,7 @@ struct FaultTests {
             do {
                 try await Task.sleep(for: .milliseconds(500))
                 killed = ContinuousClock.now
-                try await harness.bus.restart()
+                try harness.bus.restart()
                 // The same address: clients that kept it (playerctl here) find Earshot there again.
                 try await waitUntil("`playerctl -p earshot status` answers again", timeout: .seconds(20),
                                     interval: .milliseconds(50)) {

@@ -3,6 +3,7 @@
 // stream (`application.process.id`), and holds the relink until the reply plus a second. That only reaches Earshot
 // if its MPRIS name and its sink input belong to one process, and only helps if the reply comes once the stream is
 // really corked. Both are checked here on the real server and a private session bus.
+import EarshotTestSupport
 import Foundation
 import Testing
 

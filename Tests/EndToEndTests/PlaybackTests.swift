@@ -10,6 +10,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import EarshotTestSupport
 import Foundation
 import Testing
 

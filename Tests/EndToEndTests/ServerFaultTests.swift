@@ -21,6 +21,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import EarshotTestSupport
 import Foundation
 import Testing
 

@@ -6,6 +6,7 @@
 // (ServiceHarness). They fail, never skip, when the sound server, dbus-daemon or playerctl is missing.
 // Waits for readiness are generous (a shared two-core machine); the outcomes are checked strictly.
 
+import EarshotTestSupport
 import Foundation
 import Synchronization
 import Testing

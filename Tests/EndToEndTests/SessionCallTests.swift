@@ -3,6 +3,7 @@
 // call's own sink, and PipeWire corks nothing, so on every server it is Earshot's own detection that must see a call
 // on another device. With `"interruptionScope": "sameSink"` in the configuration, such a call is left alone.
 // Both sinks are recorded: the call is heard on the speakers, the music on the headphones.
+import EarshotTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 // Proves the end-to-end toolkit on the private sound server, without earshot: paplay stands in for the
 // player. These tests fail (never skip) when scripts/test did not start the server.
 
+import EarshotTestSupport
 import Foundation
 import Testing
 

@@ -3,6 +3,7 @@
 // PulseAudio's module-role-cork) a call on the other sink is none of its business; a call that moves onto our sink
 // interrupts; a muted call no longer does; when it ends, the music comes back. Runs on every server. The default
 // scope, the whole session, is SessionCallTests'.
+import EarshotTestSupport
 import Foundation
 import Testing
 

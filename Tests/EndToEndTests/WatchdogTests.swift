@@ -1,6 +1,7 @@
 // The stall watchdog end to end (issue 6, item 3): when the server stops asking for audio without telling us
 // anything (PipeWire can drop a device that way), a playing Earshot pauses with its output lost and does not
 // start again by itself when the server wakes up.
+import EarshotTestSupport
 import Foundation
 import Testing
 

@@ -39,7 +39,7 @@ private enum PulseAudioHeadset {
     static let headUnitSink = sink(41, "handsfree_head_unit")
     static let a2dpSinkAgain = sink(42, "a2dp_sink")
     /// The laptop's microphone (card 0), where the call application records.
-    static let microphone = SourceSnapshot(index: 3, cardIndex: 0, isMonitor: false)
+    static let microphone = SourceSnapshot(index: 3, cardIndex: 0)
     /// The call's capture stream: module-bluetooth-policy switches for its role, whatever source it is on.
     static let callCapture = SourceOutputSnapshot(index: 60, sourceIndex: 3, mediaRole: "phone")
 }
@@ -67,7 +67,7 @@ private enum WirePlumberHeadset {
     static let headUnitSink = sink(71, "headset-head-unit")
     static let a2dpSinkAgain = sink(72, "a2dp-sink")
     /// WirePlumber's loopback source for the headset's microphone: a source of the device even during A2DP.
-    static let loopbackSource = SourceSnapshot(index: 80, cardIndex: 50, isMonitor: false)
+    static let loopbackSource = SourceSnapshot(index: 80, cardIndex: 50)
     /// A browser's call: no media.role, recording from the loopback source.
     static let callCapture = SourceOutputSnapshot(index: 90, sourceIndex: 80, mediaRole: nil)
 }
@@ -266,7 +266,7 @@ struct ProfileSwitchTranslatorTests {
 
         // Monitor recordings and level meters are not calls; nor is a card switched off.
         var meters = onWirePlumberHeadset()
-        meters.sourceChanged(SourceSnapshot(index: 81, cardIndex: 50, isMonitor: true))
+        meters.sourceChanged(SourceSnapshot(index: 81, cardIndex: 50, monitorOfSinkIndex: 70))
         meters.sourceOutputChanged(SourceOutputSnapshot(index: 91, sourceIndex: 81, mediaRole: nil))
         meters.sourceOutputChanged(SourceOutputSnapshot(index: 92, sourceIndex: 80, mediaRole: nil, isLevelMeter: true))
         #expect(meters.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
@@ -330,7 +330,7 @@ struct ProfileSwitchTranslatorTests {
         let usbSink = SinkSnapshot(name: "alsa_output.usb-headset.analog-stereo", index: 30, cardIndex: 9)
         var translator = ServerEventTranslator()
         #expect(translator.cardChanged(usbCard, at: now) == [])
-        translator.sourceChanged(SourceSnapshot(index: 31, cardIndex: 9, isMonitor: false))
+        translator.sourceChanged(SourceSnapshot(index: 31, cardIndex: 9))
         translator.sourceOutputChanged(SourceOutputSnapshot(index: 32, sourceIndex: 31, mediaRole: "phone"))
         #expect(translator.ourStreamIsOn(usbSink, sinkInputIndex: 10, at: now) == [])
         #expect(usbCard.isBluetooth == false)

@@ -1,11 +1,12 @@
 // PulseOutput against a real server: the private server that scripts/test starts, PulseAudio (Config/pulse-test.pa,
 // with module-role-cork) or PipeWire (pipewire-pulse and WirePlumber), both with null sinks `headphones` (default)
 // and `speakers`; EARSHOT_TEST_SERVER says which. Without that server these tests fail, loudly.
-// The same tests run on both. Where the servers legitimately differ, the test branches on `TestServerKind.current`
-// and says why next to the branch.
+// The same tests run on both. Where the servers legitimately differ, the test branches on
+// `TestEnvironment.soundServerKind()` and says why next to the branch.
 // Serialized: several tests change the server (unplug, move, phone call, kill) and would disturb each other.
 import AudioPipeline
 import EarshotCore
+import EarshotTestSupport
 import Foundation
 import PulseOutput
 import Testing
@@ -17,11 +18,11 @@ struct PulseIntegrationTests {
     func connectsAndFindsSinks() throws {
         let connection = try connectToTestServer()
         let info = try connection.serverInfo()
-        switch TestServerKind.current {
-        case .pulseaudio:
+        switch try TestEnvironment.soundServerKind() {
+        case .pulseAudio:
             #expect(info.serverName == "pulseaudio")
             #expect(info.displayName == "PulseAudio \(info.serverVersion)")
-        case .pipewire:
+        case .pipeWire:
             // pipewire-pulse names itself with the real version; its version field is the emulated protocol's.
             #expect(info.serverName.hasPrefix("PulseAudio (on PipeWire "), "server name: \(info.serverName)")
             #expect(info.displayName == info.serverName)
@@ -122,14 +123,13 @@ struct PulseIntegrationTests {
         try await playing.startPlaying()
         let index = try #require(stream.sinkInputIndex)
 
-        let wav = try writeToneWAV(seconds: 1.0)
-        defer { try? FileManager.default.removeItem(atPath: wav) }
+        let wav = try Fixtures.toneWAV(frequency: 660, seconds: 1.0)
         let mark = playing.notices.count
-        let call = try start(["paplay", "--property=media.role=phone", "--device=headphones", wav])
-        defer { stopChild(call) }
+        let call = try ServerControl.startPhoneCall(wav: wav, sink: "headphones")
+        defer { call.kill() }
 
-        switch TestServerKind.current {
-        case .pulseaudio:
+        switch try TestEnvironment.soundServerKind() {
+        case .pulseAudio:
             #expect(await playing.notices.waitFor(.corkRequested, timeout: .seconds(5), from: mark))
             // Obey, as the player does: module-role-cork only sends request-uncork to a stream that really corked.
             try stream.cork()
@@ -142,10 +142,10 @@ struct PulseIntegrationTests {
             try stream.uncork()
             try stream.setMuted(false)
             #expect(try connection.sinkInputs().first { $0.index == index }?.muted == false)
-        case .pipewire:
+        case .pipeWire:
             // pipewire-pulse has no module-role-cork and never sends stream events: the call neither corks nor
             // mutes us, and no request arrives. The player has to see the phone stream itself (next test).
-            call.waitUntilExit()
+            #expect(await call.exit(within: .seconds(30)), "the call did not end")
             let ours = try #require(try connection.sinkInputs().first { $0.index == index })
             #expect(!ours.corked && !ours.muted)
             let requests = playing.notices.all.dropFirst(mark).filter {
@@ -167,11 +167,10 @@ struct PulseIntegrationTests {
         var translator = ServerEventTranslator()
         #expect(translator.ourStreamIsOn(headphones, sinkInputIndex: playing.stream.sinkInputIndex, at: Moment(milliseconds: 0)).isEmpty)
 
-        let wav = try writeToneWAV(seconds: 0.6)
-        defer { try? FileManager.default.removeItem(atPath: wav) }
+        let wav = try Fixtures.toneWAV(frequency: 660, seconds: 0.6)
         let mark = notices.count
-        let call = try start(["paplay", "--property=media.role=phone", "--device=headphones", wav])
-        defer { stopChild(call) }
+        let call = try ServerControl.startPhoneCall(wav: wav, sink: "headphones")
+        defer { call.kill() }
         // PipeWire 1.4 announces a new stream before it is linked (no sink yet) and again once it is: wait for the
         // linked one.
         let seen = await notices.waitFor(.seconds(5), from: mark) { notice in
@@ -192,7 +191,7 @@ struct PulseIntegrationTests {
         #expect(
             translator.sinkInputChanged(phone, at: Moment(milliseconds: 1))
                 == [.interruptionBegan(.triggerStream(index: phone.index), at: Moment(milliseconds: 1))])
-        call.waitUntilExit()
+        #expect(await call.exit(within: .seconds(30)), "the call did not end")
         #expect(await notices.waitFor(.sinkInputRemoved(phone.index), timeout: .seconds(5)))
         #expect(
             translator.sinkInputRemoved(phone.index, at: Moment(milliseconds: 2))
@@ -204,11 +203,11 @@ struct PulseIntegrationTests {
         let connectionNotices = NoticeRecorder<ConnectionNotice>()
         let connection = try connectToTestServer(notices: connectionNotices)
         try connection.subscribe()
-        defer { #expect(throws: Never.self) { try restoreHeadphonesSink(on: connection) } }
+        defer { #expect(throws: Never.self) { try ServerControl.restoreStandardLayout() } }
         let headphones = try #require(try sink(named: "headphones", on: connection))
         let module = try #require(headphones.ownerModuleIndex)
         // Started before our stream: a recorder on an idle null sink gets its first data up to 2 s late.
-        let speakersTap = try await MonitorTap(sink: "speakers")
+        let speakersRecorder = try await MonitorRecorder.start(sink: "speakers")
 
         let playing = try PlayingStream(connection: connection, sinkName: "headphones")
         defer { playing.close() }
@@ -217,8 +216,7 @@ struct PulseIntegrationTests {
         let mark = playing.notices.count
         let connectionMark = connectionNotices.count
 
-        let unplug = try run(["pactl", "unload-module", "\(module)"])
-        #expect(unplug.status == 0, "pactl: \(unplug.output)")
+        try ServerControl.pactl(["unload-module", "\(module)"])
 
         // Both servers move our stream to the remaining sink rather than kill it (we do not ask for DONT_MOVE):
         // PulseAudio itself, PipeWire through WirePlumber relinking it to the new default.
@@ -239,7 +237,7 @@ struct PulseIntegrationTests {
             $0 == .sinkRemoved(headphones.index)
         }
         #expect(removed != nil)
-        if TestServerKind.current == .pipewire, let removed, let moved {
+        if try TestEnvironment.soundServerKind() == .pipeWire, let removed, let moved {
             // PipeWire: the sink goes first (SINK REMOVE), WirePlumber relinks our stream afterwards, so the safety
             // hold starts at SINK REMOVE there. (PulseAudio 16 sent SINK REMOVE first too in every run here, but
             // PLATFORM.md has seen the moved callback first, so the order is only pinned on PipeWire.)
@@ -251,7 +249,8 @@ struct PulseIntegrationTests {
         #expect(stream.isCorked)
         try await Task.sleep(for: .milliseconds(200))
         // The product's bound (RULES.md): at most 10 ms of our audio on the device that remains.
-        let leaked = speakersTap.stop()
+        // Audible: a sample louder than -40 dBFS; only our test streams play sines on the test server.
+        let leaked = try await speakersRecorder.stop().audibleMilliseconds(threshold: -40)
         #expect(leaked <= 10, "\(leaked) ms of our audio reached speakers")
     }
 
@@ -266,7 +265,7 @@ struct PulseIntegrationTests {
         let mark = playing.notices.count
 
         // Checked and retried once: pipewire-pulse sometimes acknowledges a move without carrying it out.
-        #expect(try await moveSinkInput(index, to: "speakers", on: connection) != nil)
+        try await ServerControl.move(sinkInput: Int(index), to: "speakers")
         let moved = await playing.notices.waitFor(.seconds(3), from: mark) {
             if case .moved = $0 { return true }
             return false
@@ -284,7 +283,7 @@ struct PulseIntegrationTests {
         // Paused by the owner before a move: the hold never resumes it.
         try stream.cork()
         let second = playing.notices.count
-        #expect(try await moveSinkInput(index, to: "headphones", on: connection) != nil)
+        try await ServerControl.move(sinkInput: Int(index), to: "headphones")
         let movedBack = await playing.notices.waitFor(.seconds(3), from: second) {
             if case .moved = $0 { return true }
             return false
@@ -431,14 +430,14 @@ struct PulseIntegrationTests {
         let playing = try PlayingStream(connection: connection, sinkName: "headphones")
         defer { playing.close() }
         try await playing.startPlaying()
-        let before = try soundServerControl(["pid"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let before = try SoundServerControl.serverProcessID()
         // Whatever happens below, the next tests need the server back.
-        defer { #expect(throws: Never.self) { try soundServerControl(["start"]) } }
+        defer { #expect(throws: Never.self) { try SoundServerControl.run("start") } }
 
         // SIGKILL, as a crash: pulseaudio, or the whole PipeWire stack (pipewire-pulse, wireplumber, pipewire).
         let heardBeforeKill = try #require(playing.stream.heardRingFrame())
         let killed = ContinuousClock.now
-        try soundServerControl(["kill"])
+        try SoundServerControl.run("kill")
         let failed = await notices.waitFor(.seconds(5)) {
             if case .failed = $0 { return true }
             return false
@@ -466,8 +465,8 @@ struct PulseIntegrationTests {
         #expect(playing.stream.requestSilence() == nil, "a failed stream is not due any request")
 
         // The restart script brings the same address back with the standard layout: a new connection works.
-        try soundServerControl(["start"])
-        let after = try soundServerControl(["pid"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try SoundServerControl.run("start")
+        let after = try SoundServerControl.serverProcessID()
         #expect(after != before)
         let again = try connectToTestServer("EarshotServerDeathTest")
         #expect(try again.serverInfo().defaultSinkName == "headphones")
@@ -499,10 +498,10 @@ struct PulseIntegrationTests {
         #expect(largestGap < .milliseconds(100), "largest gap between requests: \(largestGap)")
 
         // Freeze the process that runs the audio graph: no callback of any kind arrives, and nothing is requested.
-        try soundServerControl(["freeze"])
+        try SoundServerControl.run("freeze")
         let frozenAt = ContinuousClock.now
         var thawed = false
-        defer { if !thawed { _ = try? soundServerControl(["thaw"]) } }
+        defer { if !thawed { try? SoundServerControl.run("thaw") } }
         lastCount = stream.framesRequestedTotal
         var stalledAfter: Duration?
         while ContinuousClock.now < frozenAt + .seconds(2) {
@@ -516,7 +515,7 @@ struct PulseIntegrationTests {
         #expect(detected >= .milliseconds(150) && detected < .milliseconds(400), "stall reported after \(detected)")
         #expect(stream.framesRequestedTotal - lastCount < testRate / 20)
 
-        try soundServerControl(["thaw"])
+        try SoundServerControl.run("thaw")
         thawed = true
         let resumeDeadline = ContinuousClock.now + .seconds(2)
         while stream.isStalled() && ContinuousClock.now < resumeDeadline {
@@ -549,7 +548,7 @@ func expectServerShows(
     corked: Bool, sinkInput index: UInt32, on connection: PulseConnection,
     sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
-    let grace: Duration = TestServerKind.current == .pipewire ? .seconds(1) : .zero
+    let grace: Duration = try TestEnvironment.soundServerKind() == .pipeWire ? .seconds(1) : .zero
     let deadline = ContinuousClock.now + grace
     var shown = try connection.sinkInputs().first { $0.index == index }?.corked
     while shown != corked && ContinuousClock.now < deadline {

@@ -6,7 +6,7 @@
 # "mark" of that moment in the recording (it lags the server by parec's 10 ms blocks, the same for every player).
 # Numbers only, no assertions: the machine is shared and noisy.
 #
-# The position track is the test toolkit's (Tests/EndToEndTests/Support/Fixtures.swift): a sine sweeping
+# The position track is the test toolkit's (Tests/EarshotTestSupport/Fixtures.swift): a sine sweeping
 # linearly from 500 Hz at 250 Hz per second, so the frequency heard says which moment of the track is playing
 # (1 Hz = 4 ms). The phone call is the toolkit's dial tone (350 Hz + 440 Hz), below the sweep's band.
 import argparse

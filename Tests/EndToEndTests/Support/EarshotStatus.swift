@@ -1,6 +1,9 @@
 // The status every end-to-end test reads: the object `earshot status --json` prints (the control socket's reply
 // carries it as `status`), the same for `earshot play` and `earshot serve` (one Player answers both).
 
+import EarshotTestSupport
+import Foundation
+
 /// The fields of `earshot status --json` the end-to-end tests read.
 struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {
     /// `playing`, `paused` or `stopped`.
@@ -57,5 +60,16 @@ struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {
             + "interruptions \(activeInterruptions), sink \(sink ?? "none"), corked \(corked), stream \(streamOpen), "
             + "server \(server ?? "none"), underruns \(underruns), server underflows \(serverUnderflows)"
             + (lastError.map { ", last error \($0.kind) at track \($0.trackIndex + 1)" } ?? "")
+    }
+}
+
+extension EarshotStatus {
+    /// Decodes the status `earshot status --json` printed in `result`; throws, quoting the output, if it is not one.
+    init(printedBy result: CommandResult) throws {
+        do {
+            self = try JSONDecoder().decode(EarshotStatus.self, from: Data(result.standardOutput.utf8))
+        } catch {
+            throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
+        }
     }
 }

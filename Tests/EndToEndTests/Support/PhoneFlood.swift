@@ -5,6 +5,7 @@
 // cost a process start each, too slow for a thousand calls on a two-core machine.
 
 import AudioPipeline
+import EarshotTestSupport
 import Foundation
 import PulseOutput
 import Synchronization

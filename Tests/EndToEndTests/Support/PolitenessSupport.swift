@@ -12,6 +12,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -76,12 +77,7 @@ final class EarshotPlayer: Sendable {
 
     /// `earshot status --json`, decoded.
     func status() throws -> EarshotStatus {
-        let result = try control(["status", "--json"])
-        do {
-            return try JSONDecoder().decode(EarshotStatus.self, from: Data(result.standardOutput.utf8))
-        } catch {
-            throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
-        }
+        try EarshotStatus(printedBy: control(["status", "--json"]))
     }
 
     /// Polls the status until `condition` holds (a generous wait) and returns that status; throws, quoting the
@@ -261,17 +257,6 @@ enum ControlSocketProbe {
         let object = (try? JSONSerialization.jsonObject(with: Data(reply.utf8))) as? [String: Any]
         let status = object?["status"] as? [String: Any]
         return (object?["ok"] as? Bool, object?["error"] as? String, status?["playback"] as? String)
-    }
-}
-
-/// Starting, killing and restarting the private sound server through scripts/lib/soundserver-ctl.
-enum SoundServerControl {
-    /// Runs `$SOUNDSERVER_CTL COMMAND` (exported by scripts/test) and throws unless it succeeds.
-    static func run(_ command: String) throws {
-        guard let script = ProcessInfo.processInfo.environment["SOUNDSERVER_CTL"], !script.isEmpty else {
-            throw ToolkitError("SOUNDSERVER_CTL is not set: run the tests through scripts/test")
-        }
-        try ProcessRunner.runChecked(script, [command], timeout: .seconds(60))
     }
 }
 

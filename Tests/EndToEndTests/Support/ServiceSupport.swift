@@ -7,6 +7,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import EarshotTestSupport
 import Foundation
 import Synchronization
 
@@ -17,68 +18,6 @@ struct StatusReply<Status: Decodable>: Decodable {
     let ok: Bool
     /// The status object.
     let status: Status
-}
-
-/// A private session bus: `dbus-daemon --session --nofork --print-address`, listening in a test's folder.
-final class PrivateSessionBus: Sendable {
-    /// The bus address clients use (`DBUS_SESSION_BUS_ADDRESS`); the same after a `restart()`.
-    let address: String
-    /// The socket the daemon listens on.
-    private let socket: String
-    /// The daemon running now.
-    private let daemon: Mutex<ChildProcess>
-
-    /// Starts a daemon listening on a socket in `directory` and waits until it prints its address.
-    ///
-    /// - Throws: when dbus-daemon is not installed or does not come up within 10 s.
-    init(in directory: URL) async throws {
-        do {
-            _ = try ProcessRunner.locate("dbus-daemon")
-        } catch {
-            throw ToolkitError("dbus-daemon is needed for the MPRIS tests: apt-get install dbus-daemon (\(error))")
-        }
-        let socket = directory.appendingPathComponent("bus").path
-        let daemon = try await Self.launch(socket: socket)
-        self.socket = socket
-        self.daemon = Mutex(daemon)
-        address = daemon.standardOutput().trimmed.components(separatedBy: "\n").first ?? "unix:path=\(socket)"
-    }
-
-    /// Starts a daemon on `socket` and waits until it prints its address.
-    private static func launch(socket: String) async throws -> ChildProcess {
-        let daemon = try ChildProcess(
-            "dbus-daemon",
-            ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)", "--print-address=1"])
-        do {
-            try await waitUntil("dbus-daemon prints its address", timeout: .seconds(10)) {
-                guard daemon.isRunning else {
-                    throw ToolkitError(
-                        "dbus-daemon exited with \(daemon.exitStatus ?? -1): \(daemon.standardError().trimmed)")
-                }
-                return daemon.standardOutput().contains("\n")
-            }
-        } catch {
-            daemon.kill()
-            throw error
-        }
-        return daemon
-    }
-
-    /// Kills the daemon with SIGKILL, as a crash would, and starts a new one at the same address.
-    func restart() async throws {
-        stop()
-        // A killed daemon leaves its socket file behind, and a new one cannot bind over it.
-        unlink(socket)
-        let fresh = try await Self.launch(socket: socket)
-        daemon.withLock { $0 = fresh }
-    }
-
-    /// Stops the daemon with SIGKILL: it may have inherited SIGTERM blocked from the test runner.
-    func stop() {
-        let running = daemon.withLock { $0 }
-        running.kill()
-        _ = running.waitForExit(timeout: .seconds(5))
-    }
 }
 
 /// One private Earshot service setup: a folder with its socket, state and configuration, and a session bus.
@@ -96,6 +35,9 @@ final class ServiceHarness: Sendable {
     let configHome: URL
     /// The session bus the service and playerctl use.
     let bus: PrivateSessionBus
+    /// The address the bus printed when it started (with its guid), which every service and playerctl gets: after a
+    /// `bus.restart()` it names the old daemon's guid, as a session's environment would.
+    private let busAddress: String
     /// Every service started, for the final cleanup.
     private let services = Mutex<[ChildProcess]>([])
 
@@ -110,7 +52,7 @@ final class ServiceHarness: Sendable {
     var environment: [String: String] {
         [
             "PULSE_SERVER": TestEnvironment.pulseServer ?? "",
-            "DBUS_SESSION_BUS_ADDRESS": bus.address,
+            "DBUS_SESSION_BUS_ADDRESS": busAddress,
             "EARSHOT_SOCKET": socketPath,
             "XDG_STATE_HOME": stateHome.path,
             "XDG_CONFIG_HOME": configHome.path,
@@ -132,7 +74,8 @@ final class ServiceHarness: Sendable {
         for folder in [stateHome, configHome] {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
-        bus = try await PrivateSessionBus(in: root)
+        bus = try PrivateSessionBus(in: root)
+        busAddress = bus.printedAddress
     }
 
     /// Throws unless the sound server answers and dbus-daemon and playerctl are installed: never skip.
@@ -228,12 +171,7 @@ final class ServiceHarness: Sendable {
 
     /// The service's `earshot status --json`.
     func status() throws -> EarshotStatus {
-        let result = try earshotChecked(["status", "--json"])
-        do {
-            return try JSONDecoder().decode(EarshotStatus.self, from: Data(result.standardOutput.utf8))
-        } catch {
-            throw ToolkitError("unexpected `earshot status --json` output (\(error)): \(result.standardOutput)")
-        }
+        try EarshotStatus(printedBy: earshotChecked(["status", "--json"]))
     }
 
     /// Polls the status until `condition` holds (a generous wait) and returns that status; throws, quoting the

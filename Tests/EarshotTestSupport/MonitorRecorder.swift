@@ -19,23 +19,22 @@
 import Glibc
 #endif
 import Foundation
-import Synchronization
 
 /// What one sink played while it was recorded: 32-bit float samples in -1...1 and their timing.
-struct Recording: Sendable {
+public struct Recording: Sendable {
     /// The sink whose monitor was recorded (or a file name, for a decoded file).
-    let sink: String
+    public let sink: String
     /// Frames per second.
-    let sampleRate: Int
+    public let sampleRate: Int
     /// The left channel.
-    let left: [Float]
+    public let left: [Float]
     /// The right channel.
-    let right: [Float]
+    public let right: [Float]
     /// The estimated wall-clock instant at which the first sample was rendered (see the file comment).
-    let startInstant: ContinuousClock.Instant
+    public let startInstant: ContinuousClock.Instant
 
     /// Makes a recording from its two channels.
-    init(sink: String, sampleRate: Int, left: [Float], right: [Float], startInstant: ContinuousClock.Instant) {
+    public init(sink: String, sampleRate: Int, left: [Float], right: [Float], startInstant: ContinuousClock.Instant) {
         precondition(left.count == right.count, "channels of different lengths")
         self.sink = sink
         self.sampleRate = sampleRate
@@ -47,7 +46,7 @@ struct Recording: Sendable {
     /// Makes a recording from interleaved stereo signed 16-bit little-endian samples (parec's raw output).
     ///
     /// A trailing partial frame is dropped.
-    init(sink: String, sampleRate: Int, interleavedS16LE data: Data, startInstant: ContinuousClock.Instant) {
+    public init(sink: String, sampleRate: Int, interleavedS16LE data: Data, startInstant: ContinuousClock.Instant) {
         let frameCount = data.count / 4
         var left = [Float](repeating: 0, count: frameCount)
         var right = [Float](repeating: 0, count: frameCount)
@@ -65,7 +64,7 @@ struct Recording: Sendable {
     /// Decodes an audio file to a 44.1 kHz stereo recording: MP3 with mpg123 (gapless), anything else with sox.
     ///
     /// Useful to check fixtures and the analysis itself against a known signal. `startInstant` is now.
-    static func decode(_ file: URL) throws -> Recording {
+    public static func decode(_ file: URL) throws -> Recording {
         let raw = ProcessRunner.outputDirectory.appendingPathComponent("decoded-\(UUID().uuidString).raw")
         defer { try? FileManager.default.removeItem(at: raw) }
         if file.pathExtension.lowercased() == "mp3" {
@@ -83,31 +82,31 @@ struct Recording: Sendable {
     }
 
     /// The number of frames (samples per channel).
-    var frameCount: Int { left.count }
+    public var frameCount: Int { left.count }
 
     /// The length of the recording in seconds.
-    var duration: Double { Double(frameCount) / Double(sampleRate) }
+    public var duration: Double { Double(frameCount) / Double(sampleRate) }
 
     /// Both channels mixed to one: the mean of left and right.
-    var mono: [Float] { zip(left, right).map { ($0 + $1) / 2 } }
+    public var mono: [Float] { zip(left, right).map { ($0 + $1) / 2 } }
 
     /// The recording time, in seconds from the first sample, of the wall-clock `instant` (about +/-20 ms).
-    func time(of instant: ContinuousClock.Instant) -> Double {
+    public func time(of instant: ContinuousClock.Instant) -> Double {
         (instant - startInstant).seconds
     }
 
     /// The wall-clock instant of recording time `time` (seconds from the first sample), about +/-20 ms.
-    func instant(atTime time: Double) -> ContinuousClock.Instant {
+    public func instant(atTime time: Double) -> ContinuousClock.Instant {
         startInstant + .seconds(time)
     }
 
     /// The frame index of recording time `time`, clamped to the recording.
-    func frame(atTime time: Double) -> Int {
+    public func frame(atTime time: Double) -> Int {
         min(max(Int((time * Double(sampleRate)).rounded()), 0), frameCount)
     }
 
     /// The recording time, in seconds, of frame `frame`.
-    func time(ofFrame frame: Int) -> Double {
+    public func time(ofFrame frame: Int) -> Double {
         Double(frame) / Double(sampleRate)
     }
 }
@@ -117,11 +116,11 @@ struct Recording: Sendable {
 /// Two or more recorders may run at once (for example headphones and speakers). When the recorded sink is
 /// unloaded, the recorder goes on recording silence from the default source (parec has no option to
 /// forbid the move); start a new recorder after a replug.
-final class MonitorRecorder: Sendable {
+public final class MonitorRecorder: Sendable {
     /// The recorded sink's name.
-    let sink: String
+    public let sink: String
     /// The raw file parec writes (interleaved stereo s16le at `Fixtures.sampleRate`); removed by `stop`.
-    let rawFile: URL
+    public let rawFile: URL
     /// The running parec.
     private let parec: ChildProcess
     /// What the file-size watcher has learned about timing.
@@ -139,7 +138,7 @@ final class MonitorRecorder: Sendable {
     ///   - promptly: on PulseAudio, suspend and resume the sink while waiting (`wakeIdleSink`), so that data
     ///     arrives within about 0.1 s. Only for a sink on which nothing under test is playing.
     /// - Throws: if parec cannot start, ends early, or delivers nothing within `dataTimeout`.
-    static func start(
+    public static func start(
         sink: String, dataTimeout: Duration = .seconds(20), promptly: Bool = false
     ) async throws -> MonitorRecorder {
         let recorder = try MonitorRecorder(sink: sink)
@@ -155,7 +154,7 @@ final class MonitorRecorder: Sendable {
 
     /// Starts one recorder per sink, all at once, and returns them (in the order of `sinks`) once each receives data.
     /// `promptly` as for `start(sink:dataTimeout:promptly:)`.
-    static func start(
+    public static func start(
         sinks: [String], dataTimeout: Duration = .seconds(20), promptly: Bool = false
     ) async throws -> [MonitorRecorder] {
         var recorders: [MonitorRecorder] = []
@@ -210,10 +209,10 @@ final class MonitorRecorder: Sendable {
     }
 
     /// The number of bytes parec has written so far.
-    var bytesRecorded: Int { timing.bytes }
+    public var bytesRecorded: Int { timing.bytes }
 
     /// Whether parec is still running (on PulseAudio it goes on, recording silence, after its sink is unloaded).
-    var isRecording: Bool { parec.isRunning }
+    public var isRecording: Bool { parec.isRunning }
 
     /// Makes an idle PulseAudio null sink deliver to this recorder at once. Such a sink renders in blocks as long
     /// as its streams allow (2 s with none), and a new recorder's 10 ms only counts from the next block on;
@@ -247,7 +246,7 @@ final class MonitorRecorder: Sendable {
     /// Stops parec and returns everything it recorded; removes the raw file.
     ///
     /// - Throws: if the recording cannot be read.
-    func stop() async throws -> Recording {
+    public func stop() async throws -> Recording {
         parec.signal(SIGINT)
         if await !parec.exit(within: .seconds(5)) {
             await parec.terminate(grace: .seconds(2))
@@ -273,7 +272,7 @@ private final class RecorderTiming: Sendable {
     /// taken then would drag the estimate seconds too early.
     static let calibrationPeriod = Duration.milliseconds(500)
 
-    /// What was observed, guarded by a mutex: the watcher writes, the test's task reads.
+    /// What was observed, guarded by a lock: the watcher writes, the test's task reads.
     private struct State {
         /// The largest file size observed, in bytes.
         var bytes = 0
@@ -284,7 +283,7 @@ private final class RecorderTiming: Sendable {
     }
 
     /// The observations so far.
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Records that the file held `bytes` bytes at `instant`: sample 0 was rendered `bytes` worth of audio earlier.
     func observe(bytes: Int, at instant: ContinuousClock.Instant) {

@@ -12,41 +12,65 @@
 import Foundation
 
 /// One point of a position trace: the recording time and the track position heard then, if any.
-struct PositionSample: Sendable, Equatable {
+public struct PositionSample: Sendable, Equatable {
     /// The recording time, in seconds.
-    let time: Double
+    public let time: Double
     /// The track position (seconds into the position track), or `nil` where no sweep was heard.
-    let position: Double?
+    public let position: Double?
+
+    /// Makes the point heard at recording time `time`.
+    public init(time: Double, position: Double?) {
+        self.time = time
+        self.position = position
+    }
+}
+
+/// The Goertzel algorithm: the power of one frequency in a block of samples, without a whole Fourier transform.
+public enum Goertzel {
+    /// The Goertzel power of `samples`, taken at `sampleRate` Hz, at `frequency` Hz.
+    public static func power(
+        of frequency: Double, in samples: UnsafeBufferPointer<Double>, sampleRate: Double
+    ) -> Double {
+        let coefficient = 2 * cos(2 * Double.pi * frequency / sampleRate)
+        var previous = 0.0
+        var beforePrevious = 0.0
+        for sample in samples {
+            let current = sample + coefficient * previous - beforePrevious
+            beforePrevious = previous
+            previous = current
+        }
+        return previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+    }
 }
 
 extension Recording {
     /// The default threshold for "audible", in dBFS: about 10 steps of 16-bit audio.
-    static let defaultThreshold = -70.0
+    public static let defaultThreshold = -70.0
 
     /// The default length of analysis windows, in seconds (10 ms).
-    static let defaultWindow = 0.010
+    public static let defaultWindow = 0.010
 
     /// Converts a level in dBFS to a linear magnitude (0 dBFS = 1.0).
-    static func magnitude(dBFS: Double) -> Double {
+    public static func magnitude(dBFS: Double) -> Double {
         pow(10, dBFS / 20)
     }
 
     /// Converts a linear magnitude to dBFS; silence is `-infinity`.
-    static func dBFS(magnitude: Double) -> Double {
+    public static func dBFS(magnitude: Double) -> Double {
         magnitude > 0 ? 20 * log10(magnitude) : -.infinity
     }
 
     /// The frame range of recording times `range`, clamped to the recording.
-    func frames(in range: Range<Double>) -> Range<Int> {
+    public func frames(in range: Range<Double>) -> Range<Int> {
         let lower = frame(atTime: range.lowerBound)
         return lower..<max(lower, frame(atTime: range.upperBound))
     }
 
     /// The whole recording as a time range.
-    var wholeRange: Range<Double> { 0..<duration }
+    public var wholeRange: Range<Double> { 0..<duration }
 
     /// The root-mean-square level (linear, of the mono mix) of the frames in `range`; 0 for an empty range.
-    func rms(in range: Range<Double>) -> Double {
+    public func rms(in range: Range<Double>) -> Double {
         let frames = frames(in: range)
         guard !frames.isEmpty else { return 0 }
         var sum = 0.0
@@ -58,7 +82,7 @@ extension Recording {
     }
 
     /// The RMS levels, in dBFS, of consecutive windows of `window` seconds (default 10 ms) from the start.
-    func windowLevels(window: Double = defaultWindow) -> [Double] {
+    public func windowLevels(window: Double = defaultWindow) -> [Double] {
         let count = Int(duration / window)
         return (0..<count).map { index in
             Self.dBFS(magnitude: rms(in: Double(index) * window..<Double(index + 1) * window))
@@ -75,7 +99,7 @@ extension Recording {
     /// - Parameters:
     ///   - threshold: the level, in dBFS, a sample must reach to count as sound.
     ///   - bridging: silent gaps up to this long (seconds) inside sound do not end a stretch.
-    func audibleRanges(
+    public func audibleRanges(
         threshold: Double = defaultThreshold, bridging: Double = defaultWindow, within range: Range<Double>? = nil
     ) -> [Range<Double>] {
         let magnitude = Float(Self.magnitude(dBFS: threshold))
@@ -95,32 +119,36 @@ extension Recording {
     }
 
     /// The total length, in milliseconds, of sound within `range` (default: all); see `audibleRanges`.
-    func audibleMilliseconds(threshold: Double = defaultThreshold, within range: Range<Double>? = nil) -> Double {
+    public func audibleMilliseconds(
+        threshold: Double = defaultThreshold, within range: Range<Double>? = nil
+    ) -> Double {
         audibleRanges(threshold: threshold, within: range).reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } * 1000
     }
 
     /// The total length, in milliseconds, of sound in the whole recording at the default threshold.
-    var audibleMilliseconds: Double { audibleMilliseconds() }
+    public var audibleMilliseconds: Double { audibleMilliseconds() }
 
     /// How much sound, in milliseconds, this sink played after the wall-clock `instant`.
     ///
     /// The instant is placed in the recording through `startInstant`, so the answer is good to about
     /// +/-20 ms at its start (see MonitorRecorder). Where a sink was silent until the event (the speakers
     /// before an unplug), prefer `audibleMilliseconds` on the whole recording: it is sample-exact.
-    func audibleMilliseconds(after instant: ContinuousClock.Instant, threshold: Double = defaultThreshold) -> Double {
+    public func audibleMilliseconds(
+        after instant: ContinuousClock.Instant, threshold: Double = defaultThreshold
+    ) -> Double {
         let start = max(0, time(of: instant))
         guard start < duration else { return 0 }
         return audibleMilliseconds(threshold: threshold, within: start..<duration)
     }
 
     /// The recording time of the first audible sample at or after `time` seconds, or `nil` if none.
-    func firstAudibleTime(after time: Double = 0, threshold: Double = defaultThreshold) -> Double? {
+    public func firstAudibleTime(after time: Double = 0, threshold: Double = defaultThreshold) -> Double? {
         let magnitude = Float(Self.magnitude(dBFS: threshold))
         return frames(in: time..<duration).first { isAudible(frame: $0, magnitude: magnitude) }.map(time(ofFrame:))
     }
 
     /// The recording time just after the last audible sample at or before `time` seconds (default: the end).
-    func lastAudibleTime(before time: Double? = nil, threshold: Double = defaultThreshold) -> Double? {
+    public func lastAudibleTime(before time: Double? = nil, threshold: Double = defaultThreshold) -> Double? {
         let magnitude = Float(Self.magnitude(dBFS: threshold))
         return frames(in: 0..<(time ?? duration)).last { isAudible(frame: $0, magnitude: magnitude) }
             .map { self.time(ofFrame: $0 + 1) }
@@ -130,7 +158,7 @@ extension Recording {
     ///
     /// Runs that touch the edges of `range` count only their part inside it. Use it within an audible
     /// range to find gaps between gapless tracks or dropouts.
-    func longestSilence(within range: Range<Double>, threshold: Double = defaultThreshold) -> Double {
+    public func longestSilence(within range: Range<Double>, threshold: Double = defaultThreshold) -> Double {
         let magnitude = Float(Self.magnitude(dBFS: threshold))
         var longest = 0
         var run = 0
@@ -158,21 +186,13 @@ extension Recording {
 
     /// The Goertzel power of `samples` at `frequency` Hz.
     private func goertzelPower(_ samples: UnsafeBufferPointer<Double>, frequency: Double) -> Double {
-        let coefficient = 2 * cos(2 * Double.pi * frequency / Double(sampleRate))
-        var previous = 0.0
-        var beforePrevious = 0.0
-        for sample in samples {
-            let current = sample + coefficient * previous - beforePrevious
-            beforePrevious = previous
-            previous = current
-        }
-        return previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+        Goertzel.power(of: frequency, in: samples, sampleRate: Double(sampleRate))
     }
 
     /// The amplitude (linear, 1.0 = full scale) of a sine at `frequency` Hz in `range`, Hann-windowed.
     ///
     /// Useful to ask "is the phone call's tone here?" while something else plays too.
-    func toneAmplitude(atFrequency frequency: Double, in range: Range<Double>) -> Double {
+    public func toneAmplitude(atFrequency frequency: Double, in range: Range<Double>) -> Double {
         let samples = hannWindowed(range)
         guard !samples.isEmpty else { return 0 }
         let power = samples.withUnsafeBufferPointer { goertzelPower($0, frequency: frequency) }
@@ -184,7 +204,7 @@ extension Recording {
     ///
     /// Found in 10 ms windows, so edges are good to about 10 ms. Useful to tell music from a phone call
     /// on one sink (`Fixtures.phoneCallFrequencies`).
-    func toneRanges(
+    public func toneRanges(
         atFrequency frequency: Double, amplitude: Double = 0.05, within range: Range<Double>
     ) -> [Range<Double>] {
         let window = Self.defaultWindow
@@ -204,7 +224,7 @@ extension Recording {
     /// How many milliseconds of `range` carry a sine at `frequency` Hz of at least `amplitude` (linear).
     ///
     /// Counted in 10 ms windows (see `toneRanges`), so the answer is a multiple of 10 ms.
-    func toneMilliseconds(
+    public func toneMilliseconds(
         atFrequency frequency: Double, amplitude: Double = 0.05, within range: Range<Double>
     ) -> Double {
         toneRanges(atFrequency: frequency, amplitude: amplitude, within: range)
@@ -216,7 +236,7 @@ extension Recording {
     /// A coarse scan in half-bin steps finds the peak, a fine scan around it in 1/20-bin steps and a
     /// parabola through the three best points place it. Returns `nil` when the window is below `threshold`
     /// (RMS, dBFS) or shorter than 2 ms.
-    func dominantFrequency(
+    public func dominantFrequency(
         in range: Range<Double>, band: ClosedRange<Double> = 20...20_000, threshold: Double = -60
     ) -> Double? {
         guard range.upperBound - range.lowerBound >= 0.002,
@@ -257,7 +277,7 @@ extension Recording {
     /// at least `window / 2` away from such edges.
     ///
     /// - Parameter positions: where in the track to look (seconds), if known; a narrower search is faster.
-    func trackPosition(
+    public func trackPosition(
         atTime time: Double, window: Double = 0.020, positions: ClosedRange<Double>? = nil
     ) -> Double? {
         let band = positions.map { positions in
@@ -275,7 +295,7 @@ extension Recording {
     /// The track positions heard every `step` seconds across `range`, for finding jumps, stalls and repeats.
     ///
     /// Costs about 5 ms per point in a debug build with the full band; pass `positions` to narrow it.
-    func positionTrace(
+    public func positionTrace(
         in range: Range<Double>, step: Double = 0.010, window: Double = 0.020, positions: ClosedRange<Double>? = nil
     ) -> [PositionSample] {
         stride(from: range.lowerBound, to: range.upperBound, by: step).map {

@@ -1,8 +1,8 @@
-// Where the end-to-end tests find the private sound server, the earshot binary and room for files.
+// Where the tests find the private sound server and room for files.
 //
 // scripts/test starts a private sound server, PulseAudio or PipeWire (scripts/lib/soundserver.sh), and
-// exports PULSE_SERVER and XDG_RUNTIME_DIR before `swift test`. Without it these tests fail loudly: a
-// skipped end-to-end test reads as a pass, and a test that fell back to the user's real server would
+// exports PULSE_SERVER and XDG_RUNTIME_DIR before `swift test`. Without it the tests that need it fail
+// loudly: a skipped test reads as a pass, and a test that fell back to the user's real server would
 // play through real speakers.
 
 #if canImport(Glibc)
@@ -10,35 +10,28 @@ import Glibc
 #endif
 import Foundation
 
-/// The environment the end-to-end tests run in: sound server, binary, temporary folders, exclusive access.
-enum TestEnvironment {
+/// The environment the tests run in: sound server, temporary folders, exclusive access.
+public enum TestEnvironment {
     /// `PULSE_SERVER`, the private server's address, as exported by scripts/test.
-    static var pulseServer: String? { ProcessInfo.processInfo.environment["PULSE_SERVER"] }
+    public static var pulseServer: String? { ProcessInfo.processInfo.environment["PULSE_SERVER"] }
 
     /// `XDG_RUNTIME_DIR`, the private server's runtime folder, as exported by scripts/test.
-    static var runtimeDirectory: String? { ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] }
+    public static var runtimeDirectory: String? { ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] }
 
     /// The sink standing in for the user's headphones: the default sink, "unplugged" by unloading its module.
-    static let headphones = "headphones"
+    public static let headphones = "headphones"
 
     /// The sink standing in for the built-in speakers: what remains after an unplug.
-    static let speakers = "speakers"
-
-    /// The package root (the folder holding Package.swift), derived from this file's location.
-    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()  // Support
-        .deletingLastPathComponent()  // EndToEndTests
-        .deletingLastPathComponent()  // Tests
-        .deletingLastPathComponent()
+    public static let speakers = "speakers"
 
     /// A folder private to this test process (fixtures, captured output, scratch folders); removed at exit.
-    static var processTemporaryDirectory: URL { processTemporaryDirectoryURL }
+    public static var processTemporaryDirectory: URL { processTemporaryDirectoryURL }
 
     /// Throws unless the private sound server answers `pactl info`.
     ///
     /// Never skip on this error: it means the tests were started without scripts/test.
     /// - Parameter server: the address to check; `PULSE_SERVER` by default.
-    static func requireSoundServer(at server: String? = pulseServer) throws {
+    public static func requireSoundServer(at server: String? = pulseServer) throws {
         guard let server, !server.isEmpty else {
             throw ToolkitError("no private sound server: run scripts/test (PULSE_SERVER is not set)")
         }
@@ -57,34 +50,20 @@ enum TestEnvironment {
     }
 
     /// Which server answers at `PULSE_SERVER`, from the "Server Name" line of `pactl info`.
-    static func soundServerKind() throws -> SoundServerKind {
+    ///
+    /// Both PipeWires scripts/test can start (0.3.65 and 1.4) are `.pipeWire`. Asked once per process; a failed
+    /// question is asked again next time.
+    public static func soundServerKind() throws -> SoundServerKind {
+        if let known = knownSoundServerKind.withLock({ $0 }) { return known }
         let information = try ProcessRunner.runChecked("pactl", ["info"], timeout: .seconds(15)).standardOutput
         let name = information.split(separator: "\n").first { $0.hasPrefix("Server Name:") } ?? ""
-        return name.contains("PipeWire") ? .pipeWire : .pulseAudio
-    }
-
-    /// The built `earshot` executable.
-    ///
-    /// The first that exists of: `$EARSHOT_BINARY`; `earshot` beside the running test binary (the same
-    /// build configuration as the tests); `<package root>/.build/debug/earshot`; and the folder that
-    /// `swift build --show-bin-path` names. Computed once per process.
-    static var earshotBinary: URL {
-        get throws { try earshotBinaryLookup.get() }
-    }
-
-    /// Starts the earshot binary with `arguments`; its output is captured in files (see `ChildProcess`).
-    ///
-    /// - Parameters:
-    ///   - environment: variables set on top of this process's (which holds PULSE_SERVER and XDG_RUNTIME_DIR).
-    ///   - unsetting: variables earshot must not see.
-    static func launchEarshot(
-        _ arguments: [String], environment: [String: String] = [:], unsetting: Set<String> = []
-    ) throws -> ChildProcess {
-        try ChildProcess(try earshotBinary.path, arguments, environment: environment, unsetting: unsetting)
+        let kind: SoundServerKind = name.contains("PipeWire") ? .pipeWire : .pulseAudio
+        knownSoundServerKind.withLock { $0 = kind }
+        return kind
     }
 
     /// Runs `body` with a fresh empty folder that is removed afterwards, also when `body` throws.
-    static func withScratchDirectory<Result>(_ body: (URL) async throws -> Result) async throws -> Result {
+    public static func withScratchDirectory<Result>(_ body: (URL) async throws -> Result) async throws -> Result {
         let url = processTemporaryDirectory.appendingPathComponent("scratch-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: url) }
@@ -96,7 +75,7 @@ enum TestEnvironment {
     /// Requires the server (`requireSoundServer()`), then takes `SoundServerLock`, so that no other test of
     /// this or another process plays or unplugs anything meanwhile, and restores the standard layout
     /// (`ServerControl.restoreStandardLayout()`) before and after `body`.
-    static func withExclusiveSoundServer<Result>(_ body: () async throws -> Result) async throws -> Result {
+    public static func withExclusiveSoundServer<Result>(_ body: () async throws -> Result) async throws -> Result {
         try requireSoundServer()
         let lock = try await SoundServerLock.acquire()
         defer {
@@ -109,17 +88,20 @@ enum TestEnvironment {
 }
 
 /// The kind of sound server the tests run against (scripts/test: `EARSHOT_TEST_SERVER`).
-enum SoundServerKind: Sendable, Equatable {
+public enum SoundServerKind: Sendable, Equatable {
     /// PulseAudio itself: module-role-cork, `request-cork` events, a null source as the default source.
     case pulseAudio
     /// pipewire-pulse with WirePlumber: no module-role-cork, no cork events, moves done by WirePlumber.
     case pipeWire
 }
 
+/// The kind of the server at `PULSE_SERVER`, once asked (it does not change when the server restarts).
+private let knownSoundServerKind = Locked<SoundServerKind?>(nil)
+
 /// The process-private temporary folder; created on first use and removed when the process exits.
 private let processTemporaryDirectoryURL: URL = {
     let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("earshot-e2e-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        .appendingPathComponent("earshot-tests-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     atexit {
         try? FileManager.default.removeItem(at: processTemporaryDirectoryURL)
@@ -127,45 +109,17 @@ private let processTemporaryDirectoryURL: URL = {
     return url
 }()
 
-/// The outcome of looking for the earshot binary, computed once.
-private let earshotBinaryLookup: Result<URL, ToolkitError> = {
-    var tried: [String] = []
-    func existing(_ url: URL) -> URL? {
-        tried.append(url.path)
-        return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
-    }
-    if let explicit = ProcessInfo.processInfo.environment["EARSHOT_BINARY"], !explicit.isEmpty {
-        // An explicit choice that does not exist is a mistake to report, not to paper over.
-        if let url = existing(URL(fileURLWithPath: explicit)) { return .success(url) }
-        return .failure(ToolkitError("EARSHOT_BINARY=\(explicit) is not an executable file"))
-    }
-    let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    if let url = existing(testBinary.deletingLastPathComponent().appendingPathComponent("earshot")) {
-        return .success(url)
-    }
-    let root = TestEnvironment.packageRoot
-    if let url = existing(root.appendingPathComponent(".build/debug/earshot")) { return .success(url) }
-    if let result = try? ProcessRunner.run(
-        "swift", ["build", "--package-path", root.path, "--show-bin-path"], timeout: .seconds(300)),
-        result.succeeded,
-        let url = existing(URL(fileURLWithPath: result.standardOutput.trimmed).appendingPathComponent("earshot"))
-    {
-        return .success(url)
-    }
-    return .failure(ToolkitError("the earshot binary is not built (looked at: \(tried.joined(separator: ", ")))"))
-}()
-
 /// An exclusive lock on the private sound server, shared by every test process that uses it.
 ///
 /// It is an advisory `flock` on `$XDG_RUNTIME_DIR/earshot-sound-server.lock` (the private server's runtime
 /// folder, so each server has its own). Two tests in one process conflict as well, because each
 /// acquisition opens the file anew. Other test targets that play on the server should take the same file.
-final class SoundServerLock: Sendable {
+public final class SoundServerLock: Sendable {
     /// The open lock file; `flock` locks belong to it.
     private let descriptor: Int32
 
     /// The lock file's path.
-    static var path: String {
+    public static var path: String {
         let folder = TestEnvironment.runtimeDirectory ?? FileManager.default.temporaryDirectory.path
         return (folder as NSString).appendingPathComponent("earshot-sound-server.lock")
     }
@@ -178,7 +132,7 @@ final class SoundServerLock: Sendable {
     /// Waits, without blocking a thread, until the lock is free, then takes it.
     ///
     /// - Parameter timeout: how long to wait for other tests to finish; the error names the lock file.
-    static func acquire(timeout: Duration = .seconds(900)) async throws -> SoundServerLock {
+    public static func acquire(timeout: Duration = .seconds(900)) async throws -> SoundServerLock {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw ToolkitError("cannot open the sound server lock \(path): errno \(errno)")
@@ -196,7 +150,7 @@ final class SoundServerLock: Sendable {
     }
 
     /// Gives the lock back; call exactly once.
-    func release() {
+    public func release() {
         flock(descriptor, LOCK_UN)
         close(descriptor)
     }

@@ -1,5 +1,6 @@
 // Driving and inspecting the private sound server with pactl and paplay, the way a user's system would:
-// unplugging and replugging devices, moving streams, placing phone calls.
+// unplugging and replugging devices, moving streams, placing phone calls; and killing, freezing and restarting
+// the server itself through scripts/lib/soundserver-ctl.
 //
 // Sinks are always named, never remembered by index: indices change when a module is reloaded.
 // Lists come from `pactl --format=json` (pactl 16 and later, also against pipewire-pulse).
@@ -7,52 +8,52 @@
 import Foundation
 
 /// A sink as `pactl list sinks` reports it.
-struct Sink: Sendable, Equatable {
+public struct Sink: Sendable, Equatable {
     /// The sink's index now (it changes across reloads: do not keep it).
-    let index: Int
+    public let index: Int
     /// The sink's name, for example `headphones`.
-    let name: String
+    public let name: String
     /// The index of the module that created the sink, if any.
-    let ownerModule: Int?
+    public let ownerModule: Int?
     /// The sink's state: `RUNNING`, `IDLE` or `SUSPENDED`.
-    let state: String
+    public let state: String
 }
 
 /// A playback stream as `pactl list sink-inputs` reports it.
-struct SinkInput: Sendable, Equatable {
+public struct SinkInput: Sendable, Equatable {
     /// The sink input's index.
-    let index: Int
+    public let index: Int
     /// The name of the sink it plays on, or `nil` if that sink vanished while listing.
-    let sinkName: String?
+    public let sinkName: String?
     /// Whether the stream is corked (paused) by its client.
-    let corked: Bool
+    public let corked: Bool
     /// Whether the server has muted it (module-role-cork mutes the streams it corks).
-    let muted: Bool
+    public let muted: Bool
     /// The stream volume in percent, averaged over channels.
-    let volumePercent: Int
+    public let volumePercent: Int
     /// All stream properties, such as `media.role` and `application.name`.
-    let properties: [String: String]
+    public let properties: [String: String]
 
     /// The `media.role` property (`music`, `phone`, ...), if set.
-    var role: String? { properties["media.role"] }
+    public var role: String? { properties["media.role"] }
     /// The `application.name` property, if set.
-    var applicationName: String? { properties["application.name"] }
+    public var applicationName: String? { properties["application.name"] }
     /// The `application.process.id` property: the playing process, if known.
-    var processID: Int32? { properties["application.process.id"].flatMap { Int32($0) } }
+    public var processID: Int32? { properties["application.process.id"].flatMap { Int32($0) } }
     /// The `media.name` property, if set.
-    var mediaName: String? { properties["media.name"] }
+    public var mediaName: String? { properties["media.name"] }
 }
 
-/// pactl and paplay wrappers for the end-to-end tests.
-enum ServerControl {
+/// pactl and paplay wrappers: the private sound server as the tests see and change it.
+public enum ServerControl {
     /// The human-readable descriptions the standard layout gives its sinks (see Config/pulse-test.pa).
-    static let standardSinkDescriptions = [
+    public static let standardSinkDescriptions = [
         TestEnvironment.headphones: "Headphones", TestEnvironment.speakers: "Speakers",
     ]
 
     /// Runs `pactl` with `arguments` and returns its standard output; throws if it fails.
     @discardableResult
-    static func pactl(_ arguments: [String]) throws -> String {
+    public static func pactl(_ arguments: [String]) throws -> String {
         try ProcessRunner.runChecked("pactl", arguments, timeout: .seconds(20)).standardOutput
     }
 
@@ -69,7 +70,7 @@ enum ServerControl {
     }
 
     /// The sinks that exist now.
-    static func sinks() throws -> [Sink] {
+    public static func sinks() throws -> [Sink] {
         try pactlJSON(["list", "sinks"]).compactMap { object in
             guard let index = object["index"] as? Int, let name = object["name"] as? String else { return nil }
             return Sink(
@@ -79,12 +80,12 @@ enum ServerControl {
     }
 
     /// Whether a sink called `name` exists now.
-    static func sinkExists(_ name: String) throws -> Bool {
+    public static func sinkExists(_ name: String) throws -> Bool {
         try sinks().contains { $0.name == name }
     }
 
     /// The index of the module that created the sink called `name` (its null-sink module).
-    static func sinkModuleIndex(name: String) throws -> Int {
+    public static func sinkModuleIndex(name: String) throws -> Int {
         guard let sink = try sinks().first(where: { $0.name == name }) else {
             throw ToolkitError("no sink called \(name)")
         }
@@ -95,22 +96,22 @@ enum ServerControl {
     }
 
     /// The name of the default sink.
-    static func defaultSink() throws -> String {
+    public static func defaultSink() throws -> String {
         try pactl(["get-default-sink"]).trimmed
     }
 
     /// Makes the sink called `name` the default sink.
-    static func setDefaultSink(_ name: String) throws {
+    public static func setDefaultSink(_ name: String) throws {
         try pactl(["set-default-sink", name])
     }
 
     /// "Unplugs" the device `sink`: unloads its null-sink module, as a USB or Bluetooth removal does.
-    static func unplug(sink: String) throws {
+    public static func unplug(sink: String) throws {
         try pactl(["unload-module", "\(try sinkModuleIndex(name: sink))"])
     }
 
     /// "Replugs" the device `sink`: loads a null sink of that name again (and makes headphones the default).
-    static func replug(sink: String) throws {
+    public static func replug(sink: String) throws {
         let description = standardSinkDescriptions[sink] ?? sink
         try pactl([
             "load-module", "module-null-sink", "sink_name=\(sink)", "sink_properties=device.description=\(description)",
@@ -123,7 +124,7 @@ enum ServerControl {
     /// Puts the server back in the standard layout: both sinks present and headphones the default sink.
     ///
     /// Streams left over from other programs are not touched.
-    static func restoreStandardLayout() throws {
+    public static func restoreStandardLayout() throws {
         let present = Set(try sinks().map(\.name))
         for sink in [TestEnvironment.headphones, TestEnvironment.speakers] where !present.contains(sink) {
             try replug(sink: sink)
@@ -134,7 +135,7 @@ enum ServerControl {
     }
 
     /// The playback streams that exist now.
-    static func sinkInputs() throws -> [SinkInput] {
+    public static func sinkInputs() throws -> [SinkInput] {
         let sinkNames = Dictionary(try sinks().map { ($0.index, $0.name) }) { first, _ in first }
         return try pactlJSON(["list", "sink-inputs"]).compactMap { object in
             guard let index = object["index"] as? Int else { return nil }
@@ -150,26 +151,29 @@ enum ServerControl {
     }
 
     /// The playback streams of the process `processID` (for example a running earshot or paplay).
-    static func sinkInputs(ofProcess processID: Int32) throws -> [SinkInput] {
+    public static func sinkInputs(ofProcess processID: Int32) throws -> [SinkInput] {
         try sinkInputs().filter { $0.processID == processID }
     }
 
-    /// Moves the stream `sinkInput` to the sink called `sink`, checks that it arrived, and retries once.
+    /// Moves the stream `sinkInput` to the sink called `sink`, checks that it arrived, and retries.
     ///
-    /// pipewire-pulse sometimes acknowledges a move it does not carry out.
-    static func move(sinkInput: Int, to sink: String) async throws {
-        func arrived() throws -> Bool {
-            try sinkInputs().first { $0.index == sinkInput }?.sinkName == sink
-        }
-        for attempt in 1...2 {
+    /// pipewire-pulse sometimes acknowledges a move it does not carry out (PLATFORM.md), and on a loaded machine
+    /// WirePlumber can take over a second to relink a corked stream: up to three moves, each given two seconds.
+    /// - Returns: how many moves it took.
+    /// - Throws: if pactl fails, or the stream is still elsewhere after the third move.
+    @discardableResult
+    public static func move(sinkInput: Int, to sink: String) async throws -> Int {
+        let attempts = 3
+        for attempt in 1...attempts {
             try pactl(["move-sink-input", "\(sinkInput)", sink])
-            let settled = try? await waitUntil("sink input \(sinkInput) is on \(sink)", timeout: .seconds(1)) {
-                try arrived()
+            let settled = try? await waitUntil(
+                "sink input \(sinkInput) is on \(sink)", timeout: .seconds(2), interval: .milliseconds(10)
+            ) {
+                try sinkInputs().first { $0.index == sinkInput }?.sinkName == sink
             }
-            if settled != nil { return }
-            if attempt == 2 { break }
+            if settled != nil { return attempt }
         }
-        throw ToolkitError("sink input \(sinkInput) is not on \(sink) after two moves")
+        throw ToolkitError("sink input \(sinkInput) is not on \(sink) after \(attempts) moves")
     }
 
     /// Starts playing `file` with paplay on `sink` with `media.role=role`; stop it with `terminate()`.
@@ -177,7 +181,7 @@ enum ServerControl {
     /// - Parameter bufferSeconds: paplay's target buffer, if not the server's default (2 s). A buffer longer
     ///   than the file makes paplay hand over the whole file at once, so that a starved paplay on a loaded
     ///   machine cannot underrun (after an underrun PulseAudio waits to prebuffer again: seconds of silence).
-    static func play(
+    public static func play(
         _ file: URL, sink: String = TestEnvironment.headphones, role: String = "music", bufferSeconds: Double? = nil
     ) throws -> ChildProcess {
         var arguments = ["--device=\(sink)", "--property=media.role=\(role)"]
@@ -190,7 +194,7 @@ enum ServerControl {
     /// Starts a phone call: paplay of `wav` on `sink` with `media.role=phone`, which module-role-cork obeys.
     ///
     /// The call ends when the file ends, or earlier with `terminate()`. `bufferSeconds` as for `play`.
-    static func startPhoneCall(
+    public static func startPhoneCall(
         wav: URL, sink: String = TestEnvironment.headphones, bufferSeconds: Double? = nil
     ) throws -> ChildProcess {
         try play(wav, sink: sink, role: "phone", bufferSeconds: bufferSeconds)
@@ -213,5 +217,27 @@ enum ServerControl {
             return Int(text.trimmingCharacters(in: CharacterSet(charactersIn: "% ")))
         }
         return percents.isEmpty ? 0 : percents.reduce(0, +) / percents.count
+    }
+}
+
+/// Starting, killing, freezing and restarting the private sound server through scripts/lib/soundserver-ctl.
+public enum SoundServerControl {
+    /// Runs `$SOUNDSERVER_CTL` (exported by scripts/test) with `arguments` (`kill`, `start`, `freeze`, `thaw`, ...)
+    /// for whichever server runs; throws unless it succeeds.
+    public static func run(_ arguments: String...) throws {
+        _ = try control(arguments)
+    }
+
+    /// What `$SOUNDSERVER_CTL pid` prints: the process id of the running server, to tell a restart happened.
+    public static func serverProcessID() throws -> String {
+        try control(["pid"]).standardOutput.trimmed
+    }
+
+    /// Runs `$SOUNDSERVER_CTL` with `arguments` and returns its result; throws unless it succeeds.
+    private static func control(_ arguments: [String]) throws -> CommandResult {
+        guard let script = ProcessInfo.processInfo.environment["SOUNDSERVER_CTL"], !script.isEmpty else {
+            throw ToolkitError("SOUNDSERVER_CTL is not set: run the tests through scripts/test")
+        }
+        return try ProcessRunner.runChecked(script, arguments, timeout: .seconds(60))
     }
 }

@@ -1,4 +1,4 @@
-// Audio the end-to-end tests make for themselves with sox and lame, so that nothing binary is checked in
+// Audio the tests make for themselves with sox and lame, so that nothing binary is checked in
 // and every signal is known exactly. Each fixture is made once per test process and cached.
 //
 // The position track: a linear sine sweep whose frequency says where in the track a moment of sound
@@ -8,60 +8,70 @@
 // sweep's band, so that analysis can tell music and call apart on one sink.
 
 import Foundation
-import Synchronization
 
 /// Test audio files, generated on demand with sox and lame and cached for the life of the test process.
-enum Fixtures {
+///
+/// A missing tool is a test failure, never a skip: a suite must not pass by testing nothing.
+public enum Fixtures {
     /// The sample rate of every fixture unless stated otherwise, and of the recordings.
-    static let sampleRate = 44_100
+    public static let sampleRate = 44_100
 
     /// The position sweep's frequency at track time 0, in Hz.
-    static let sweepStartFrequency = 500.0
+    public static let sweepStartFrequency = 500.0
 
     /// How fast the position sweep rises, in Hz per second of track time.
-    static let sweepRate = 250.0
+    public static let sweepRate = 250.0
 
     /// The longest position track that keeps the sweep within the band an MP3 carries (14.5 kHz at the end).
-    static let longestPositionTrack = 56.0
+    public static let longestPositionTrack = 56.0
 
     /// The frequencies of the phone call's dial tone, both below the position sweep's band.
-    static let phoneCallFrequencies = [350.0, 440.0]
+    public static let phoneCallFrequencies = [350.0, 440.0]
 
     /// The bit rate of the MP3 fixtures, in kbit/s (constant, so durations are exact).
-    static let mp3BitRate = 192
+    public static let mp3BitRate = 192
 
     /// The position sweep's frequency, in Hz, at `trackTime` seconds into the track.
-    static func sweepFrequency(atTrackTime trackTime: Double) -> Double {
+    public static func sweepFrequency(atTrackTime trackTime: Double) -> Double {
         sweepStartFrequency + sweepRate * trackTime
     }
 
     /// The track time, in seconds, at which the position sweep has `frequency` (Hz).
-    static func trackTime(atSweepFrequency frequency: Double) -> Double {
+    public static func trackTime(atSweepFrequency frequency: Double) -> Double {
         (frequency - sweepStartFrequency) / sweepRate
     }
 
     /// The band, in Hz, that a position sweep of `seconds` covers, widened by `margin` on both sides.
-    static func sweepBand(seconds: Double = longestPositionTrack, margin: Double = 50) -> ClosedRange<Double> {
+    public static func sweepBand(seconds: Double = longestPositionTrack, margin: Double = 50) -> ClosedRange<Double> {
         (sweepStartFrequency - margin)...(sweepFrequency(atTrackTime: seconds) + margin)
     }
 
-    /// A stereo MP3 (LAME, with the gapless information in its LAME tag) of a sine at `frequency` Hz.
+    /// An MP3 (LAME, constant bit rate, with the gapless information in its LAME tag) of a sine at `frequency` Hz.
     ///
     /// - Parameters:
     ///   - seconds: the length of the audio (the gapless length a decoder should report).
-    ///   - rate: the sample rate; MP3 allows 8000 to 48000 Hz.
-    static func tone(frequency: Double = 440, seconds: Double, rate: Int = sampleRate) throws -> URL {
-        try cached("tone-\(frequency)Hz-\(seconds)s-\(rate).mp3") { output in
+    ///   - rate: the sample rate; MP3 allows 8000 to 48000 Hz. LAME keeps it (never resamples on its own).
+    ///   - channels: 2 for stereo (the same sine in both), 1 for mono.
+    ///   - bitRate: the bit rate in kbit/s.
+    ///   - lameOptions: more LAME options, such as ID3 tags (`--tt`, `--id3v1-only`).
+    public static func tone(
+        frequency: Double = 440, seconds: Double, rate: Int = sampleRate, channels: Int = 2,
+        bitRate: Int = mp3BitRate, lameOptions: [String] = []
+    ) throws -> URL {
+        let options = lameOptions.isEmpty ? "" : "-\(stableHash(lameOptions.joined(separator: "\u{0}")))"
+        let name = "tone-\(frequency)Hz-\(seconds)s-\(rate)-\(channels)ch-\(bitRate)k\(options).mp3"
+        return try file(named: name) { output in
             let wav = output.deletingPathExtension().appendingPathExtension("wav")
             defer { try? FileManager.default.removeItem(at: wav) }
-            try sox(rate: rate, into: wav, ["synth", "\(seconds)", "sine", "\(frequency)", "gain", "-6"])
-            try lame(wav, into: output, rate: rate)
+            try sox(rate: rate, channels: channels, into: wav,
+                    ["synth", "\(seconds)", "sine", "\(frequency)", "gain", "-6"])
+            try lame(wav, into: output, rate: rate, bitRate: bitRate, extraArguments: lameOptions)
         }
     }
 
     /// A stereo 16-bit WAV of a sine at `frequency` Hz, to play with paplay (for example as "other music").
-    static func toneWAV(frequency: Double = 1000, seconds: Double) throws -> URL {
-        try cached("tone-\(frequency)Hz-\(seconds)s.wav") { output in
+    public static func toneWAV(frequency: Double = 1000, seconds: Double) throws -> URL {
+        try file(named: "tone-\(frequency)Hz-\(seconds)s.wav") { output in
             try sox(rate: sampleRate, into: output, ["synth", "\(seconds)", "sine", "\(frequency)", "gain", "-6"])
         }
     }
@@ -70,19 +80,19 @@ enum Fixtures {
     ///
     /// Decoded with gapless handling, sample `n` of it is the sweep at `n / 44100` s, exactly as in
     /// `positionTrackWAV(seconds:)`. Analyse it with `Recording.trackPosition(atTime:)`.
-    static func positionTrack(seconds: Double) throws -> URL {
+    public static func positionTrack(seconds: Double) throws -> URL {
         let wav = try positionTrackWAV(seconds: seconds)
-        return try cached("position-\(seconds)s.mp3") { output in
+        return try file(named: "position-\(seconds)s.mp3") { output in
             try lame(wav, into: output, rate: sampleRate)
         }
     }
 
     /// The position sweep of `positionTrack(seconds:)` as a 44.1 kHz stereo 16-bit WAV, the reference.
-    static func positionTrackWAV(seconds: Double) throws -> URL {
+    public static func positionTrackWAV(seconds: Double) throws -> URL {
         guard seconds > 0, seconds <= longestPositionTrack else {
             throw ToolkitError("a position track lasts 0 to \(longestPositionTrack) s, not \(seconds) s")
         }
-        return try cached("position-\(seconds)s.wav") { output in
+        return try file(named: "position-\(seconds)s.wav") { output in
             // sox's `a:b` sweep is linear in frequency (`a-b` is exponential).
             let end = sweepFrequency(atTrackTime: seconds)
             try sox(rate: sampleRate, into: output, ["synth", "\(seconds)", "sine", "\(sweepStartFrequency):\(end)",
@@ -91,8 +101,8 @@ enum Fixtures {
     }
 
     /// A phone call to play with `ServerControl.startPhoneCall`: a continuous dial tone (350 + 440 Hz) WAV.
-    static func phoneCall(seconds: Double) throws -> URL {
-        try cached("phone-call-\(seconds)s.wav") { output in
+    public static func phoneCall(seconds: Double) throws -> URL {
+        try file(named: "phone-call-\(seconds)s.wav") { output in
             // synth makes one tone per channel; remix puts both into each channel, gain sets the peak to -6 dBFS.
             try sox(rate: sampleRate, into: output, [
                 "synth", "\(seconds)", "sine", "\(phoneCallFrequencies[0])", "sine", "\(phoneCallFrequencies[1])",
@@ -102,9 +112,11 @@ enum Fixtures {
     }
 
     /// A 44.1 kHz stereo MP3 of a sine at `frequency` Hz carrying ID3 title and artist tags.
-    static func titledTrack(title: String, artist: String, seconds: Double = 2, frequency: Double = 660) throws -> URL {
+    public static func titledTrack(
+        title: String, artist: String, seconds: Double = 2, frequency: Double = 660
+    ) throws -> URL {
         let key = "titled-\(stableHash(title + "\u{0}" + artist))-\(seconds)s-\(frequency)Hz.mp3"
-        return try cached(key) { output in
+        return try file(named: key) { output in
             let wav = output.deletingPathExtension().appendingPathExtension("wav")
             defer { try? FileManager.default.removeItem(at: wav) }
             try sox(rate: sampleRate, into: wav, ["synth", "\(seconds)", "sine", "\(frequency)", "gain", "-6"])
@@ -114,8 +126,8 @@ enum Fixtures {
     }
 
     /// A file named like an MP3 that holds `bytes` pseudo-random bytes (no MP3 frames): undecodable.
-    static func undecodable(bytes: Int = 16_384) throws -> URL {
-        try cached("undecodable-\(bytes).mp3") { output in
+    public static func undecodable(bytes: Int = 16_384) throws -> URL {
+        try file(named: "undecodable-\(bytes).mp3") { output in
             var generator = SplitMix64(seed: 0xEA25_407)
             let data = Data((0..<bytes).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
             try data.write(to: output)
@@ -126,7 +138,7 @@ enum Fixtures {
     ///
     /// An existing file of that name is replaced.
     @discardableResult
-    static func copy(_ file: URL, to directory: URL, named name: String) throws -> URL {
+    public static func copy(_ file: URL, to directory: URL, named name: String) throws -> URL {
         let destination = directory.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         if FileManager.default.fileExists(atPath: destination.path) {
@@ -137,16 +149,18 @@ enum Fixtures {
     }
 
     /// The folder holding this process's fixtures.
-    static var directory: URL {
+    public static var directory: URL {
         TestEnvironment.processTemporaryDirectory.appendingPathComponent("fixtures", isDirectory: true)
     }
 
     /// The fixtures made so far, by file name. Generation happens under the lock, so one fixture is made
     /// once even when tests ask for it at the same time.
-    private static let made = Mutex<Set<String>>([])
+    private static let made = Locked<Set<String>>([])
 
     /// Returns the fixture called `name`, running `make` with its path first if this process has not made it.
-    private static func cached(_ name: String, make: (URL) throws -> Void) throws -> URL {
+    ///
+    /// For test files made some other way (bytes written by hand, a tool's odd output); `make` must create the file.
+    public static func file(named name: String, make: (URL) throws -> Void) throws -> URL {
         let output = directory.appendingPathComponent(name)
         try made.withLock { made in
             guard !made.contains(name) else { return }
@@ -161,29 +175,23 @@ enum Fixtures {
         return output
     }
 
-    /// Runs sox to synthesize 16-bit stereo audio at `rate` Hz into `output`; `effects` starts with `synth`.
-    private static func sox(rate: Int, into output: URL, _ effects: [String]) throws {
-        try requireTool("sox", package: "sox")
-        let arguments = ["-n", "-r", "\(rate)", "-c", "2", "-b", "16", "-e", "signed-integer", output.path]
+    /// Runs sox to synthesize 16-bit audio (stereo unless `channels` says) at `rate` Hz into `output`; `effects`
+    /// starts with `synth`.
+    private static func sox(rate: Int, channels: Int = 2, into output: URL, _ effects: [String]) throws {
+        _ = try ProcessRunner.requireTool("sox", package: "sox")
+        let arguments = ["-n", "-r", "\(rate)", "-c", "\(channels)", "-b", "16", "-e", "signed-integer", output.path]
         try ProcessRunner.runChecked("sox", arguments + effects, timeout: .seconds(120))
     }
 
     /// Encodes the WAV `input` to a constant bit-rate MP3 at `rate` Hz with LAME (which writes a LAME tag).
-    private static func lame(_ input: URL, into output: URL, rate: Int, extraArguments: [String] = []) throws {
-        try requireTool("lame", package: "lame")
+    private static func lame(
+        _ input: URL, into output: URL, rate: Int, bitRate: Int = mp3BitRate, extraArguments: [String] = []
+    ) throws {
+        _ = try ProcessRunner.requireTool("lame", package: "lame")
         let kilohertz = String(format: "%g", Double(rate) / 1000)
-        let arguments = ["--quiet", "--noreplaygain", "-b", "\(mp3BitRate)", "--cbr", "--resample", kilohertz]
+        let arguments = ["--quiet", "--noreplaygain", "-b", "\(bitRate)", "--cbr", "--resample", kilohertz]
         let files = [input.path, output.path]
         try ProcessRunner.runChecked("lame", arguments + extraArguments + files, timeout: .seconds(120))
-    }
-
-    /// Throws a message naming the Debian package when `tool` is not installed.
-    private static func requireTool(_ tool: String, package: String) throws {
-        do {
-            _ = try ProcessRunner.locate(tool)
-        } catch {
-            throw ToolkitError("\(tool) is needed to make test audio: apt-get install \(package) (\(error))")
-        }
     }
 
     /// A hash of `text` that is the same in every process (FNV-1a, 64 bit), for file names.
@@ -197,17 +205,17 @@ enum Fixtures {
 }
 
 /// A small deterministic pseudo-random generator (SplitMix64), so undecodable fixtures are the same every run.
-struct SplitMix64: RandomNumberGenerator {
+public struct SplitMix64: RandomNumberGenerator {
     /// The generator's state.
     private var state: UInt64
 
     /// Makes a generator that produces the sequence for `seed`.
-    init(seed: UInt64) {
+    public init(seed: UInt64) {
         state = seed
     }
 
     /// The next pseudo-random 64 bits.
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
