@@ -4,6 +4,7 @@
 
 import Foundation
 import Testing
+import EarshotTestSupport
 
 @Suite("earshot serve: the slowest handling of one input", .serialized)
 struct HandlingTimeTests {
