@@ -6,9 +6,10 @@
 // - One dedicated thread (named "earshot-decode") runs `run()`. It alone opens files, owns the
 //   decoders and writes into the ring (the ring's only producer). It never touches libpulse.
 // - Control calls (`load`, `pauseProduction`, `resumeProduction`, `continueAfterFormatChange`,
-//   `stop`) come from one ordinary controlling context at a time (the service's actor). They change
-//   `state` under `control` and wake the worker: the condition for its parked states, the ring's
-//   semaphore (`wakeProducer`) when it sleeps for space. Only `pauseProduction` and `stop` block.
+//   `noticeWhenBuffered`, `stop`) come from one ordinary controlling context at a time (the service's
+//   actor). They change `state` under `control` and wake the worker: the condition for its parked
+//   states, the ring's semaphore (`wakeProducer`) when it sleeps for space. Only `pauseProduction` and
+//   `stop` block.
 // - Notices are delivered on the worker thread with no lock held. The handler must not call
 //   `pauseProduction` or `stop` (they wait for this very thread); it may call
 //   `continueAfterFormatChange` or hand the notice to another context.
@@ -53,6 +54,8 @@ public enum DecodeNotice: Sendable, Equatable {
     case formatChange(from: AudioFormat, to: AudioFormat, ringFrame: Int)
     /// No track is left after `ringFrame`; the worker idles until `load` or `resumeProduction`.
     case queueFinished(ringFrame: Int)
+    /// The ring holds at least the frames asked for with `noticeWhenBuffered(frames:)` (once per request).
+    case buffered(readableFrames: Int)
 }
 
 /// Where one track's audio begins in the ring, so ring frames map back to track frames.
@@ -158,6 +161,8 @@ public final class DecodeWorker: @unchecked Sendable {
         var currentFormat: AudioFormat?
         /// The worker ran past the last track (`.queueFinished`) and idles until the queue grows or restarts.
         var exhaustedAt: Int?
+        /// How many readable frames the controller waits for (`noticeWhenBuffered`), until they are announced.
+        var bufferedWanted: Int?
     }
 
     /// The worker thread's own decoding state; never shared.
@@ -170,6 +175,8 @@ public final class DecodeWorker: @unchecked Sendable {
         var awaitingActivation: Activation?
         /// The format of the frames in the ring (and of the consumer's stream).
         var ringFormat: AudioFormat?
+        /// The ring reached what the controller waits for: `.buffered` is due, outside the lock.
+        var bufferedToAnnounce: Int?
     }
 
     /// Why the current decoder's frames get a new marker.
@@ -257,6 +264,16 @@ public final class DecodeWorker: @unchecked Sendable {
         control.unlock()
     }
 
+    /// Asks for one `.buffered` notice as soon as the ring holds at least `frames` readable frames; nil withdraws
+    /// the request. The worker looks between two chunks, so a ring that already holds them is not announced: look at
+    /// `ring.readableFrames` after asking. Nothing is announced while the worker idles (the queue finished) or waits
+    /// for `continueAfterFormatChange`; its other notices say so.
+    public func noticeWhenBuffered(frames: Int?) {
+        control.lock()
+        state.bufferedWanted = frames
+        control.unlock()
+    }
+
     /// Lets the worker write frames in the new format announced by `.formatChange`. No-op otherwise.
     public func continueAfterFormatChange() {
         control.lock()
@@ -328,6 +345,10 @@ public final class DecodeWorker: @unchecked Sendable {
     private func run() {
         var work = WorkerState()
         while let queue = checkpoint(&work) {
+            if let frames = work.bufferedToAnnounce {
+                work.bufferedToAnnounce = nil
+                notify(.buffered(readableFrames: frames))
+            }
             step(&work, queue: queue)
         }
         control.lock()
@@ -364,6 +385,10 @@ public final class DecodeWorker: @unchecked Sendable {
                 work.awaitingActivation = nil
                 work.track = nil
                 work.next = restart
+            }
+            if let wanted = state.bufferedWanted, ring.readableFrames >= wanted {
+                state.bufferedWanted = nil
+                work.bufferedToAnnounce = ring.readableFrames
             }
             let idle = work.track == nil && work.next == nil
             if idle || state.awaitingFormatContinue {

@@ -169,7 +169,8 @@ extension Player {
             "trackIndex": rules.queue.index,
             "trackCount": rules.queue.trackCount,
             "sink": stream?.sinkName.map { $0 as Any } ?? NSNull(),
-            "corked": stream?.isCorked ?? true,
+            // The rules' acknowledged fact, reported by the executor (`streamCorked`, `streamUncorked`, ...).
+            "corked": rules.stream.isCorked,
             "streamOpen": stream != nil,
             "underruns": underrunsOfClosedStreams + (stream?.underrunCount ?? 0),
             "serverUnderflows": serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0),
@@ -178,6 +179,7 @@ extension Player {
             "realtimeThread": realtime?.threadID.map { Int($0) as Any } ?? NSNull(),
             "volume": rules.volumePercent,
             "lastError": lastError,
+            "slowestHandlingMicros": slowestHandlingMicros,
         ]
     }
 
@@ -185,6 +187,7 @@ extension Player {
         log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         saveState()
         mpris?.stop()
+        reconnectTimer.disarm()
         try? stream?.cork()
         closeStream()
         worker.stop()

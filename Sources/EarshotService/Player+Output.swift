@@ -10,7 +10,7 @@ extension Player {
 
     /// Connects to the sound server (blocking, with libpulse's timeout) and subscribes to its changes.
     func connect() -> Bool {
-        // The generation only moves on success: a failed attempt must not orphan a background reconnection,
+        // The generation only moves on success: a failed attempt must not orphan a reconnection attempt under way,
         // whose result is then still current.
         let generation = connectionGeneration + 1
         guard let server = Self.makeConnection(generation: generation, inbox: inbox) else { return false }
@@ -18,9 +18,10 @@ extension Player {
         connectionGeneration = generation
         connection = candidate
         noteRealtime(of: server)
-        // A background reconnection still running belongs to an older generation: its result is dropped, and a
-        // later loss starts a new one.
-        reconnecting = false
+        // A reconnection attempt still under way belongs to an older generation: its result is dropped, and a later
+        // loss starts a new reconnection.
+        reconnection = nil
+        reconnectTimer.disarm()
         serverName = (try? candidate.serverInfo())?.displayName
         log.record("server", ["state": "connected"])
         return true
@@ -34,8 +35,8 @@ extension Player {
 
     /// Opens the stream when there is a connection and the audio's format is known, and reports it (`streamOpened`:
     /// the rules uncork it when the player is playing).
-    func ensureStream() {
-        guard stream == nil, let connection, let format = worker.currentFormat else { return }
+    func ensureStream(format newFormat: AudioFormat? = nil) {
+        guard stream == nil, let connection, let format = newFormat ?? worker.currentFormat else { return }
         streamGeneration += 1
         let generation = streamGeneration
         let inbox = self.inbox
@@ -66,17 +67,59 @@ extension Player {
         for source in (try? connection.sources()) ?? [] { translator.sourceChanged(source) }
         for capture in (try? connection.sourceOutputs()) ?? [] { translator.sourceOutputChanged(capture) }
         for card in (try? connection.cards()) ?? [] { dispatchAll(translator.cardChanged(card, at: monotonicMoment())) }
-        // A playing player's stream is uncorked next: let it find audio in the ring.
-        if rules.isPlaying { waitForDecodedAudio() }
+        // A playing player's stream is uncorked next (`uncorkWhenDecoded`).
         dispatch(.streamOpened)
     }
 
-    /// Gives the decoder (~1000x real time) a moment to put two server buffers into the ring after it was
-    /// emptied, so the write callbacks of a running stream do not find it short. At most 200 ms.
-    func waitForDecodedAudio() {
+    /// Uncorks the stream once the ring holds two server buffers, so the first write callbacks find audio rather
+    /// than pad silence (the decoder, ~1000x real time, needs a moment after the ring was emptied or a track was
+    /// opened). When they are not there yet the owner does not wait: it asks the decoder for `.buffered` and uncorks
+    /// then (`decodedAudioArrived`); a cork or a closed stream in between withdraws the uncork.
+    func uncorkWhenDecoded() {
         let rate = worker.currentFormat?.sampleRate ?? 44_100
-        let wanted = rate * configuration.targetLatencyMilliseconds * 2 / 1000
-        for _ in 0..<100 where ring.readableFrames < wanted && queueEndRingFrame == nil { usleep(2000) }
+        // At most half the ring, which the decoder keeps fuller than that: a long target latency asks for more
+        // than the ring holds.
+        let wanted = min(rate * configuration.targetLatencyMilliseconds * 2 / 1000, ring.capacity / 2)
+        // At the queue's end or a format change no more audio comes before the stream plays what it has.
+        if ring.readableFrames < wanted && queueEndRingFrame == nil && pendingFormatChange == nil {
+            worker.noticeWhenBuffered(frames: wanted)
+            // The decoder looks between two chunks: it may have got there before it was asked.
+            if ring.readableFrames < wanted {
+                uncorkWaitsForAudio = true
+                return
+            }
+            worker.noticeWhenBuffered(frames: nil)
+        }
+        uncork()
+    }
+
+    /// The decoder buffered what a waiting uncork needs, or will write nothing more before the stream plays
+    /// (the queue's end, a format change): the uncork is carried out now.
+    func decodedAudioArrived() {
+        guard uncorkWaitsForAudio else { return }
+        uncorkWaitsForAudio = false
+        worker.noticeWhenBuffered(frames: nil)
+        uncork()
+    }
+
+    /// Withdraws an uncork that waits for decoded audio (a cork came first, or the stream closed).
+    func withdrawWaitingUncork() {
+        guard uncorkWaitsForAudio else { return }
+        uncorkWaitsForAudio = false
+        worker.noticeWhenBuffered(frames: nil)
+    }
+
+    /// Uncorks the stream and reports the outcome.
+    func uncork() {
+        guard let stream else { return }
+        do {
+            try stream.uncork()
+            disarmWatchdog()
+            dispatch(.streamUncorked)
+        } catch {
+            log.record("output", ["command": "uncork", "error": "\(error.code.rawValue)"])
+            dispatch(.outputCommandFailed)
+        }
     }
 
     /// Waits for the listener to hear new audio before the stall watchdog may act again.
@@ -104,6 +147,7 @@ extension Player {
         closing.close()
         stream = nil
         streamGeneration += 1
+        withdrawWaitingUncork()
         dispatch(.streamClosed)
         // A drain dies with its stream; a pending format change drains again on the next one.
         drainingFor = nil
@@ -164,7 +208,8 @@ extension Player {
         reportedHeardTrack = position.trackIndex
         stream?.setEndOfData(false)
         disarmWatchdog()
-        if rules.isPlaying { waitForDecodedAudio() }
+        // No wait for the decoder here: a running stream's write callback pads silence until audio is back (it runs
+        // on libpulse's thread whatever the owner does), and a corked one is uncorked by `uncorkWhenDecoded`.
     }
 
     // MARK: Notices
@@ -187,25 +232,26 @@ extension Player {
             pendingFormatChange = (format, ringFrame)
             // Let the stream run dry at the boundary instead of padding it with silence.
             stream?.setEndOfData(true)
-            if stream == nil { applyFormatChange() }
+            // A waiting uncork lets the stream play the old format's tail: no more of it comes.
+            if stream == nil { applyFormatChange() } else { decodedAudioArrived() }
         case .queueFinished(let ringFrame):
             queueEndRingFrame = ringFrame
             stream?.setEndOfData(true)
+            decodedAudioArrived()
+        case .buffered:
+            decodedAudioArrived()
         }
     }
 
     /// Reopens the stream at the new format once everything before the boundary was heard.
     func applyFormatChange() {
-        guard pendingFormatChange != nil else { return }
+        guard let change = pendingFormatChange else { return }
         pendingFormatChange = nil
         let wasOpen = stream != nil
         closeStream()
         worker.continueAfterFormatChange()
-        if wasOpen || rules.isPlaying {
-            // `ensureStream` opens at the worker's format; wait briefly for the worker to switch to it.
-            for _ in 0..<50 where worker.currentFormat == nil { usleep(1000) }
-            ensureStream()
-        }
+        // At the notice's format: the worker reports its new format only once it has written in it.
+        if wasOpen || rules.isPlaying { ensureStream(format: change.format) }
     }
 
     /// Asks the stream to play out its tail for `purpose`; the `.drained` notice completes it. The owner does not
@@ -251,12 +297,13 @@ extension Player {
         case .unknownEvent:
             log.record("notice", ["kind": "unknownStreamEvent", "action": "ignored"])
         case .moved(_, let oldSinkStillExists):
-            // The stream corked itself inside the moved callback (safety hold); now decide.
+            // The stream corked itself inside the moved callback (safety hold): the rules learn that first; now decide.
+            noteSafetyHold()
             if !oldSinkStillExists { dispatchAll(translator.ourStreamLeftRemovedSink(at: now)) }
             followOurSink()
             if oldSinkStillExists {
                 dispatch(.routeChanged)
-                _ = try? stream?.releaseSafetyHold()
+                releaseSafetyHold()
                 disarmWatchdog()
             }
         case .failed, .killed:
@@ -266,6 +313,26 @@ extension Player {
             let repositionsBefore = repositionCount
             dispatch(.outputLost(.streamFailed))
             restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
+        }
+    }
+
+    /// Reports the stream's safety hold (it corks itself when moved or when its sink is removed) as `streamCorked`,
+    /// so that what the rules know of the stream stays the truth. The hold's cork is sent without waiting: it is
+    /// reported once the owner learns of the hold, its acknowledgement at most one round trip behind.
+    func noteSafetyHold() {
+        guard let stream, stream.isSafetyHoldActive, !rules.stream.isCorked else { return }
+        dispatch(.streamCorked)
+    }
+
+    /// Ends the safety hold after a deliberate route change: the stream runs again if the last wish was to play,
+    /// and the rules learn it (`streamUncorked`), or that it could not (`outputCommandFailed`).
+    func releaseSafetyHold() {
+        guard let stream else { return }
+        do {
+            if try stream.releaseSafetyHold() { dispatch(.streamUncorked) }
+        } catch {
+            log.record("output", ["command": "releaseSafetyHold", "error": "\(error.code.rawValue)"])
+            dispatch(.outputCommandFailed)
         }
     }
 
@@ -284,6 +351,8 @@ extension Player {
         case .sinkChanged(let sink):
             dispatchAll(translator.sinkChanged(sink))
         case .sinkRemoved(let index):
+            // When it was our sink, the stream corked itself as the removal arrived (safety hold).
+            noteSafetyHold()
             dispatchAll(translator.sinkRemoved(index, at: now))
         case .sinkInputChanged(let input):
             dispatchAll(translator.sinkInputChanged(input, at: now))
@@ -326,21 +395,38 @@ extension Player {
         startReconnecting()
     }
 
+    /// Starts reconnecting: the first attempt after `Reconnection.firstDelay`, each later one after a longer wait.
     func startReconnecting() {
-        guard !reconnecting else { return }
-        reconnecting = true
+        guard reconnection == nil else { return }
+        reconnection = Reconnection(since: .now)
+        reconnectTimer.arm(after: Reconnection.firstDelay)
+    }
+
+    /// Makes one connection attempt. libpulse's connect waits until the context is ready or has failed (up to the
+    /// connection's timeout), and subscribing waits for the server's reply: the attempt runs on a thread of its own,
+    /// so the owner does not wait, and its outcome comes back through the inbox (`.reconnected`, `.reconnectFailed`).
+    func attemptReconnection() {
+        guard var attempt = reconnection, !attempt.isUnderWay else { return }
+        attempt.isUnderWay = true
+        attempt.attempts += 1
+        reconnection = attempt
         let generation = connectionGeneration
         let inbox = self.inbox
         Thread.detachNewThread {
-            var delay: UInt32 = 200_000
-            while true {
-                usleep(delay)
-                if let server = Player.makeConnection(generation: generation, inbox: inbox) {
-                    inbox.yield(.reconnected(server, generation: generation))
-                    return
-                }
-                delay = min(delay * 2, 1_000_000)
+            if let server = Player.makeConnection(generation: generation, inbox: inbox) {
+                inbox.yield(.reconnected(server, generation: generation))
+            } else {
+                inbox.yield(.reconnectFailed(generation: generation))
             }
         }
+    }
+
+    /// The attempt found no server: the next one waits longer (doubling, up to `Reconnection.longestDelay`).
+    func reconnectionAttemptFailed() {
+        guard var attempt = reconnection, attempt.isUnderWay else { return }
+        attempt.isUnderWay = false
+        attempt.delay = min(attempt.delay * 2, Reconnection.longestDelay)
+        reconnection = attempt
+        reconnectTimer.arm(after: attempt.delay)
     }
 }

@@ -23,6 +23,10 @@ actor Player {
         case stream(StreamNotice, generation: Int)
         case connection(ConnectionNotice, generation: Int)
         case reconnected(ConnectedServer, generation: Int)
+        /// A connection attempt made while the server was away failed; the next one waits for the timer.
+        case reconnectFailed(generation: Int)
+        /// The reconnection's timer went off: time for the next connection attempt.
+        case reconnectDue(arming: Int)
         case tick(arming: Int)
         case request(ControlRequest, ReplySlot<String>)
         case mpris(MPRISCommand, ReplySlot<MPRISReply>)
@@ -58,7 +62,8 @@ actor Player {
     /// The scheduling of the connection's mainloop thread (the one that feeds the server), and its thread id.
     var realtime: (outcome: RealtimeOutcome, threadID: Int32?)?
     var connectionGeneration = 0
-    var reconnecting = false
+    /// While the server is away: the reconnection under way (nil while connected).
+    var reconnection: Reconnection?
     var serverName: String?
     var stream: PlaybackStream?
     var streamGeneration = 0
@@ -72,6 +77,8 @@ actor Player {
     var repositionFloor: (ringFrame: Int, position: TrackPosition)?
     /// A format change waits until the listener has heard everything before `ringFrame`.
     var pendingFormatChange: (format: AudioFormat, ringFrame: Int)?
+    /// An uncork the rules asked for waits for the decoder to buffer audio (`uncorkWhenDecoded`).
+    var uncorkWaitsForAudio = false
     /// Where the queue's audio ends in the ring, once the decoder has finished it.
     var queueEndRingFrame: Int?
     /// What the stream's drain in progress is for; its `.drained` notice completes it.
@@ -90,8 +97,10 @@ actor Player {
     /// idle null sink, a waking Bluetooth link) asks for nothing for a while without being stalled.
     var watchdogBase: Int?
     var watchdogArmed = false
-    /// The player's one timer, armed only while playing (see `TickTimer`).
+    /// The tick's timer, armed only while playing (see `TickTimer`).
     let tickTimer: TickTimer
+    /// The reconnection's timer, armed only while the server is away and no attempt is under way.
+    let reconnectTimer: TickTimer
     /// When the state was last saved (or found unchanged).
     var lastSave = ContinuousClock.now
     /// Where in the ring each decoded track ends: the tick is due when the listener reaches the current one's end.
@@ -106,6 +115,9 @@ actor Player {
     var shownPlayback: Playback?
     /// What was last saved, to save only changes.
     var lastSaved: PersistedState?
+    /// The longest one inbox item took to handle, in microseconds (status: `slowestHandlingMicros`): the owner never
+    /// waits, so a large value is a regression to look for.
+    var slowestHandlingMicros = 0
 
     init(
         configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, store: StateStore?,
@@ -122,6 +134,7 @@ actor Player {
         ring = FrameRing(minimumCapacity: 131_072)
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
         tickTimer = TickTimer { arming in inbox.yield(.tick(arming: arming)) }
+        reconnectTimer = TickTimer { arming in inbox.yield(.reconnectDue(arming: arming)) }
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(
@@ -151,7 +164,9 @@ actor Player {
         }
         publish()
         for await input in inputs {
+            let started = ContinuousClock.now
             handle(input)
+            noteHandling(since: started)
             armTick()
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
@@ -166,6 +181,13 @@ actor Player {
         return exitCode ?? 0
     }
 
+    /// Records how long handling the inbox item that began at `started` took, when it was the slowest so far.
+    func noteHandling(since started: ContinuousClock.Instant) {
+        let took = (ContinuousClock.now - started).components
+        let micros = Int(took.seconds) * 1_000_000 + Int(took.attoseconds / 1_000_000_000_000)
+        if micros > slowestHandlingMicros { slowestHandlingMicros = micros }
+    }
+
     func handle(_ input: Input) {
         switch input {
         case .decode(let notice): decoderNoticed(notice)
@@ -176,13 +198,26 @@ actor Player {
             guard generation == connectionGeneration, connection != nil else { return }
             connectionNoticed(notice)
         case .reconnected(let server, let generation):
-            guard generation == connectionGeneration else { return }
-            reconnecting = false
+            // A result for an older generation (a connection was made meanwhile) is dropped with its connection.
+            guard generation == connectionGeneration, let finished = reconnection else { return }
+            reconnection = nil
+            reconnectTimer.disarm()
             connection = server.connection
             noteRealtime(of: server)
             serverName = (try? server.connection.serverInfo())?.displayName
-            log.record("server", ["state": "connected"])
+            let waited = (ContinuousClock.now - finished.since).components
+            log.record("server", ["state": "connected", "attempts": "\(finished.attempts)",
+                                  "afterMs": "\(waited.seconds * 1000 + waited.attoseconds / 1_000_000_000_000_000)"])
             dispatch(.outputAppeared)
+        case .reconnectFailed(let generation):
+            guard generation == connectionGeneration else { return }
+            reconnectionAttemptFailed()
+            return
+        case .reconnectDue(let arming):
+            // A stale delivery (the timer was disarmed as it went off: the server is back) has no work.
+            guard reconnectTimer.wentOff(arming: arming) else { return }
+            attemptReconnection()
+            return
         case .tick(let arming):
             // A stale tick (its timer was replaced or disarmed as it went off) has no work.
             guard tickTimer.wentOff(arming: arming) else { return }
@@ -238,6 +273,7 @@ actor Player {
     func perform(_ command: Command) {
         switch command {
         case .cork:
+            withdrawWaitingUncork()
             guard let stream else { return }
             do {
                 try stream.cork()
@@ -250,19 +286,12 @@ actor Player {
             }
         case .uncork:
             // The rules uncork only a stream they know is open; without one the command cannot be carried out.
-            guard let stream else {
+            guard stream != nil else {
                 log.record("output", ["command": "uncork", "error": "noStream"])
                 dispatch(.outputCommandFailed)
                 return
             }
-            do {
-                try stream.uncork()
-                disarmWatchdog()
-                dispatch(.streamUncorked)
-            } catch {
-                log.record("output", ["command": "uncork", "error": "\(error.code.rawValue)"])
-                dispatch(.outputCommandFailed)
-            }
+            uncorkWhenDecoded()
         case .flush:
             reposition(to: currentHeardPosition() ?? TrackPosition(trackIndex: rules.queue.index, frame: 0,
                                                                      sampleRate: 44_100))

@@ -23,6 +23,22 @@ enum PlayerMode: Sendable {
     case service
 }
 
+/// A reconnection to the sound server while it is away: one attempt at a time, each after a wait that doubles.
+struct Reconnection {
+    /// The wait before the first attempt: a server killed and started again is usually back by then.
+    static let firstDelay = Duration.milliseconds(200)
+    /// The longest wait between two attempts.
+    static let longestDelay = Duration.seconds(1)
+    /// When the server was found away.
+    let since: ContinuousClock.Instant
+    /// The wait before the attempt that is due or under way.
+    var delay = Reconnection.firstDelay
+    /// Whether an attempt is under way (its outcome not yet in the inbox).
+    var isUnderWay = false
+    /// How many attempts were made.
+    var attempts = 0
+}
+
 /// Why the player's stream plays out its tail.
 enum DrainPurpose {
     /// Everything in the old format was handed over: once heard, the stream reopens at the new format.

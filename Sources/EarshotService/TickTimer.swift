@@ -1,7 +1,8 @@
-// The player's one timer. Timers are events: this one puts `.tick` into the player's inbox once, at the moment it
-// was armed for, and the player arms it again only while it has work for it (while playing: the heard position,
-// the track boundaries and drains it predicts, the stall watchdog, the save and the progress line). A paused,
-// stopped or idle player arms nothing, so it wakes for nothing.
+// The player's timers, one per purpose. Timers are events: the tick's timer puts `.tick` into the player's inbox
+// once, at the moment it was armed for, and the player arms it again only while it has work for it (while playing:
+// the heard position, the track boundaries and drains it predicts, the stall watchdog, the save and the progress
+// line). The reconnection's timer puts `.reconnectDue` there while the server is away, once per connection attempt.
+// A paused, stopped or idle player that is connected arms nothing, so it wakes for nothing.
 import Foundation
 
 /// A one-shot timer owned by the player's actor (not `Sendable`): `arm` it for a delay, and it calls `fire` once

@@ -42,6 +42,8 @@ struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {
     let realtime: String
     /// That thread's kernel thread id, when known.
     let realtimeThread: Int?
+    /// The longest the player took to handle one input since it started, in microseconds.
+    let slowestHandlingMicros: Int
 
     /// `lastError`: a queue index and an error kind.
     struct TrackError: Decodable, Sendable, Equatable {
