@@ -24,8 +24,11 @@ let package = Package(
         // The rulebook: events, state, commands and one `apply`. Standard library only.
         .target(name: "EarshotCore"),
 
+        // File paths as the kernel sees them (bytes, not necessarily UTF-8), for every layer above the core.
+        .target(name: "TrackPaths"),
+
         // Decoding (libmpg123) and the lock-free ring buffer the real-time side drains.
-        .target(name: "AudioPipeline", dependencies: ["CMPG123"]),
+        .target(name: "AudioPipeline", dependencies: ["CMPG123", "TrackPaths"]),
 
         // The libpulse adapter: mainloop, context, stream, subscription, translation to events.
         .target(name: "PulseOutput", dependencies: ["CPulse", "CThreadShim", "AudioPipeline", "EarshotCore"]),
@@ -33,11 +36,13 @@ let package = Package(
         // The serial owner of the state, the control socket, the event log, persistence and MPRIS.
         .target(
             name: "EarshotService",
-            dependencies: ["EarshotCore", "AudioPipeline", "PulseOutput", "CSystemd", "CMPRISShim", "CThreadShim"]
+            dependencies: [
+                "EarshotCore", "TrackPaths", "AudioPipeline", "PulseOutput", "CSystemd", "CMPRISShim", "CThreadShim",
+            ]
         ),
 
         // Wiring and argument handling only.
-        .executableTarget(name: "earshot", dependencies: ["EarshotService", "EarshotCore", "AudioPipeline"]),
+        .executableTarget(name: "earshot", dependencies: ["EarshotService", "EarshotCore", "TrackPaths"]),
 
         // The demo's picture (scripts/run --tour): records sink monitors with their timing and draws the
         // timeline SVG. Foundation only; not part of the player.
@@ -50,11 +55,12 @@ let package = Package(
         .target(name: "EarshotTestSupport", path: "Tests/EarshotTestSupport"),
 
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
-        .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline", "EarshotTestSupport"]),
+        .testTarget(name: "TrackPathsTests", dependencies: ["TrackPaths"]),
+        .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline", "TrackPaths", "EarshotTestSupport"]),
         // Configuration, state file and MPRIS (against a private dbus-daemon, driven by playerctl).
         .testTarget(
             name: "EarshotServiceTests",
-            dependencies: ["EarshotService", "EarshotCore", "AudioPipeline", "EarshotTestSupport"]
+            dependencies: ["EarshotService", "EarshotCore", "AudioPipeline", "TrackPaths", "EarshotTestSupport"]
         ),
         // Test-only: counts allocations and lock calls on armed threads by interposing malloc and the pthread locks
         // in the test executable (never linked into `earshot`).

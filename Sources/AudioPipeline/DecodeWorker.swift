@@ -19,6 +19,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import TrackPaths
 #endif
 
 /// A place in the queue: a track and an output frame within it.

@@ -4,6 +4,7 @@
 import CMPG123
 #if canImport(Glibc)
 import Glibc
+import TrackPaths
 #endif
 
 /// The PCM format the decoder delivers: always 16-bit signed, interleaved stereo.

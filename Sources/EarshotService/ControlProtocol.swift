@@ -10,8 +10,8 @@
 //   {"command": "add", "paths": ["/music/a.mp3", {"base64": "L211c2ljL//+Lm1wMw=="}]}
 //
 // Parsing is a pure function of the line's bytes, so it can be tested (and fuzzed) without a socket.
-import AudioPipeline
 import Foundation
+import TrackPaths
 
 /// A request a client can make of the player.
 public enum ControlRequest: Equatable, Sendable {

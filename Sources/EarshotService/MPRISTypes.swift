@@ -1,8 +1,8 @@
 // The data the MPRIS adapter exchanges with its owner: commands in, replies back, snapshots to publish.
 // Plain Swift values: the adapter knows MPRIS and sd-bus, the owner knows the player, and these types are
 // all they share.
-import AudioPipeline
 import Foundation
+import TrackPaths
 
 /// A request a desktop client (playerctl, media keys, WirePlumber, a shell applet) made over MPRIS.
 public enum MPRISCommand: Hashable, Sendable {

@@ -4,6 +4,7 @@ import AudioPipeline
 import EarshotCore
 import Foundation
 import PulseOutput
+import TrackPaths
 
 extension Player {
     // MARK: Time

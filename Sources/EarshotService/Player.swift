@@ -14,6 +14,7 @@ import AudioPipeline
 import EarshotCore
 import Foundation
 import PulseOutput
+import TrackPaths
 
 /// The player: state, decoder, output and the rules that join them.
 actor Player {

@@ -4,6 +4,7 @@ import AudioPipeline
 import EarshotCore
 import Foundation
 import PulseOutput
+import TrackPaths
 
 /// A new connection to the sound server and how its mainloop thread is scheduled.
 struct ConnectedServer: Sendable {

@@ -1,6 +1,6 @@
 // Starting the player: the control socket, MPRIS, signals, and the run loop (the player arms its own timer).
-import AudioPipeline
 import Foundation
+import TrackPaths
 
 /// Entry points of the service for the `earshot` executable.
 public enum PlayerService {

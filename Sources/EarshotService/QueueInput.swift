@@ -5,8 +5,8 @@
 // Everything here works on bytes (TrackPath), never on Strings: a file name need not be UTF-8, and
 // FileManager would hand such a name back with U+FFFD in place of its bytes, naming another file.
 // Directories are read with opendir/readdir, and files are told apart with stat(2).
-import AudioPipeline
 import Foundation
+import TrackPaths
 
 /// Expands files, directories and playlists into absolute paths of files to queue.
 public enum QueueInput {

@@ -12,8 +12,8 @@
 //
 // A file that cannot be read or decoded is not fatal: it is moved aside as `state.json.corrupt-<UTC time>`
 // for the user to inspect, and the caller starts empty. The reason given never quotes the file's content.
-import AudioPipeline
 import Foundation
+import TrackPaths
 
 /// What Earshot saves between runs.
 public struct PersistedState: Codable, Equatable, Sendable {

@@ -1,7 +1,7 @@
 // The `earshot` executable: argument handling and wiring only. Everything it does is in EarshotService.
-import AudioPipeline
 import EarshotService
 import Foundation
+import TrackPaths
 
 /// Prints `message` to standard error and exits with `code` (`ExitStatus.failure` or `.configuration`).
 func fail(_ message: String, code: Int32) -> Never {

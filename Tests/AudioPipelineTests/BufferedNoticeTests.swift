@@ -1,6 +1,7 @@
 // DecodeWorker's `.buffered` notice: the event an uncork waits for instead of sleeping until the ring holds audio.
 import Foundation
 import Testing
+import TrackPaths
 @testable import AudioPipeline
 
 @Suite("DecodeWorker: the buffered notice")

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 @testable import AudioPipeline
 import EarshotTestSupport
+import TrackPaths
 
 /// Collects notices from the worker thread for the test thread to inspect.
 final class NoticeLog: Sendable {

@@ -1,7 +1,7 @@
 // The control protocol's parser and the queue input expansion: pure functions, tested without a socket.
 import Foundation
 import Testing
-import AudioPipeline
+import TrackPaths
 @testable import EarshotService
 
 @Suite("Control requests")

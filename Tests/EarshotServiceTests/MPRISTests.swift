@@ -3,8 +3,8 @@
 import Foundation
 import Testing
 
-import AudioPipeline
 import EarshotTestSupport
+import TrackPaths
 @testable import EarshotService
 
 /// Stands in for the Player: records every command and publishes the state change it implies.

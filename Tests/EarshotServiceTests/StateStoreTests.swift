@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-import AudioPipeline
+import TrackPaths
 @testable import EarshotService
 
 @Suite("State store")

@@ -1,7 +1,7 @@
 // TrackPath: paths as bytes, their escaped display text and their lossless JSON form.
 import Foundation
 import Testing
-@testable import AudioPipeline
+@testable import TrackPaths
 
 @Suite("Track paths")
 struct TrackPathTests {
