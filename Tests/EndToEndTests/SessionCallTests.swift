@@ -77,8 +77,11 @@ struct SessionCallTests {
                 within: max(0, speakers.time(of: callPlaced) - 0.05)..<speakers.duration)
             let firstTone = try #require(callOnSpeakers.first, "the call was not heard on the speakers")
             let callHeard = firstTone.lowerBound..<(callOnSpeakers.last?.upperBound ?? firstTone.upperBound)
-            // (A single 10 ms window at the music's edges can read as the tone; the call lasts seconds.)
-            let toneOnHeadphones = headphones.dialToneRanges(within: 0.8..<headphones.duration)
+            // Looked for from the call on: the headphones' recording starts before the player, and the sweep's first
+            // few hundred milliseconds lie near the dial tone's frequencies. (A single 10 ms window at the music's edges
+            // can read as the tone; the call lasts seconds.)
+            let toneOnHeadphones = headphones.dialToneRanges(
+                within: max(0, headphones.time(of: callPlaced) - 0.05)..<headphones.duration)
             #expect(toneOnHeadphones.allSatisfy { $0.upperBound - $0.lowerBound < 0.050 },
                     "the call reached the headphones: \(toneOnHeadphones)")
             // The music stopped on the headphones, and came back: two stretches of the sweep around the call.

@@ -1,6 +1,7 @@
 // Cards, sources and capture streams as a real server reports them (the private server scripts/test starts). The
 // test servers have no Bluetooth and no cards, only null sinks with their monitors, so this checks the copying and
 // the notices; what a profile switch means is tested with recorded shapes in ProfileSwitchTranslatorTests.
+import EarshotTestSupport
 import Foundation
 import PulseOutput
 import Testing
@@ -17,18 +18,11 @@ struct CaptureNoticeTests {
         let monitors = Set(try connection.sources().filter(\.isMonitor).map(\.index))
         #expect(!monitors.isEmpty, "every null sink has a monitor source")
 
-        // Foundation's Process, not a shell: parec records the monitor of `headphones` until it is killed (SIGKILL,
-        // since a child started from a test thread has SIGTERM blocked).
-        let recorder = Process()
-        recorder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        recorder.arguments = ["parec", "-d", "headphones.monitor", "--raw"]
-        recorder.standardOutput = FileHandle.nullDevice
-        recorder.standardError = FileHandle.nullDevice
-        recorder.standardInput = FileHandle.nullDevice
-        try recorder.run()
+        // parec records the monitor of `headphones` (a few seconds, into the runner's output file) until it is killed.
+        let recorder = try ChildProcess("parec", ["-d", "headphones.monitor", "--raw"])
         defer {
-            if recorder.isRunning { kill(recorder.processIdentifier, SIGKILL) }
-            recorder.waitUntilExit()
+            recorder.kill()
+            recorder.removeOutputFiles()
         }
 
         // pipewire-pulse may describe a new stream before it is linked: wait for the description on a monitor.
@@ -42,8 +36,7 @@ struct CaptureNoticeTests {
         })
         #expect(try connection.sourceOutputs().contains { $0.index == capture.index })
 
-        kill(recorder.processIdentifier, SIGKILL)
-        recorder.waitUntilExit()
+        recorder.kill()
         #expect(await notices.waitFor(.sourceOutputRemoved(capture.index)))
     }
 }
