@@ -373,14 +373,17 @@ struct PulseIntegrationTests {
         #expect(playing.ring.totalFramesRead == frames)
         #expect(stream.underrunCount == 0)
         // The heard position is interpolated between timing updates (every 100 ms at most); on a busy machine the
-        // one right after the drain can lag a few milliseconds, so give the next update a moment.
+        // one right after the drain can lag, so give the next update a moment. Once drained the stream gets no later
+        // update: under load (and under AddressSanitizer) it stayed 10.5 ms short twice (23491 and 23495 of 24000
+        // frames), so the bound is 20 ms; the tail itself is checked above (every frame read, no underrun).
+        let bound = frames - testRate / 50
         var heard = try #require(stream.heardRingFrame())
         let settleDeadline = ContinuousClock.now + .milliseconds(300)
-        while heard < frames - testRate / 100 && ContinuousClock.now < settleDeadline {
+        while heard < bound && ContinuousClock.now < settleDeadline {
             try await Task.sleep(for: .milliseconds(10))
             heard = stream.heardRingFrame() ?? heard
         }
-        #expect(heard >= frames - testRate / 100, "heard \(heard) of \(frames)")
+        #expect(heard >= bound, "heard \(heard) of \(frames)")
     }
 
     @Test("Volume, mute and media name updates are acknowledged")
