@@ -120,7 +120,11 @@ struct PlaybackTests {
                 #expect(ranges.count == 1, "audible ranges on speakers: \(ranges)")
                 let heard = try #require(ranges.first)
                 let length = heard.upperBound - heard.lowerBound
-                #expect(length >= 1 - 0.020 && length <= 1.005, "speakers played \(length) s")
+                // The upper bound allows 10 ms: a lossy codec's ringing at the tone's cut end stays above the
+                // threshold for a few milliseconds (5.5 ms was measured).
+                #expect(length >= 1 - 0.020 && length <= 1.010, "speakers played \(length) s")
+                // Too short a range has no middle to measure: fail here rather than form an empty range.
+                try #require(length >= 0.7, "speakers played only \(length) s")
                 let middle = (heard.lowerBound + 0.3)..<(heard.upperBound - 0.3)
                 let frequency = try #require(run.speakers.dominantFrequency(in: middle))
                 #expect(abs(frequency - 550) <= 1, "frequency on speakers \(frequency) Hz")
