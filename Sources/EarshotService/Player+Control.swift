@@ -27,18 +27,8 @@ extension Player {
             return
         }
         if let stream, let frame = stream.heardRingFrame() {
-            lastHeardRingFrame = frame
-            let position: TrackPosition?
-            if let floor = repositionFloor, frame < floor.ringFrame {
-                position = floor.position
-            } else {
-                repositionFloor = nil
-                position = worker.locate(ringFrame: frame)
-            }
-            if let position { heard = position }
-            if let index = position?.trackIndex, index != reportedHeardTrack {
+            if let index = listening.observe(ringFrame: frame, locate: worker.locate(ringFrame:)) {
                 // Reported when the heard track changes; whether that moves the queue on is the rules' call.
-                reportedHeardTrack = index
                 dispatch(.heardTrack(index: index))
             }
             if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame,
@@ -84,9 +74,7 @@ extension Player {
             if let change = pendingFormatChange { frames = min(frames, change.ringFrame - ring.totalFramesRead) }
             if let end = queueEndRingFrame { frames = min(frames, end - ring.totalFramesRead) }
         }
-        if let end = trackEndRingFrames[rules.queue.index], let heard = lastHeardRingFrame {
-            frames = min(frames, end - heard)
-        }
+        if let left = listening.framesLeft(inTrack: rules.queue.index) { frames = min(frames, left) }
         guard frames != Int.max else { return .milliseconds(Self.tickIntervalMilliseconds) }
         let rate = max(worker.currentFormat?.sampleRate ?? 44_100, 1)
         // A couple of milliseconds late rather than early, so the tick finds the boundary passed.

@@ -155,9 +155,7 @@ extension Player {
 
     /// The position the listener last heard, read from the stream's timing now when there is a stream.
     func currentHeardPosition() -> TrackPosition? {
-        guard let stream, let frame = stream.heardRingFrame() else { return heard }
-        if let floor = repositionFloor, frame < floor.ringFrame { return floor.position }
-        return worker.locate(ringFrame: frame) ?? heard
+        listening.position(atRingFrame: stream?.heardRingFrame(), locate: worker.locate(ringFrame:))
     }
 
     /// After our stream died: what it had taken from the ring but not yet played died with it. The rules flush
@@ -197,15 +195,11 @@ extension Player {
             }
             floorFrame = ring.totalFramesWritten
         }
-        repositionFloor = (floorFrame, position)
-        heard = position
+        listening.repositioned(to: position, floorRingFrame: floorFrame)
         pendingFormatChange = nil
         queueEndRingFrame = nil
         // The flush cancelled any drain; setEndOfData(false) would too.
         drainingFor = nil
-        trackEndRingFrames = [:]
-        lastHeardRingFrame = nil
-        reportedHeardTrack = position.trackIndex
         stream?.setEndOfData(false)
         disarmWatchdog()
         // No wait for the decoder here: a running stream's write callback pads silence until audio is back (it runs
@@ -226,7 +220,7 @@ extension Player {
                 "earshot: track \(index + 1) of \(paths.count) skipped: \(error.description)\n".utf8))
             dispatch(.trackFailed(index: index, failure: failure, next: index + 1 < paths.count ? index + 1 : nil))
         case .trackDecoded(let index, let ringFrame):
-            trackEndRingFrames[index] = ringFrame
+            listening.trackDecoded(index, endsAtRingFrame: ringFrame)
         case .formatChange(_, let format, let ringFrame):
             log.record("output", ["formatChange": "\(format.sampleRate)Hz"])
             pendingFormatChange = (format, ringFrame)
@@ -378,7 +372,7 @@ extension Player {
         log.record("server", ["state": "lost"])
         // The stream and its timing died with the server, but the stream read its timing once more as the connection
         // failed: the position is what was heard when the server went away, not at the last tick (up to 50 ms ago).
-        if let position = currentHeardPosition() { heard = position }
+        if let position = currentHeardPosition() { listening.settle(at: position) }
         closeStream()
         connection = nil
         realtime = nil

@@ -71,11 +71,10 @@ actor Player {
     var underrunsOfClosedStreams = 0
     var serverUnderflowsOfClosedStreams = 0
 
+    /// Where the listener is, from the ring frames the stream's timing names (see `HeardPosition`).
+    var listening = HeardPosition()
     /// The last position the listener heard.
-    var heard: TrackPosition?
-    /// After a reposition, ring frames before `ringFrame` belong to audio that was dropped: until the
-    /// listener hears past it, the position is the reposition's target.
-    var repositionFloor: (ringFrame: Int, position: TrackPosition)?
+    var heard: TrackPosition? { listening.current }
     /// A format change waits until the listener has heard everything before `ringFrame`.
     var pendingFormatChange: (format: AudioFormat, ringFrame: Int)?
     /// An uncork the rules asked for waits for the decoder to buffer audio (`uncorkWhenDecoded`).
@@ -104,12 +103,6 @@ actor Player {
     let reconnectTimer: TickTimer
     /// When the state was last saved (or found unchanged).
     var lastSave = ContinuousClock.now
-    /// Where in the ring each decoded track ends: the tick is due when the listener reaches the current one's end.
-    var trackEndRingFrames: [Int: Int] = [:]
-    /// The track the listener was last reported (`heardTrack`) to hear.
-    var reportedHeardTrack: Int?
-    /// The ring frame the listener had heard at the last tick.
-    var lastHeardRingFrame: Int?
     /// What MPRIS was last told, so that it is told only changes.
     var publishedSnapshot: MPRISSnapshot?
     /// The playback shown last on the progress line, so that a change is shown at once.
@@ -279,7 +272,7 @@ actor Player {
             do {
                 try stream.cork()
                 // Quiet now: status shows the position where the listener stopped, not the last tick's.
-                if let position = currentHeardPosition() { heard = position }
+                if let position = currentHeardPosition() { listening.settle(at: position) }
                 dispatch(.streamCorked)
             } catch {
                 log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])

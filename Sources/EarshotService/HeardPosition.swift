@@ -1,0 +1,85 @@
+// Where the listener is in the queue: the owner's position bookkeeping, as a value with no I/O (see Player.swift).
+import AudioPipeline
+
+/// What the listener has heard, worked out from the ring frame the stream's timing says is being played now.
+///
+/// Ring frames count every frame the decoder ever wrote. The decoder's markers (`DecodeWorker.locate`) turn a ring
+/// frame into a track and a frame within it. Two things make that mapping need bookkeeping of its own:
+/// - after a reposition (a seek, a jump, a flush), frames written before it were dropped unheard, yet the stream's
+///   clock may still name one of them until new audio is heard: until then the position is the reposition's target
+///   (the floor);
+/// - a track boundary is reported once, when the listener crosses it (`heardTrack`), not when the decoder does.
+struct HeardPosition: Sendable, Equatable {
+    /// The last position the listener heard; nil before anything was heard or positioned.
+    private(set) var current: TrackPosition?
+    /// Ring frames before `ringFrame` were dropped by the last reposition: until the listener hears past it, the
+    /// position is `position`.
+    private var floor: Floor?
+    /// Where in the ring each decoded track ends.
+    private var trackEnds: [Int: Int] = [:]
+    /// The ring frame the listener had heard at the last observation.
+    private(set) var lastRingFrame: Int?
+    /// The track the listener was last reported to hear.
+    private var reportedTrack: Int?
+
+    /// A reposition's target and the first ring frame written after it.
+    private struct Floor: Sendable, Equatable {
+        var ringFrame: Int
+        var position: TrackPosition
+    }
+
+    /// Nothing heard yet.
+    init() {}
+
+    /// The position for the ring frame being heard now (`ringFrame`, nil without a stream), given the decoder's
+    /// mapping `locate`; the last known position when the frame cannot be placed. Changes nothing.
+    func position(atRingFrame ringFrame: Int?, locate: (Int) -> TrackPosition?) -> TrackPosition? {
+        guard let ringFrame else { return current }
+        if let floor, ringFrame < floor.ringFrame { return floor.position }
+        return locate(ringFrame) ?? current
+    }
+
+    /// The listener is at `ringFrame` now: the position moves there, the floor is passed once it is heard past,
+    /// and the track being heard is returned when it differs from the one last reported (a boundary was crossed).
+    mutating func observe(ringFrame: Int, locate: (Int) -> TrackPosition?) -> Int? {
+        lastRingFrame = ringFrame
+        let position: TrackPosition?
+        if let floor, ringFrame < floor.ringFrame {
+            position = floor.position
+        } else {
+            floor = nil
+            position = locate(ringFrame)
+        }
+        guard let position else { return nil }
+        current = position
+        guard position.trackIndex != reportedTrack else { return nil }
+        reportedTrack = position.trackIndex
+        return position.trackIndex
+    }
+
+    /// Keeps `position` as what was heard (read once more as the stream corked or died).
+    mutating func settle(at position: TrackPosition) {
+        current = position
+    }
+
+    /// Audio before `floorRingFrame` was dropped and decoding continues at `position`: that is where the listener is,
+    /// and what the decoder had told of track ends no longer holds.
+    mutating func repositioned(to position: TrackPosition, floorRingFrame: Int) {
+        floor = Floor(ringFrame: floorRingFrame, position: position)
+        current = position
+        trackEnds = [:]
+        lastRingFrame = nil
+        reportedTrack = position.trackIndex
+    }
+
+    /// The decoder finished track `index` at ring frame `ringFrame`.
+    mutating func trackDecoded(_ index: Int, endsAtRingFrame ringFrame: Int) {
+        trackEnds[index] = ringFrame
+    }
+
+    /// Frames the listener has still to hear of track `index`, once both its end and a heard frame are known.
+    func framesLeft(inTrack index: Int) -> Int? {
+        guard let end = trackEnds[index], let lastRingFrame else { return nil }
+        return end - lastRingFrame
+    }
+}

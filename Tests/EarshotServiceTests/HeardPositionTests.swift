@@ -1,0 +1,91 @@
+// The owner's position bookkeeping: ring frames in, the listener's position and heard track boundaries out.
+import AudioPipeline
+import Testing
+
+@testable import EarshotService
+
+struct HeardPositionTests {
+    /// Two tracks at 48 kHz as the decoder lays them out: track 0 from ring frame 0, track 1 from ring frame 96 000.
+    private static func locate(_ ringFrame: Int) -> TrackPosition? {
+        guard ringFrame >= 0 else { return nil }
+        if ringFrame < 96_000 { return TrackPosition(trackIndex: 0, frame: ringFrame, sampleRate: 48_000) }
+        return TrackPosition(trackIndex: 1, frame: ringFrame - 96_000, sampleRate: 48_000)
+    }
+
+    @Test("the first heard frame reports its track once; later frames of the same track report nothing")
+    func firstTrackIsReportedOnce() {
+        var book = HeardPosition()
+        #expect(book.observe(ringFrame: 100, locate: Self.locate) == 0)
+        #expect(book.observe(ringFrame: 4_800, locate: Self.locate) == nil)
+        #expect(book.current == TrackPosition(trackIndex: 0, frame: 4_800, sampleRate: 48_000))
+    }
+
+    @Test("crossing a track boundary is reported when the listener crosses it, not before")
+    func boundaryIsReportedWhenHeard() {
+        var book = HeardPosition()
+        _ = book.observe(ringFrame: 0, locate: Self.locate)
+        book.trackDecoded(0, endsAtRingFrame: 96_000)
+        #expect(book.observe(ringFrame: 95_999, locate: Self.locate) == nil)
+        #expect(book.framesLeft(inTrack: 0) == 1)
+        #expect(book.observe(ringFrame: 96_010, locate: Self.locate) == 1)
+        #expect(book.current == TrackPosition(trackIndex: 1, frame: 10, sampleRate: 48_000))
+    }
+
+    @Test("after a reposition the target is the position until audio written after it is heard")
+    func repositionHoldsTheTargetUntilNewAudioIsHeard() {
+        var book = HeardPosition()
+        _ = book.observe(ringFrame: 50_000, locate: Self.locate)
+        book.trackDecoded(0, endsAtRingFrame: 96_000)
+        let target = TrackPosition(trackIndex: 1, frame: 24_000, sampleRate: 48_000)
+        // The decoder had written up to ring frame 120 000 when the reposition dropped it.
+        book.repositioned(to: target, floorRingFrame: 120_000)
+        #expect(book.current == target)
+        // The stream's clock still names dropped audio: the position stays the target, and no boundary is reported
+        // (track 1 is where the reposition put the listener, already known).
+        #expect(book.position(atRingFrame: 100_000, locate: Self.locate) == target)
+        #expect(book.observe(ringFrame: 100_000, locate: Self.locate) == nil)
+        #expect(book.current == target)
+        // The decoder's old track end no longer holds.
+        #expect(book.framesLeft(inTrack: 0) == nil)
+        // Heard past the floor: the decoder's mapping counts again.
+        let past = { (ringFrame: Int) -> TrackPosition? in
+            TrackPosition(trackIndex: 1, frame: 24_000 + ringFrame - 120_000, sampleRate: 48_000)
+        }
+        #expect(book.observe(ringFrame: 120_480, locate: past) == nil)
+        #expect(book.current == TrackPosition(trackIndex: 1, frame: 24_480, sampleRate: 48_000))
+        // The floor is gone: an earlier frame is the decoder's again, not the target.
+        #expect(book.position(atRingFrame: 100_000, locate: past)?.frame == 4_000)
+    }
+
+    @Test("a reposition to another track reports the track the listener then hears only if it changes again")
+    func repositionSetsTheReportedTrack() {
+        var book = HeardPosition()
+        _ = book.observe(ringFrame: 10, locate: Self.locate)
+        book.repositioned(to: TrackPosition(trackIndex: 1, frame: 0, sampleRate: 48_000), floorRingFrame: 200)
+        #expect(book.observe(ringFrame: 96_200, locate: Self.locate) == nil)
+        #expect(book.observe(ringFrame: 50, locate: Self.locate) == 0)
+    }
+
+    @Test("without a stream, or for a frame the decoder cannot place, the last known position stands")
+    func unknownFramesKeepTheLastPosition() {
+        var book = HeardPosition()
+        #expect(book.position(atRingFrame: nil, locate: Self.locate) == nil)
+        _ = book.observe(ringFrame: 480, locate: Self.locate)
+        let heard = TrackPosition(trackIndex: 0, frame: 480, sampleRate: 48_000)
+        #expect(book.position(atRingFrame: nil, locate: Self.locate) == heard)
+        #expect(book.position(atRingFrame: -5, locate: Self.locate) == heard)
+        #expect(book.observe(ringFrame: -5, locate: Self.locate) == nil)
+        #expect(book.current == heard)
+        #expect(book.lastRingFrame == -5)
+    }
+
+    @Test("settling keeps the position read as the stream corked or died")
+    func settleKeepsThePosition() {
+        var book = HeardPosition()
+        _ = book.observe(ringFrame: 480, locate: Self.locate)
+        let corkedAt = TrackPosition(trackIndex: 0, frame: 960, sampleRate: 48_000)
+        book.settle(at: corkedAt)
+        #expect(book.current == corkedAt)
+        #expect(book.position(atRingFrame: nil, locate: Self.locate) == corkedAt)
+    }
+}
