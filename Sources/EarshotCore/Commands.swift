@@ -21,6 +21,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case seek(milliseconds: Int)
     /// Set the stream's volume to `percent` (100 is unity).
     case setVolume(percent: Int)
+    /// Move the output to the decoder's new format: close the stream (reported by `streamClosed`), let the decoder
+    /// go on in the new format, and, when `reopen`, open a stream in it (reported by `streamOpened`).
+    case switchFormat(reopen: Bool)
 
     /// The command's name, e.g. `cork` or `playTrack(2)`.
     public var description: String {
@@ -33,6 +36,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .playTrack(let index): return "playTrack(\(index))"
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
+        case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"
         }
     }
 }

@@ -162,6 +162,9 @@ public enum Event: Hashable, Sendable {
     case heardTrack(index: Int)
     /// The queue's last audio was played out: the stream drained after the decoder finished the queue.
     case queuePlayedOut
+    /// The last audio before a change of sample rate or channel count was played out (or there was no stream to
+    /// play it): the output has reached the new format, which a stream cannot change to.
+    case formatChangeReached
 
     // From the executor: what really happened to the stream.
 
@@ -210,6 +213,7 @@ extension Event: CustomStringConvertible {
         case .outputCommandFailed: return "outputCommandFailed"
         case .heardTrack(let index): return "heardTrack(\(index))"
         case .queuePlayedOut: return "queuePlayedOut"
+        case .formatChangeReached: return "formatChangeReached"
         case .streamClosed: return "streamClosed"
         case .outputStalled: return "outputStalled"
         }

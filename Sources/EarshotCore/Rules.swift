@@ -84,6 +84,12 @@ extension PlayerState {
             guard playback != .idle else { return [] }
             advance(to: nil)
             return []
+        case .formatChangeReached:
+            // Rule 13's gapless queue across a change of format: a stream keeps its format, so the output is
+            // reopened in the new one when a stream is open or one is wanted (playing); otherwise the next play opens
+            // it. Without a queue there is no decoder waiting (rule 15).
+            guard playback != .idle else { return [] }
+            return [.switchFormat(reopen: stream.isOpen || isPlaying)]
         case .outputCommandFailed:
             stream.isOpen = false
             return outputLost(.streamFailed)

@@ -227,7 +227,7 @@ extension Player {
             // Let the stream run dry at the boundary instead of padding it with silence.
             stream?.setEndOfData(true)
             // A waiting uncork lets the stream play the old format's tail: no more of it comes.
-            if stream == nil { applyFormatChange() } else { decodedAudioArrived() }
+            if stream == nil { dispatch(.formatChangeReached) } else { decodedAudioArrived() }
         case .queueFinished(let ringFrame):
             queueEndRingFrame = ringFrame
             stream?.setEndOfData(true)
@@ -237,15 +237,15 @@ extension Player {
         }
     }
 
-    /// Reopens the stream at the new format once everything before the boundary was heard.
-    func applyFormatChange() {
+    /// Carries out the rules' `switchFormat` once everything before the boundary was heard: closes the stream, lets
+    /// the decoder go on in the new format and, when `reopen`, opens a stream in it.
+    func switchFormat(reopen: Bool) {
         guard let change = pendingFormatChange else { return }
         pendingFormatChange = nil
-        let wasOpen = stream != nil
         closeStream()
         worker.continueAfterFormatChange()
         // At the notice's format: the worker reports its new format only once it has written in it.
-        if wasOpen || rules.isPlaying { ensureStream(format: change.format) }
+        if reopen { ensureStream(format: change.format) }
     }
 
     /// Asks the stream to play out its tail for `purpose`; the `.drained` notice completes it. The owner does not
@@ -266,7 +266,7 @@ extension Player {
     func drainCompleted(_ purpose: DrainPurpose) {
         switch purpose {
         case .formatChange:
-            applyFormatChange()
+            dispatch(.formatChangeReached)
         case .queueEnd:
             queueEndRingFrame = nil
             dispatch(.queuePlayedOut)

@@ -313,6 +313,8 @@ actor Player {
             mpris?.emitSeeked(positionMicroseconds: Int64(frame) * 1_000_000 / Int64(max(rate, 1)))
         case .setVolume(let percent):
             try? stream?.setVolume(percent: percent)
+        case .switchFormat(let reopen):
+            switchFormat(reopen: reopen)
         }
     }
 }

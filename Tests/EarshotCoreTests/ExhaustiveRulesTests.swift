@@ -37,7 +37,7 @@ private enum Alphabet {
             .userSeek(milliseconds: 1_000), .userVolume(percent: 50), .externalPause,
             .queueReplaced(trackCount: 2, startIndex: 0), .queueReplaced(trackCount: 0, startIndex: 0),
             .queueRestored(trackCount: 2, index: 1), .queueExtended(trackCount: 3),
-            .heardTrack(index: 1), .heardTrack(index: 0), .queuePlayedOut,
+            .heardTrack(index: 1), .heardTrack(index: 0), .queuePlayedOut, .formatChangeReached,
             .trackFailed(index: 0, failure: .decodeFailed, next: 1),
             .trackFailed(index: 1, failure: .notMPEGAudio, next: nil),
             .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed, .outputStalled,

@@ -316,6 +316,27 @@ struct RulesTests {
         idle.send(.queuePlayedOut, commands: [])
     }
 
+    @Test("Rule 13: a change of format reached the output -> a new stream in the new format when one is open or wanted")
+    func rule13FormatChangeReached() {
+        // Playing: the new stream is opened at once (its uncork follows `streamOpened`), and the state waits for the
+        // executor's outcomes rather than assuming them.
+        var playing = RuleStore(Given.playing)
+        playing.send(.formatChangeReached, commands: [.switchFormat(reopen: true)])
+        playing.send(.streamClosed, commands: []) { $0.stream = StreamCondition(isOpen: false, isCorked: true) }
+        playing.send(.streamOpened, commands: [.uncork]) { $0.stream = .openCorked }
+        // Paused with a stream: reopened corked, so that a resume only has to uncork.
+        var paused = RuleStore(Given.pausedByUser)
+        paused.send(.formatChangeReached, commands: [.switchFormat(reopen: true)])
+        // Paused without a stream: the decoder goes on; the next play opens the stream.
+        var closed = Given.pausedByUser
+        closed.stream = StreamCondition(isOpen: false, isCorked: true)
+        var withoutStream = RuleStore(closed)
+        withoutStream.send(.formatChangeReached, commands: [.switchFormat(reopen: false)])
+        // Nothing queued: stale (rule 15).
+        var idle = RuleStore(Given.idle)
+        idle.send(.formatChangeReached, commands: [])
+    }
+
     @Test("Rule 14: track failed -> skipped with its reason; stopped if none is left")
     func rule14TrackFailed() {
         var store = RuleStore(Given.playing)
