@@ -95,13 +95,10 @@ public struct ServerEventTranslator: Sendable {
     private var ourSinkRemovalDecided = false
     /// The server's cards, by index, as last described.
     private var cards: [UInt32: CardSnapshot] = [:]
-    /// The server's sources, by index, as last described.
-    private var sources: [UInt32: SourceSnapshot] = [:]
-    /// Every capture stream of the session, by index.
-    private var captures: [UInt32: SourceOutputSnapshot] = [:]
     /// The Bluetooth profile switches in progress, by card index: each is an interruption source.
     public private(set) var profileSwitches: [UInt32: ProfileSwitch] = [:]
-    /// What carries our sink's audio on to devices, when our sink is virtual.
+    /// What carries our sink's audio on to devices, when our sink is virtual. It also keeps the server's sources and
+    /// capture streams, which a call's evidence is read from.
     private var chain = VirtualSinkChain()
 
     /// The sinks behind our virtual sink (the devices its loopbacks, combine sink or filter play on, and any virtual
@@ -145,8 +142,6 @@ public struct ServerEventTranslator: Sendable {
         triggerStreams = [:]
         profileSwitches = [:]
         cards = [:]
-        sources = [:]
-        captures = [:]
         chain = VirtualSinkChain()
         return ended
     }
@@ -232,26 +227,22 @@ public struct ServerEventTranslator: Sendable {
 
     /// A source appeared or changed.
     public mutating func sourceChanged(_ source: SourceSnapshot) {
-        sources[source.index] = source
         chain.sourceDescribed(source)
     }
 
     /// A source was removed.
     public mutating func sourceRemoved(_ index: UInt32) {
-        sources[index] = nil
         chain.sourceRemoved(index)
     }
 
     /// A capture stream appeared or changed. By itself never an event: it is evidence of a call when a Bluetooth
     /// card leaves A2DP, and a loopback's carries our virtual sink's audio on.
     public mutating func sourceOutputChanged(_ capture: SourceOutputSnapshot) {
-        captures[capture.index] = capture
         chain.captureDescribed(capture)
     }
 
     /// A capture stream went away. A profile switch goes on until our stream is back on A2DP.
     public mutating func sourceOutputRemoved(_ index: UInt32) {
-        captures[index] = nil
         chain.captureRemoved(index)
     }
 
@@ -321,10 +312,10 @@ public struct ServerEventTranslator: Sendable {
     /// microphone of `card` (WirePlumber 0.5 switches for a capture on the headset's loopback source).
     private func callInEvidence(on card: UInt32) -> Bool {
         guard triggerStreams.isEmpty else { return true }
-        return captures.values.contains { capture in
+        return chain.captures.values.contains { capture in
             guard !capture.isLevelMeter else { return false }
             if let role = capture.mediaRole, triggerRoles.contains(role) { return true }
-            guard let source = sources[capture.sourceIndex] else { return false }
+            guard let source = chain.sources[capture.sourceIndex] else { return false }
             return source.cardIndex == card && !source.isMonitor
         }
     }

@@ -15,12 +15,14 @@ struct VirtualSinkChain: Sendable {
     /// Every sink known, by index: its owner module may carry it on, and a carrier's old sink still existing tells
     /// a deliberate move from the server's.
     private var sinks: [UInt32: SinkSnapshot] = [:]
-    /// Which sink each monitor source records, by source index.
-    private var monitors: [UInt32: UInt32] = [:]
+    /// The server's sources, by index, as last described: a monitor says which sink it records. The translator reads
+    /// them too (a call's microphone), so they are kept here once.
+    private(set) var sources: [UInt32: SourceSnapshot] = [:]
     /// Every playback stream owned by a module, by index.
     private var moduleStreams: [UInt32: SinkInputSnapshot] = [:]
-    /// Every capture stream owned by a module, by index.
-    private var moduleCaptures: [UInt32: SourceOutputSnapshot] = [:]
+    /// Every capture stream of the session, by index: a module's may carry our sink's audio on, and the translator
+    /// looks at all of them for a call.
+    private(set) var captures: [UInt32: SourceOutputSnapshot] = [:]
     /// The sink our stream plays on, where the chain starts.
     private var start: UInt32?
     /// The carriers as last followed: sink-input index -> the sink it plays on.
@@ -55,25 +57,25 @@ struct VirtualSinkChain: Sendable {
 
     /// A source appeared or changed: a monitor says which sink it records.
     mutating func sourceDescribed(_ source: SourceSnapshot) {
-        monitors[source.index] = source.monitorOfSinkIndex
+        sources[source.index] = source
         (carriers, sinksBehind) = follow()
     }
 
     /// A source was removed.
     mutating func sourceRemoved(_ index: UInt32) {
-        monitors[index] = nil
+        sources[index] = nil
         (carriers, sinksBehind) = follow()
     }
 
     /// A capture stream appeared or changed: a module's may take our sink's audio. Never an event by itself.
     mutating func captureDescribed(_ capture: SourceOutputSnapshot) {
-        moduleCaptures[capture.index] = capture.ownerModuleIndex == nil ? nil : capture
+        captures[capture.index] = capture
         (carriers, sinksBehind) = follow()
     }
 
     /// A capture stream went away.
     mutating func captureRemoved(_ index: UInt32) {
-        moduleCaptures[index] = nil
+        captures[index] = nil
         (carriers, sinksBehind) = follow()
     }
 
@@ -126,8 +128,9 @@ struct VirtualSinkChain: Sendable {
 
     /// The modules that take `sink`'s audio: those recording its monitor, and the one that owns it.
     private func carrierModules(of sink: UInt32) -> Set<UInt32> {
-        var modules = Set(moduleCaptures.values.compactMap { capture in
-            monitors[capture.sourceIndex] == sink ? capture.ownerModuleIndex : nil
+        // Only a module's capture carries audio on; a client's (a recorder, a level meter) ends there.
+        var modules = Set(captures.values.compactMap { capture in
+            sources[capture.sourceIndex]?.monitorOfSinkIndex == sink ? capture.ownerModuleIndex : nil
         })
         if let owner = sinks[sink]?.ownerModuleIndex { modules.insert(owner) }
         return modules
