@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // Earshot: a polite background music player service for the Linux desktop.
-// Layers, bottom up: C system libraries, the pure rulebook (EarshotCore), the audio pipeline,
-// the libpulse adapter, the service (serial owner), and the thin `earshot` executable.
+// Layers, bottom up: C system libraries, the pure rulebook (EarshotCore), the audio pipeline, the adapters (libpulse,
+// MPRIS, real-time scheduling), the service (serial owner), and the thin `earshot` executable.
+// Only adapter targets import C modules; EarshotService imports none (EarshotServiceTests' LayeringTests checks it).
 import PackageDescription
 
 let package = Package(
@@ -33,11 +34,20 @@ let package = Package(
         // The libpulse adapter: mainloop, context, stream, subscription, translation to events.
         .target(name: "PulseOutput", dependencies: ["CPulse", "CThreadShim", "AudioPipeline", "EarshotCore"]),
 
-        // The serial owner of the state, the control socket, the event log, persistence and MPRIS.
+        // The MPRIS adapter (sd-bus): the bus thread, the object's properties and methods, and the plain Swift values
+        // it exchanges with the player (`MPRISPublishing`, `MPRISCommand`, `MPRISSnapshot`).
+        .target(name: "EarshotMPRIS", dependencies: ["CSystemd", "CMPRISShim", "TrackPaths"]),
+
+        // Real-time scheduling of the thread that feeds the sound server: RLIMIT_RTTIME, SCHED_FIFO, else rtkit on the
+        // system bus. A target of its own: it is neither sound (PulseOutput stays libpulse only) nor MPRIS (it shares
+        // only libsystemd with it), and it keeps the service free of C modules.
+        .target(name: "RealtimeScheduling", dependencies: ["CSystemd", "CThreadShim"]),
+
+        // The serial owner of the state, the control socket, the event log and persistence.
         .target(
             name: "EarshotService",
             dependencies: [
-                "EarshotCore", "TrackPaths", "AudioPipeline", "PulseOutput", "CSystemd", "CMPRISShim", "CThreadShim",
+                "EarshotCore", "TrackPaths", "AudioPipeline", "PulseOutput", "EarshotMPRIS", "RealtimeScheduling",
             ]
         ),
 
@@ -57,11 +67,17 @@ let package = Package(
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
         .testTarget(name: "TrackPathsTests", dependencies: ["TrackPaths"]),
         .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline", "TrackPaths", "EarshotTestSupport"]),
-        // Configuration, state file and MPRIS (against a private dbus-daemon, driven by playerctl).
+        // Configuration, state file, the control protocol, the player's report and the layering rule.
         .testTarget(
             name: "EarshotServiceTests",
-            dependencies: ["EarshotService", "EarshotCore", "AudioPipeline", "TrackPaths", "EarshotTestSupport"]
+            dependencies: [
+                "EarshotService", "EarshotCore", "AudioPipeline", "EarshotMPRIS", "TrackPaths", "EarshotTestSupport",
+            ]
         ),
+        // MPRIS against a private dbus-daemon, driven by playerctl.
+        .testTarget(name: "EarshotMPRISTests", dependencies: ["EarshotMPRIS", "TrackPaths", "EarshotTestSupport"]),
+        // The fallback order of real-time scheduling (the real calls are proven end to end).
+        .testTarget(name: "RealtimeSchedulingTests", dependencies: ["RealtimeScheduling"]),
         // Test-only: counts allocations and lock calls on armed threads by interposing malloc and the pthread locks
         // in the test executable (never linked into `earshot`).
         .target(name: "CRealtimeAudit", path: "Tests/CRealtimeAudit"),

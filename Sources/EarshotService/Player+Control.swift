@@ -2,8 +2,10 @@
 // saved state and MPRIS (see Player.swift).
 import AudioPipeline
 import EarshotCore
+import EarshotMPRIS
 import Foundation
 import PulseOutput
+import RealtimeScheduling
 import TrackPaths
 
 extension Player {

@@ -12,8 +12,10 @@
 // outside the actor can reach them anyway, since the actor isolates them.
 import AudioPipeline
 import EarshotCore
+import EarshotMPRIS
 import Foundation
 import PulseOutput
+import RealtimeScheduling
 import TrackPaths
 
 /// The player: state, decoder, output and the rules that join them.
@@ -44,7 +46,7 @@ actor Player {
     let configuration: PlayerConfiguration
     let mode: PlayerMode
     let store: StateStore?
-    let mpris: MPRISServer?
+    let mpris: (any MPRISPublishing)?
     let positionCell: PositionCell
     let log: EventLog
     let inbox: AsyncStream<Input>.Continuation
@@ -115,7 +117,7 @@ actor Player {
 
     init(
         configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, store: StateStore?,
-        mpris: MPRISServer?, positionCell: PositionCell, inbox: AsyncStream<Input>.Continuation
+        mpris: (any MPRISPublishing)?, positionCell: PositionCell, inbox: AsyncStream<Input>.Continuation
     ) {
         self.configuration = configuration
         self.mode = mode

@@ -2,8 +2,10 @@
 // rulebook gives to what the decoder and the clock report.
 import AudioPipeline
 import EarshotCore
+import EarshotMPRIS
 import Foundation
 import PulseOutput
+import RealtimeScheduling
 import TrackPaths
 
 /// A new connection to the sound server and how its mainloop thread is scheduled.

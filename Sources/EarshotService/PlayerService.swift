@@ -1,4 +1,5 @@
 // Starting the player: the control socket, MPRIS, signals, and the run loop (the player arms its own timer).
+import EarshotMPRIS
 import Foundation
 import TrackPaths
 
@@ -37,7 +38,9 @@ public enum PlayerService {
         let positionCell = PositionCell()
         var mpris: MPRISServer?
         if withMPRIS {
-            let candidate = MPRISServer(log: log, positionProvider: { positionCell.load() }) { command in
+            let candidate = MPRISServer(
+                connectionChanged: { change in log.record(change) }, positionProvider: { positionCell.load() }
+            ) { command in
                 let slot = ReplySlot(timeoutReply: MPRISReply.refused("the player did not answer in time"))
                 inbox.yield(.mpris(command, slot))
                 return slot.wait(timeout: .seconds(10))
@@ -80,6 +83,17 @@ public enum PlayerService {
         for source in signalSources { source.cancel() }
         log.record("service", ["state": "stopped", "exit": "\(result.code)"])
         return result.code
+    }
+}
+
+extension EventLog {
+    /// Records a change of the MPRIS server's bus connection.
+    func record(_ change: MPRISConnectionChange) {
+        switch change {
+        case .connected: record("mpris", ["state": "connected"])
+        case .lost(let error): record("mpris", ["state": "lost", "error": error])
+        case .reconnected: record("mpris", ["state": "reconnected"])
+        }
     }
 }
 

@@ -146,7 +146,7 @@ public enum QueueInput {
             if entry.starts(with: "file://".utf8) {
                 let uri = String(decoding: entry, as: UTF8.self)
                 guard let components = URLComponents(string: uri),
-                      let decoded = MPRISURI.percentDecoded(components.percentEncodedPath) else {
+                      let decoded = TrackPath.percentDecodedBytes(components.percentEncodedPath) else {
                     expansion.problems.append("a file:// entry in \(shownName) is not a valid URI")
                     continue
                 }

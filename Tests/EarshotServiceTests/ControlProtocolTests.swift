@@ -186,7 +186,7 @@ extension QueueInputTests {
         }
         let listed = folder + names[0]
         let playlist = Array("#EXTM3U\n".utf8) + listed + Array("\nfile://".utf8)
-            + Array(MPRISURI.fileURI(for: TrackPath(bytes: folder + names[1])!).utf8.dropFirst("file://".count))
+            + Array(TrackPath(bytes: folder + names[1])!.fileURI.utf8.dropFirst("file://".count))
             + Array("\n".utf8)
         try Data(playlist).write(to: URL(fileURLWithPath: root + "/list.m3u"))
 

@@ -1,6 +1,6 @@
-// The data the MPRIS adapter exchanges with its owner: commands in, replies back, snapshots to publish.
-// Plain Swift values: the adapter knows MPRIS and sd-bus, the owner knows the player, and these types are
-// all they share.
+// The data the MPRIS adapter exchanges with its owner: commands in, replies back, snapshots to publish, and the one
+// protocol the owner calls (`MPRISPublishing`). Plain Swift values: the adapter knows MPRIS and sd-bus, the owner
+// knows the player, and these types are all they share.
 import Foundation
 import TrackPaths
 
@@ -133,6 +133,28 @@ public struct MPRISSnapshot: Equatable, Sendable {
     }
 }
 
+/// What the player needs of its MPRIS presence, and all it sees of it: show a new snapshot, announce a jump in the
+/// position, and leave the bus. Requests come the other way, as `MPRISCommand`s to the handler `MPRISServer` was
+/// made with. Each call returns at once (the bus thread does the work), so the player's owner never waits on D-Bus.
+public protocol MPRISPublishing: AnyObject, Sendable {
+    /// Shows `snapshot`; clients are told the properties that changed.
+    func update(_ snapshot: MPRISSnapshot)
+    /// Emits `Seeked(positionMicroseconds)`.
+    func emitSeeked(positionMicroseconds: Int64)
+    /// Releases the bus name and stops serving.
+    func stop()
+}
+
+/// A change of the MPRIS server's connection to the session bus, for the owner's event log (kinds only).
+public enum MPRISConnectionChange: Equatable, Sendable {
+    /// The first connection was made and the name taken.
+    case connected
+    /// The connection was lost (the session bus went away); `error` is sd-bus's error number, or "closed".
+    case lost(error: String)
+    /// Connected again after a loss, name and object registered anew.
+    case reconnected
+}
+
 /// Why the MPRIS server could not start.
 public struct MPRISError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The step that failed, e.g. "connect to the session bus", "request the name".
@@ -175,7 +197,8 @@ enum MPRISURI {
             return .refused("OpenUri: only local files can be opened (the URI names host \(host))")
         }
         // Percent-escapes stand for bytes, which need not spell UTF-8 (`%FF` in a file name is a byte 0xFF).
-        guard let bytes = percentDecoded(components.percentEncodedPath), let path = TrackPath(bytes: bytes) else {
+        guard let bytes = TrackPath.percentDecodedBytes(components.percentEncodedPath),
+              let path = TrackPath(bytes: bytes) else {
             return .refused("OpenUri: the URI's path is not valid")
         }
         guard path.bytes.first == UInt8(ascii: "/") else { return .refused("OpenUri: the URI has no absolute path") }
@@ -188,51 +211,5 @@ enum MPRISURI {
             return .refused("OpenUri: the file is not readable: \(String(cString: strerror(errno)))")
         }
         return .file(path)
-    }
-
-    /// A `file://` URI for an absolute `path`: every byte that is not an unreserved character, a sub-delimiter,
-    /// `:`, `@` or `/` (RFC 3986 path characters) is percent-escaped, so the URI is ASCII whatever the name's
-    /// bytes, and a name that is not UTF-8 survives the round trip through `localFile(_:)`.
-    static func fileURI(for path: TrackPath) -> String {
-        let digits = Array("0123456789ABCDEF".utf8)
-        var uri = Array("file://".utf8)
-        for byte in path.bytes {
-            if pathCharacters.contains(byte) {
-                uri.append(byte)
-            } else {
-                uri += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
-            }
-        }
-        return String(decoding: uri, as: UTF8.self)
-    }
-
-    /// The bytes of a URI path that may appear unescaped.
-    private static let pathCharacters = Set(
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/".utf8)
-
-    /// `text` with every `%HH` replaced by its byte; nil for a malformed escape.
-    static func percentDecoded(_ text: String) -> [UInt8]? {
-        var bytes: [UInt8] = []
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                return nil
-            }
-            bytes.append(high << 4 | low)
-        }
-        return bytes
-    }
-
-    private static func hexValue(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }

@@ -54,7 +54,7 @@ enum RealtimeAttempt: Equatable {
 }
 
 /// Raises one thread of this process to real-time scheduling, as far as the system allows.
-enum RealtimePriority {
+public enum RealtimePriority {
     /// The SCHED_FIFO priority asked for.
     static let priority = 10
     /// RLIMIT_RTTIME, in microseconds: what PulseAudio and PipeWire set, and rtkit's default maximum.
@@ -79,7 +79,7 @@ enum RealtimePriority {
     }
 
     /// Raises the thread `threadID` (a kernel thread id of this process) and reports what is in effect.
-    static func raise(threadID: Int32) -> RealtimeOutcome {
+    public static func raise(threadID: Int32) -> RealtimeOutcome {
         let limit = earshot_limit_realtime_cpu(cpuLimitMicroseconds)
         guard limit > 0 else {
             // A hard limit of 0 forbids real-time scheduling altogether.
@@ -118,7 +118,7 @@ enum RealtimePriority {
 
         var maximum: Int32 = 0
         guard sd_bus_get_property_trivial(bus, rtkitName, rtkitPath, rtkitName, "MaxRealtimePriority", &error,
-                                          BusType.int32, &maximum) >= 0 else {
+                                          busType(SD_BUS_TYPE_INT32), &maximum) >= 0 else {
             return .failed(reason: "rtkit: \(busErrorName(error) ?? "not available")")
         }
         guard let granted = rtkitPriority(maximum: Int(maximum)) else {
@@ -126,7 +126,7 @@ enum RealtimePriority {
         }
         var cpuMaximum: Int64 = 0
         if sd_bus_get_property_trivial(bus, rtkitName, rtkitPath, rtkitName, "RTTimeUSecMax", &error,
-                                       BusType.int64, &cpuMaximum) >= 0,
+                                       busType(SD_BUS_TYPE_INT64), &cpuMaximum) >= 0,
             cpuMaximum > 0, UInt64(cpuMaximum) < cpuLimitMicroseconds {
             // rtkit refuses a process whose limit is above its own maximum.
             _ = earshot_limit_realtime_cpu(UInt64(cpuMaximum))
@@ -140,8 +140,8 @@ enum RealtimePriority {
         defer { sd_bus_message_unref(call) }
         var thread = UInt64(threadID)
         var rank = UInt32(granted)
-        guard sd_bus_message_append_basic(call, BusType.uint64, &thread) >= 0,
-            sd_bus_message_append_basic(call, BusType.uint32, &rank) >= 0
+        guard sd_bus_message_append_basic(call, busType(SD_BUS_TYPE_UINT64), &thread) >= 0,
+            sd_bus_message_append_basic(call, busType(SD_BUS_TYPE_UINT32), &rank) >= 0
         else { return .failed(reason: "rtkit: cannot build the call") }
         var reply: OpaquePointer?
         guard sd_bus_call(bus, call, 0, &error, &reply) >= 0 else {
@@ -151,6 +151,11 @@ enum RealtimePriority {
         let now = policy(of: threadID)
         guard now == SCHED_RR || now == SCHED_FIFO else { return .failed(reason: "rtkit: not in effect") }
         return .granted(priority: granted)
+    }
+
+    /// sd-bus's D-Bus type code (an `int` constant in its headers) as the `char` its calls take.
+    private static func busType(_ code: Int) -> CChar {
+        CChar(truncatingIfNeeded: code)
     }
 
     /// The D-Bus error name (a fixed identifier such as org.freedesktop.DBus.Error.AccessDenied, never user content).

@@ -5,7 +5,7 @@ import Testing
 
 import EarshotTestSupport
 import TrackPaths
-@testable import EarshotService
+@testable import EarshotMPRIS
 
 /// Stands in for the Player: records every command and publishes the state change it implies.
 final class FakePlayer: @unchecked Sendable {

@@ -1,5 +1,5 @@
 // The fallback order of RealtimePriority (the real calls are proven end to end in RealtimeSchedulingTests).
-@testable import EarshotService
+@testable import RealtimeScheduling
 import Testing
 
 @Suite("Real-time priority: fallback order and limits")

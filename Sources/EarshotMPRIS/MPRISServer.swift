@@ -28,7 +28,7 @@ import Foundation
 
 /// Publishes the player on the session bus as an MPRIS2 media player and turns clients' requests into
 /// `MPRISCommand`s. It knows nothing of the player: it calls `handler` and shows what `update` tells it.
-public final class MPRISServer: @unchecked Sendable {
+public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
     // Unchecked Sendable: the properties under "Shared" are guarded by `lock`; those under "Bus thread" are
     // touched only by the bus thread once it runs (`start()` hands them over before starting it); the rest
     // are immutable.
@@ -47,7 +47,7 @@ public final class MPRISServer: @unchecked Sendable {
     private let handler: @Sendable (MPRISCommand) -> MPRISReply
     private let positionProvider: @Sendable () -> Int64
     private let busAddress: String?
-    private let log: EventLog?
+    private let connectionChanged: @Sendable (MPRISConnectionChange) -> Void
     /// The C vtables' userdata: this object (unretained) and the three entry points. Freed in deinit.
     private let callbacks: UnsafeMutablePointer<EarshotMPRISCallbacks>
     /// The wake-up pipe: [read end, write end], both non-blocking.
@@ -70,14 +70,15 @@ public final class MPRISServer: @unchecked Sendable {
     /// A server that connects to `busAddress` (a D-Bus address such as `unix:path=/run/user/1000/bus`), or
     /// when nil to the user's session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`).
     /// `handler` answers clients' requests on the bus thread; `positionProvider` gives the position in
-    /// microseconds when a client reads `Position`. `log`, when given, records connection changes (kinds only).
+    /// microseconds when a client reads `Position`. `connectionChanged` hears of connections made and lost (on the
+    /// calling thread for the first, on the bus thread later), for the owner's log.
     public init(
-        busAddress: String? = nil, log: EventLog? = nil,
+        busAddress: String? = nil, connectionChanged: @escaping @Sendable (MPRISConnectionChange) -> Void = { _ in },
         positionProvider: @escaping @Sendable () -> Int64 = { 0 },
         handler: @escaping @Sendable (MPRISCommand) -> MPRISReply
     ) {
         self.busAddress = busAddress
-        self.log = log
+        self.connectionChanged = connectionChanged
         self.positionProvider = positionProvider
         self.handler = handler
         var descriptors: [Int32] = [-1, -1]
@@ -154,7 +155,7 @@ public final class MPRISServer: @unchecked Sendable {
         thread.name = "earshot-mpris"
         busThread = thread
         thread.start()
-        log?.record("mpris", ["state": "connected"])
+        connectionChanged(.connected)
     }
 
     /// Stops the bus thread, releasing the name. Waits for the thread unless called on it (from the handler).
@@ -282,7 +283,7 @@ public final class MPRISServer: @unchecked Sendable {
                     connected = true
                     lock.unlock()
                     backoffMilliseconds = 100
-                    log?.record("mpris", ["state": "reconnected"])
+                    connectionChanged(.reconnected)
                 } catch {
                     backoffMilliseconds = min(backoffMilliseconds * 2, 2000)
                 }
@@ -291,7 +292,7 @@ public final class MPRISServer: @unchecked Sendable {
             publishPending()
             let processed = sd_bus_process(bus, nil)
             if processed < 0 || sd_bus_is_open(bus) <= 0 {
-                log?.record("mpris", ["state": "lost", "error": processed < 0 ? "\(-processed)" : "closed"])
+                connectionChanged(.lost(error: processed < 0 ? "\(-processed)" : "closed"))
                 disconnect()
                 continue
             }
@@ -529,7 +530,7 @@ public final class MPRISServer: @unchecked Sendable {
             }
             if let path = snapshot.filePath {
                 try writer.entry("xesam:url", BusType.string) { () throws(BusWriter.Failure) in
-                    try writer.string(MPRISURI.fileURI(for: path))
+                    try writer.string(path.fileURI)
                 }
             }
         }

@@ -1,8 +1,8 @@
-// Writing sd-bus messages from Swift: the D-Bus type codes (the MPRIS server's and the rtkit call's) and a writer
-// that appends values with sd-bus's non-variadic calls (the MPRIS server's replies).
+// Writing sd-bus messages from Swift: the D-Bus type codes the MPRIS server uses and a writer that appends values
+// with sd-bus's non-variadic calls (the MPRIS server's replies).
 import CSystemd
 
-/// D-Bus type codes as sd-bus's `char` parameters (MPRIS, and the rtkit call in RealtimePriority.swift).
+/// D-Bus type codes as sd-bus's `char` parameters.
 enum BusType {
     static let boolean = code("b")
     static let int32 = code("i")
