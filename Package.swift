@@ -5,6 +5,14 @@
 // Only adapter targets import C modules; EarshotService imports none (EarshotServiceTests' LayeringTests checks it).
 import PackageDescription
 
+// The language settings every Swift target shares, applied below in one place: Swift 6 mode, and complete strict
+// concurrency checking (data races are compile errors). Swift 6 mode implies the second; it is named as well so that
+// a target that ever has to drop to Swift 5 mode keeps the checking.
+let sharedSwiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("StrictConcurrency"),
+]
+
 let package = Package(
     name: "Earshot",
     products: [
@@ -93,6 +101,11 @@ let package = Package(
         ),
         // The tour's timeline picture, from small recordings made in the test.
         .testTarget(name: "TourTimelineTests", dependencies: ["TourTimeline"]),
-    ],
-    swiftLanguageModes: [.v6]
+    ]
 )
+
+// Every Swift target gets the shared settings; the C targets (system libraries and the C shims, all named C...) take
+// none.
+for target in package.targets where target.type != .system && !target.name.hasPrefix("C") {
+    target.swiftSettings = (target.swiftSettings ?? []) + sharedSwiftSettings
+}
