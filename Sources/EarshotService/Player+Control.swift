@@ -5,7 +5,6 @@ import EarshotCore
 import EarshotMPRIS
 import Foundation
 import PulseOutput
-import RealtimeScheduling
 import TrackPaths
 
 extension Player {
@@ -133,45 +132,20 @@ extension Player {
         case .volume(let percent): dispatch(.userVolume(percent: percent))
         case .status, .events: break
         }
-        return ControlReply.success(["status": status()])
+        return ControlReply.success(["status": report().status])
     }
 
-    /// The status object of replies: kinds, states and numbers, never user content.
-    func status() -> [String: Any] {
-        var pauseReason: Any = NSNull()
-        var lossReason: Any = NSNull()
-        if case .paused(let reason) = rules.playback {
-            pauseReason = reason.description
-            if case .outputLost(let cause) = reason { lossReason = cause.description }
-        }
-        var lastError: Any = NSNull()
-        if let failure = rules.lastFailure {
-            lastError = ["trackIndex": failure.index, "kind": failure.failure.description]
-        }
-        return [
-            "playback": rules.playback == .idle ? "stopped" : rules.playback.name,
-            "pauseReason": pauseReason,
-            "outputLostReason": lossReason,
-            "waitingForInterruptionEnd": rules.waitingForInterruptionEnd,
-            "activeInterruptions": rules.interruptions.map(\.description).sorted(),
-            "resumeIntent": rules.resumeIntent.description,
-            "positionMs": positionMilliseconds,
-            "durationMs": durationMilliseconds.map { $0 as Any } ?? NSNull(),
-            "trackIndex": rules.queue.index,
-            "trackCount": rules.queue.trackCount,
-            "sink": stream?.sinkName.map { $0 as Any } ?? NSNull(),
-            // The rules' acknowledged fact, reported by the executor (`streamCorked`, `streamUncorked`, ...).
-            "corked": rules.stream.isCorked,
-            "streamOpen": stream != nil,
-            "underruns": underrunsOfClosedStreams + (stream?.underrunCount ?? 0),
-            "serverUnderflows": serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0),
-            "server": serverName.map { $0 as Any } ?? NSNull(),
-            "realtime": realtime?.outcome.description ?? RealtimeOutcome.none(reason: "not connected").description,
-            "realtimeThread": realtime?.threadID.map { Int($0) as Any } ?? NSNull(),
-            "volume": rules.volumePercent,
-            "lastError": lastError,
-            "slowestHandlingMicros": slowestHandlingMicros,
-        ]
+    /// The player's state as status and MPRIS show it, read in one place (see `PlayerReport`).
+    func report() -> PlayerReport {
+        PlayerReport(
+            rules: rules, paths: paths, queueGeneration: queueGeneration, metadata: tracks[rules.queue.index]?.metadata,
+            positionMilliseconds: positionMilliseconds, durationMilliseconds: durationMilliseconds,
+            output: PlayerReport.Output(
+                sinkName: stream?.sinkName, streamOpen: stream != nil,
+                underruns: underrunsOfClosedStreams + (stream?.underrunCount ?? 0),
+                serverUnderflows: serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0),
+                serverName: serverName, realtime: realtime?.outcome, realtimeThread: realtime?.threadID),
+            slowestHandlingMicros: slowestHandlingMicros)
     }
 
     func shutdown(signal: Int32) {
@@ -273,13 +247,10 @@ extension Player {
     /// and the position for `Position`, which MPRIS clients read when they want it.
     func publish() {
         guard let mpris else { return }
-        let index = rules.queue.index
-        let path = rules.playback != .idle && paths.indices.contains(index) ? paths[index] : nil
-        let length = path != nil ? durationMilliseconds.map { Int64($0) * 1000 } : nil
-        positionCell.store(microseconds: Int64(positionMilliseconds) * 1000, advancing: rules.isPlaying, limit: length)
-        let snapshot = MPRISSnapshot(
-            rules: rules, trackNumber: queueGeneration * 100_000 + index, path: path,
-            metadata: tracks[index]?.metadata, lengthMicroseconds: length, queueLength: paths.count)
+        let report = report()
+        positionCell.store(microseconds: Int64(positionMilliseconds) * 1000, advancing: rules.isPlaying,
+                           limit: report.lengthMicroseconds)
+        let snapshot = report.mprisSnapshot
         // Told only changes: an unchanged snapshot would still wake the bus thread.
         guard snapshot != publishedSnapshot else { return }
         publishedSnapshot = snapshot
@@ -304,9 +275,7 @@ extension Player {
                 dispatch(.userSeek(milliseconds: max(target, 0)))
             }
         case .setPosition(let trackId, let position):
-            guard trackId == MPRISSnapshot.trackId(queueGeneration * 100_000 + rules.queue.index) else {
-                return .done
-            }
+            guard trackId == report().currentTrackId else { return .done }
             dispatch(.userSeek(milliseconds: Int(position / 1000)))
         case .openUri(let path):
             replaceQueue(with: [path], play: true)

@@ -2,7 +2,6 @@
 // rulebook gives to what the decoder and the clock report.
 import AudioPipeline
 import EarshotCore
-import EarshotMPRIS
 import Foundation
 import PulseOutput
 import RealtimeScheduling
@@ -88,37 +87,6 @@ extension Player {
         case .unsupportedFormat: return .unsupportedFormat
         case .decodeFailed, .seekFailed, .libraryFailure: return .decodeFailed
         }
-    }
-}
-
-extension MPRISSnapshot {
-    /// What MPRIS shows of the rulebook's `rules`: `path` is the current track's file (nil when there is none to
-    /// show), `trackNumber` the number its track id is made of, and `queueLength` how many tracks are queued.
-    init(
-        rules: PlayerState, trackNumber: Int, path: TrackPath?, metadata: TrackMetadata?, lengthMicroseconds: Int64?,
-        queueLength: Int
-    ) {
-        let status: PlaybackStatus
-        switch rules.playback {
-        case .playing: status = .playing
-        case .paused: status = .paused
-        case .idle, .stopped: status = .stopped
-        }
-        let hasTrack = path != nil
-        self.init(
-            playbackStatus: status,
-            trackId: hasTrack ? Self.trackId(trackNumber) : nil,
-            title: hasTrack ? metadata?.title : nil,
-            artists: hasTrack ? (metadata?.artist).map { [$0] } ?? [] : [],
-            album: hasTrack ? metadata?.album : nil,
-            filePath: path,
-            lengthMicroseconds: lengthMicroseconds,
-            volume: Double(rules.volumePercent) / 100,
-            canGoNext: hasTrack && rules.queue.index + 1 < queueLength,
-            canGoPrevious: hasTrack,
-            canPlay: hasTrack,
-            canPause: hasTrack,
-            canSeek: hasTrack)
     }
 }
 

@@ -1,0 +1,132 @@
+// What the player shows of itself, made in one place from its state: the status object of control replies (`earshot
+// status`) and the snapshot MPRIS publishes. Both read the same values, so they cannot disagree about the track, the
+// playback or the volume. Pure: values in, the two views out.
+import AudioPipeline
+import EarshotCore
+import EarshotMPRIS
+import Foundation
+import RealtimeScheduling
+import TrackPaths
+
+/// The player's state as status and MPRIS see it: what the rulebook decided and what the executor knows besides.
+struct PlayerReport {
+    /// What the executor knows of the output, beyond the rulebook's acknowledged facts.
+    struct Output {
+        /// The sink our stream plays on, when there is a stream.
+        var sinkName: String?
+        /// Whether a stream exists.
+        var streamOpen: Bool
+        /// Ring shortfalls counted by the write callback, over every stream so far.
+        var underruns: Int
+        /// Underflows the server reported, over every stream so far.
+        var serverUnderflows: Int
+        /// The server's name, once connected.
+        var serverName: String?
+        /// The scheduling of the mainloop thread that feeds the server; nil while not connected.
+        var realtime: RealtimeOutcome?
+        /// That thread's kernel id, when found.
+        var realtimeThread: Int32?
+    }
+
+    /// The rulebook's state.
+    var rules: PlayerState
+    /// The queued files.
+    var paths: [TrackPath]
+    /// Bumped whenever the queue is replaced, so the track ids of a new queue differ from the old ones.
+    var queueGeneration: Int
+    /// The current track's tags, once the decoder opened it.
+    var metadata: TrackMetadata?
+    /// The position heard in the current track, in milliseconds.
+    var positionMilliseconds: Int
+    /// The current track's length in milliseconds, when known.
+    var durationMilliseconds: Int?
+    /// The output as the executor knows it.
+    var output: Output
+    /// The longest one inbox item took to handle, in microseconds.
+    var slowestHandlingMicros: Int
+
+    /// The MPRIS track id of queue entry `index` in the queue of `queueGeneration`: unique per queued item, as clients
+    /// take a new id for a new track.
+    static func trackId(index: Int, queueGeneration: Int) -> String {
+        MPRISSnapshot.trackId(queueGeneration * 100_000 + index)
+    }
+
+    /// The current track's id (`SetPosition` names it).
+    var currentTrackId: String {
+        Self.trackId(index: rules.queue.index, queueGeneration: queueGeneration)
+    }
+
+    /// The current track's file, nil when there is none to show (idle, or an index outside the queue).
+    var currentPath: TrackPath? {
+        rules.playback != .idle && paths.indices.contains(rules.queue.index) ? paths[rules.queue.index] : nil
+    }
+
+    /// The current track's length in microseconds, as MPRIS shows it; nil without a current track or a known length.
+    var lengthMicroseconds: Int64? {
+        currentPath != nil ? durationMilliseconds.map { Int64($0) * 1000 } : nil
+    }
+
+    /// The status object of control replies: kinds, states and numbers, never user content.
+    var status: [String: Any] {
+        var pauseReason: Any = NSNull()
+        var lossReason: Any = NSNull()
+        if case .paused(let reason) = rules.playback {
+            pauseReason = reason.description
+            if case .outputLost(let cause) = reason { lossReason = cause.description }
+        }
+        var lastError: Any = NSNull()
+        if let failure = rules.lastFailure {
+            lastError = ["trackIndex": failure.index, "kind": failure.failure.description]
+        }
+        return [
+            "playback": rules.playback == .idle ? "stopped" : rules.playback.name,
+            "pauseReason": pauseReason,
+            "outputLostReason": lossReason,
+            "waitingForInterruptionEnd": rules.waitingForInterruptionEnd,
+            "activeInterruptions": rules.interruptions.map(\.description).sorted(),
+            "resumeIntent": rules.resumeIntent.description,
+            "positionMs": positionMilliseconds,
+            "durationMs": durationMilliseconds.map { $0 as Any } ?? NSNull(),
+            "trackIndex": rules.queue.index,
+            "trackCount": rules.queue.trackCount,
+            "sink": output.sinkName.map { $0 as Any } ?? NSNull(),
+            // The rules' acknowledged fact, reported by the executor (`streamCorked`, `streamUncorked`, ...).
+            "corked": rules.stream.isCorked,
+            "streamOpen": output.streamOpen,
+            "underruns": output.underruns,
+            "serverUnderflows": output.serverUnderflows,
+            "server": output.serverName.map { $0 as Any } ?? NSNull(),
+            "realtime": (output.realtime ?? .none(reason: "not connected")).description,
+            "realtimeThread": output.realtimeThread.map { Int($0) as Any } ?? NSNull(),
+            "volume": rules.volumePercent,
+            "lastError": lastError,
+            "slowestHandlingMicros": slowestHandlingMicros,
+        ]
+    }
+
+    /// What MPRIS shows: the playback, the current track and what a client may ask for.
+    var mprisSnapshot: MPRISSnapshot {
+        let status: MPRISSnapshot.PlaybackStatus
+        switch rules.playback {
+        case .playing: status = .playing
+        case .paused: status = .paused
+        case .idle, .stopped: status = .stopped
+        }
+        let path = currentPath
+        let hasTrack = path != nil
+        return MPRISSnapshot(
+            playbackStatus: status,
+            trackId: hasTrack ? currentTrackId : nil,
+            title: hasTrack ? metadata?.title : nil,
+            artists: hasTrack ? (metadata?.artist).map { [$0] } ?? [] : [],
+            album: hasTrack ? metadata?.album : nil,
+            filePath: path,
+            lengthMicroseconds: lengthMicroseconds,
+            volume: Double(rules.volumePercent) / 100,
+            canGoNext: hasTrack && rules.queue.index + 1 < paths.count,
+            canGoPrevious: hasTrack,
+            canPlay: hasTrack,
+            canPause: hasTrack,
+            canSeek: hasTrack)
+    }
+}

@@ -1,0 +1,101 @@
+// The player's report: status and the MPRIS snapshot read from one state, so they agree on the track, the
+// playback and the volume.
+import AudioPipeline
+import EarshotCore
+import EarshotMPRIS
+import Foundation
+import Testing
+import TrackPaths
+@testable import EarshotService
+
+@Suite("Player report: status and MPRIS from one state")
+struct PlayerReportTests {
+    static let output = PlayerReport.Output(
+        sinkName: "headphones", streamOpen: true, underruns: 2, serverUnderflows: 1, serverName: "pulseaudio 16.1",
+        realtime: .schedFIFO(priority: 10), realtimeThread: 4242)
+
+    static func report(_ rules: PlayerState, paths: [TrackPath] = ["/music/a.mp3", "/music/b.mp3"]) -> PlayerReport {
+        PlayerReport(
+            rules: rules, paths: paths, queueGeneration: 3,
+            metadata: TrackMetadata(title: "Blue in Green", artist: "Miles Davis", album: "Kind of Blue"),
+            positionMilliseconds: 42_500, durationMilliseconds: 337_000, output: output, slowestHandlingMicros: 900)
+    }
+
+    @Test("paused by a call on the first of two tracks: both views say paused, on the same track")
+    func pausedByCall() throws {
+        let rules = PlayerState(
+            playback: .paused(.interruption), interruptions: [.serverCorkRequest], resumeIntent: .userAskedToPlay,
+            queue: QueueCursor(trackCount: 2, index: 0), stream: StreamCondition(isOpen: true, isCorked: true),
+            volumePercent: 80)
+        let report = Self.report(rules)
+
+        let status = report.status
+        #expect(status["playback"] as? String == "paused")
+        #expect(status["pauseReason"] as? String == "interruption")
+        #expect(status["outputLostReason"] is NSNull)
+        #expect(status["activeInterruptions"] as? [String] == ["server"])
+        #expect(status["waitingForInterruptionEnd"] as? Bool == true)
+        #expect(status["resumeIntent"] as? String == "userAskedToPlay")
+        #expect(status["positionMs"] as? Int == 42_500)
+        #expect(status["durationMs"] as? Int == 337_000)
+        #expect(status["trackIndex"] as? Int == 0)
+        #expect(status["trackCount"] as? Int == 2)
+        #expect(status["corked"] as? Bool == true)
+        #expect(status["sink"] as? String == "headphones")
+        #expect(status["underruns"] as? Int == 2)
+        #expect(status["realtime"] as? String == "SCHED_FIFO 10")
+        #expect(status["realtimeThread"] as? Int == 4242)
+        #expect(status["volume"] as? Int == 80)
+        #expect(status["slowestHandlingMicros"] as? Int == 900)
+
+        #expect(report.mprisSnapshot == MPRISSnapshot(
+            playbackStatus: .paused, trackId: MPRISSnapshot.trackId(300_000), title: "Blue in Green",
+            artists: ["Miles Davis"], album: "Kind of Blue", filePath: "/music/a.mp3",
+            lengthMicroseconds: 337_000_000, volume: 0.8, canGoNext: true, canGoPrevious: true, canPlay: true,
+            canPause: true, canSeek: true))
+        #expect(report.currentTrackId == report.mprisSnapshot.trackId)
+        #expect(report.lengthMicroseconds == 337_000_000)
+    }
+
+    @Test("the last track playing: no next track, and the track id changes with the queue's generation")
+    func lastTrackPlaying() {
+        let rules = PlayerState(playback: .playing, queue: QueueCursor(trackCount: 2, index: 1),
+                                stream: StreamCondition(isOpen: true, isCorked: false))
+        var report = Self.report(rules)
+        #expect(report.status["playback"] as? String == "playing")
+        #expect(report.status["corked"] as? Bool == false)
+        #expect(report.mprisSnapshot.playbackStatus == .playing)
+        #expect(report.mprisSnapshot.filePath == "/music/b.mp3")
+        #expect(report.mprisSnapshot.canGoNext == false)
+        let before = report.currentTrackId
+        report.queueGeneration += 1
+        #expect(report.currentTrackId != before)
+        #expect(report.mprisSnapshot.trackId == report.currentTrackId)
+    }
+
+    @Test("output lost: status names the cause, MPRIS shows paused")
+    func outputLost() {
+        let rules = PlayerState(
+            playback: .paused(.outputLost(.deviceRemoved)), queue: QueueCursor(trackCount: 2, index: 0))
+        let report = Self.report(rules)
+        #expect(report.status["pauseReason"] as? String == "outputLost")
+        #expect(report.status["outputLostReason"] as? String == OutputLossReason.deviceRemoved.description)
+        #expect(report.mprisSnapshot.playbackStatus == .paused)
+    }
+
+    @Test("idle: status says stopped, MPRIS shows no track and offers nothing")
+    func idle() {
+        var output = Self.output
+        output.realtime = nil
+        output.streamOpen = false
+        var report = Self.report(PlayerState(), paths: [])
+        report.output = output
+        report.durationMilliseconds = nil
+        #expect(report.status["playback"] as? String == "stopped")
+        #expect(report.status["realtime"] as? String == "none (not connected)")
+        #expect(report.status["streamOpen"] as? Bool == false)
+        #expect(report.status["durationMs"] is NSNull)
+        #expect(report.mprisSnapshot == MPRISSnapshot(playbackStatus: .stopped, volume: 1.0))
+        #expect(report.lengthMicroseconds == nil)
+    }
+}
