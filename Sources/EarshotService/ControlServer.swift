@@ -36,7 +36,7 @@ public final class ControlServer: Sendable {
     private let log: EventLog
     /// Set when the server is closing; client threads then stop.
     private let closing = Atomic<Bool>(false)
-    private let clients = Mutex<Set<Int32>>([])
+    private let clients = LockedValue<Set<Int32>>([])
 
     /// Binds the socket (refusing when another instance answers on it) and starts accepting.
     public init(path: String, log: EventLog, handler: @escaping Handler) throws(ControlSocketError) {

@@ -1,12 +1,11 @@
 // The event log: one line per event with its kind, cause, the resulting playback state and the commands.
 // It records kinds and states only: never a path, a title or other user content, at any level.
 import Foundation
-import Synchronization
 
 /// Writes event-log lines to standard error and to every follower (`earshot events`).
 public final class EventLog: Sendable {
     /// Followers' socket descriptors; guarded by the mutex, written to outside the audio path.
-    private let followers = Mutex<[Int32]>([])
+    private let followers = LockedValue<[Int32]>([])
     /// Whether lines also go to standard error.
     private let echoToStandardError: Bool
 
