@@ -46,10 +46,17 @@ class Bench:
         self.earshot = args.earshot
         self.env = dict(os.environ)
         self.sockets = 0
+        # The players measured (the buffer sweep measures Earshot against mpg123 only).
+        self.players = list(PLAYERS)
+        # Earshot's target latency (its --latency) in every measurement; None leaves its default. The other
+        # players keep theirs, so mpg123 stays the same yardstick at every latency of the sweep.
+        self.earshot_latency_ms = None
 
     def command(self, player, mp3, wav, sink=None, latency_ms=None):
         """The command line and environment that make PLAYER play the track (MP3, or WAV for paplay)."""
         env = dict(self.env)
+        if player == "earshot" and latency_ms is None:
+            latency_ms = self.earshot_latency_ms
         if latency_ms is not None and player != "earshot":
             # libpulse's own override of the buffer attributes: every libpulse client honours it.
             env["PULSE_LATENCY_MSEC"] = str(latency_ms)
@@ -139,6 +146,19 @@ def module_of_sink(name):
     return None
 
 
+def server_name():
+    """"PulseAudio 16.1" or "PipeWire 1.4.2" (pipewire-pulse names itself "PulseAudio (on PipeWire 1.4.2)")."""
+    info = pactl("info")
+    name = info.split("Server Name: ")[1].split("\n")[0]
+    if "on PipeWire " in name:
+        return "PipeWire " + name.split("on PipeWire ")[1].rstrip(")")
+    return "PulseAudio " + info.split("Server Version: ")[1].split("\n")[0]
+
+
+def on_pipewire():
+    return os.environ.get("SOUNDSERVER_KIND", "pulseaudio") != "pulseaudio"
+
+
 def layout():
     subprocess.run([os.environ["SOUNDSERVER_CTL"], "layout"], check=True, stdout=subprocess.DEVNULL)
 
@@ -155,7 +175,9 @@ class Recorder:
         self.file = open(self.path, "wb")
         self.process = subprocess.Popen(
             ["parec", f"--device={sink}.monitor", "--raw", "--format=s16le", f"--rate={RATE}", "--channels=2",
-             "--latency-msec=10", "--client-name=earshot-bench-recorder", f"--stream-name=monitor of {sink}"],
+             "--latency-msec=10", "--client-name=earshot-bench-recorder", f"--stream-name=monitor of {sink}"]
+            # On PipeWire, WirePlumber would move a recorder whose monitor went away to the new default source.
+            + (["--property=node.dont-reconnect=true"] if on_pipewire() else []),
             stdout=self.file, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while os.path.getsize(self.path) == 0:
@@ -304,13 +326,14 @@ def start_on_headphones(bench, player, tracks, measurement):
 
 def measure_unplug(bench, tracks, repetitions):
     """Audio on speakers.monitor in the WINDOW after headphones is unloaded, per unplug (ms)."""
-    window = 1.5
+    # Long enough for all of a large buffer to play out on the speakers, were it not held back.
+    window = 1.5 + (bench.earshot_latency_ms or 0) / 1000
     results = {}
     layout()
     speakers = Recorder(bench.work, "speakers")
     marks = []
-    for player in PLAYERS:
-        for _ in range(repetitions[player]):
+    for player in bench.players:
+        for _ in range(repetitions.get(player, 0)):
             layout()
             process = start_on_headphones(bench, player, tracks, "unplug")
             if process is None:
@@ -406,7 +429,7 @@ def measure_call(bench, tracks, call_seconds):
     layout()
     headphones = Recorder(bench.work, "headphones")
     marks = []
-    for player in PLAYERS:
+    for player in bench.players:
         process = start_on_headphones(bench, player, tracks, "call")
         if process is None:
             continue
@@ -429,10 +452,10 @@ def measure_call(bench, tracks, call_seconds):
     return {"callSeconds": call_seconds, "players": results}
 
 
-def bench_sinks():
+def bench_sinks(bench):
     """One extra null sink per player, so that players measured at once do not share a monitor."""
     modules = []
-    for player in PLAYERS:
+    for player in bench.players:
         name = "bench_" + player.replace("-", "_")
         if sink_index(name) is None:
             modules.append(pactl("load-module", "module-null-sink", f"sink_name={name}").strip())
@@ -443,20 +466,27 @@ def sink_of(player):
     return "bench_" + player.replace("-", "_")
 
 
-def measure_cpu(bench, tracks):
-    """CPU seconds and peak RSS of each player playing the 60 s track to its end, all at once on their own sinks."""
-    processes = {player: bench.start(player, tracks["cpu_mp3"], tracks["cpu_wav"], sink=sink_of(player))
-                 for player in PLAYERS}
+def measure_cpu(bench, tracks, mp3="cpu_mp3", wav="cpu_wav", seconds="cpu_seconds"):
+    """CPU seconds and peak RSS of each player playing the track (60 s) to its end, all at once on their own sinks;
+    and the voluntary context switches per second of all its threads while it plays (from 3 s after the start
+    until 2 s before the end, at most 10 s: the wake-ups of steady playing, without start and end)."""
+    processes = {player: bench.start(player, tracks[mp3], tracks[wav], sink=sink_of(player))
+                 for player in bench.players}
     results = {}
     started = time.monotonic()
     pending = {process.pid: player for player, process in processes.items()}
+    counters = {}
+    window = (started + 3, started + 3 + min(10, max(1, tracks[seconds] - 5)))
     # Peak RSS from /proc (VmHWM, polled): wait4's ru_maxrss would include this Python process, since a child
     # started with vfork carries its parent's high-water mark through exec.
     peaks = {}
-    deadline = started + tracks["cpu_seconds"] + 60
+    deadline = started + tracks[seconds] + 60
     while pending and time.monotonic() < deadline:
+        now = time.monotonic()
         for pid in pending:
             peaks[pid] = max(peaks.get(pid, 0), peak_rss_kib(pid) or 0)
+            if window[0] <= now < window[1]:
+                counters.setdefault(pid, ThreadCounter(pid)).poll()
         pid, status, usage = os.wait4(-1, os.WNOHANG)
         if pid == 0:
             time.sleep(0.02)
@@ -468,6 +498,9 @@ def measure_cpu(bench, tracks):
         results[player] = {"cpuSeconds": round(usage.ru_utime + usage.ru_stime, 3),
                            "maxRssKiB": peaks.get(pid), "wallSeconds": round(time.monotonic() - started, 2),
                            "exit": processes[player].returncode}
+        if pid in counters:
+            results[player]["switchesPerSecond"] = round(counters[pid].total() / counters[pid].seconds(), 1)
+            results[player]["threads"] = counters[pid].by_thread()
     for pid, player in pending.items():
         stop(processes[player])
         results[player] = {"error": "did not finish in time"}
@@ -477,11 +510,11 @@ def measure_cpu(bench, tracks):
 def measure_stress(bench, tracks, minutes, latency_ms):
     """Every player at once, each on its own sink at LATENCY_MS target latency, for MINUTES with stress-ng on
     both cores: Earshot's own underrun counter, and the dropouts every sink's monitor actually played."""
-    recorders = {player: Recorder(bench.work, sink_of(player)) for player in PLAYERS}
+    recorders = {player: Recorder(bench.work, sink_of(player)) for player in bench.players}
     processes = {}
     logs = {}
     server_log = server_debug_log()
-    for player in PLAYERS:
+    for player in bench.players:
         logs[player] = os.path.join(bench.work, f"stress-{player}.log")
         # A file name of its own, so that players naming their stream after the file can be told apart.
         mp3 = os.path.join(bench.work, f"stress-{player}.mp3")
@@ -491,7 +524,7 @@ def measure_stress(bench, tracks, minutes, latency_ms):
                 os.symlink(source, link)
         processes[player] = bench.start(player, mp3, wav, sink=sink_of(player),
                                         latency_ms=latency_ms, log_file=logs[player])
-    for player in PLAYERS:
+    for player in bench.players:
         wait_for_stream(processes[player], sink_of(player))
     streams = sink_inputs_by_sink()
     log_start = os.path.getsize(server_log)
@@ -509,7 +542,7 @@ def measure_stress(bench, tracks, minutes, latency_ms):
         except subprocess.TimeoutExpired:
             stop(process)
     results = {}
-    for player in PLAYERS:
+    for player in bench.players:
         samples = recorders[player].stop()
         count, total, longest = gaps(samples, RATE // 1000)
         results[player] = {"dropouts": count, "droppedMs": round(total / RATE * 1000, 1),
@@ -572,7 +605,7 @@ def measure_startup(bench, tracks, repetitions):
     headphones = Recorder(bench.work, "headphones")
     results = {}
     for _ in range(repetitions):
-        for player in PLAYERS:
+        for player in bench.players:
             mark = headphones.frame_at(time.monotonic())
             process = bench.start(player, tracks["position_mp3"], tracks["position_wav"])
             # Searched from 100 ms before the mark (the sink is silent then: the last player stopped 0.5 s
@@ -635,35 +668,76 @@ def measure_big_queue(bench, tracks, count):
     return result
 
 
-def voluntary_switches(pid):
-    """The voluntary context switches of each thread of process PID so far, by thread id ({} once it has exited)."""
-    counts = {}
+def thread_counters(pid):
+    """For each thread of process PID, by thread id: (name, voluntary context switches, CPU clock ticks of user and
+    system time) so far ({} once it has exited)."""
+    counters = {}
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return counts
+        return counters
     for task in tasks:
         try:
+            with open(f"/proc/{pid}/task/{task}/comm") as handle:
+                name = handle.read().strip()
+            with open(f"/proc/{pid}/task/{task}/stat") as handle:
+                # The name (field 2) may hold spaces and parentheses: fields after its last ")" start at 3.
+                fields = handle.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{pid}/task/{task}/status") as handle:
-                for line in handle:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        counts[task] = int(line.split()[1])
-        except OSError:
+                switches = next(int(line.split()[1]) for line in handle if line.startswith("voluntary_ctxt_switches:"))
+            counters[task] = (name, switches, int(fields[11]) + int(fields[12]))
+        except (OSError, StopIteration, IndexError, ValueError):
             pass
-    return counts
+    return counters
+
+
+class ThreadCounter:
+    """The voluntary context switches and CPU time of each thread of process PID from its first poll() to its last.
+    Threads that come and go (a thread pool's) are read at every poll, so one that ends keeps the count last read;
+    poll every 20 ms and at most its last 20 ms are missed. Reading /proc does not wake the process."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.first = None
+        self.last = {}
+        self.started = self.ended = None
+
+    def poll(self):
+        now = thread_counters(self.pid)
+        if self.first is None:
+            self.first, self.started = now, time.monotonic()
+        self.last.update(now)
+        self.ended = time.monotonic()
+
+    def seconds(self):
+        return max(self.ended - self.started, 1e-3) if self.started is not None else 1e-3
+
+    def total(self):
+        return sum(switches - self.first.get(task, (name, 0, 0))[1]
+                   for task, (name, switches, _) in self.last.items())
+
+    def by_thread(self):
+        """Switches and CPU milliseconds by thread name (threads of one name summed), busiest first."""
+        names = {}
+        tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+        for task, (name, switches, ticks) in self.last.items():
+            _, switches_before, ticks_before = self.first.get(task, (name, 0, 0))
+            entry = names.setdefault(name, {"threads": 0, "switches": 0, "cpuMs": 0})
+            entry["threads"] += 1
+            entry["switches"] += switches - switches_before
+            entry["cpuMs"] += round((ticks - ticks_before) * tick_ms)
+        return dict(sorted(names.items(), key=lambda item: -item[1]["switches"]))
 
 
 def switches_over(pid, seconds):
-    """Voluntary context switches of all of PID's threads during the next SECONDS. Threads that come and go (a
-    thread pool's) are read every 20 ms, so one that ends keeps the count last read; at most its last 20 ms are
-    missed. Reading /proc does not wake the process."""
-    first = voluntary_switches(pid)
-    last = dict(first)
+    """A ThreadCounter of all of PID's threads over the next SECONDS."""
+    counter = ThreadCounter(pid)
+    counter.poll()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         time.sleep(0.02)
-        last.update(voluntary_switches(pid))
-    return sum(count - first.get(task, 0) for task, count in last.items())
+        counter.poll()
+    return counter
 
 
 def measure_wakeups(bench, tracks, seconds=10):
@@ -671,7 +745,11 @@ def measure_wakeups(bench, tracks, seconds=10):
     all its threads over SECONDS while playing, while paused and while stopped; mpg123 while playing (it has no
     pause without a terminal)."""
     home = os.path.join(bench.work, "wakeups")
-    os.makedirs(os.path.join(home, "config"), exist_ok=True)
+    os.makedirs(os.path.join(home, "config", "earshot"), exist_ok=True)
+    if bench.earshot_latency_ms is not None:
+        # `earshot serve` takes its target latency from its configuration file (`earshot play` from --latency).
+        with open(os.path.join(home, "config", "earshot", "config.json"), "w") as handle:
+            json.dump({"targetLatencyMilliseconds": bench.earshot_latency_ms}, handle)
     env = dict(bench.env)
     env.update({"XDG_CONFIG_HOME": os.path.join(home, "config"), "XDG_STATE_HOME": os.path.join(home, "state"),
                 "EARSHOT_SOCKET": os.path.join(home, "control.sock")})
@@ -699,22 +777,24 @@ def measure_wakeups(bench, tracks, seconds=10):
             time.sleep(0.2)
         control("add", tracks["cpu_mp3"])
         time.sleep(2)
-        result["earshotStopped"] = switches_over(serve.pid, seconds)
-        control("play")
-        time.sleep(3)
-        result["earshotPlaying"] = switches_over(serve.pid, seconds)
-        result["playingStatus"] = playback()
-        control("pause")
-        time.sleep(1)
-        result["earshotPaused"] = switches_over(serve.pid, seconds)
-        result["pausedStatus"] = playback()
+        for state, command, settle in (("Stopped", None, 0), ("Playing", "play", 3), ("Paused", "pause", 1)):
+            if command:
+                control(command)
+                time.sleep(settle)
+            counter = switches_over(serve.pid, seconds)
+            result[f"earshot{state}"] = counter.total()
+            result[f"earshot{state}Threads"] = counter.by_thread()
+            if command:
+                result[f"{state.lower()}Status"] = playback()
     finally:
         stop(serve, grace=10)
         if bus:
             stop(bus)
     mpg123 = bench.start("mpg123", tracks["cpu_mp3"], tracks["cpu_wav"])
     time.sleep(3)
-    result["mpg123Playing"] = switches_over(mpg123.pid, seconds)
+    counter = switches_over(mpg123.pid, seconds)
+    result["mpg123Playing"] = counter.total()
+    result["mpg123PlayingThreads"] = counter.by_thread()
     stop(mpg123)
     return result
 
@@ -824,6 +904,13 @@ def print_table(results):
          [fmt(r["wakeupsPlaying"]) for r in rows])
     line(f"paused: voluntary context switches of all threads in {seconds} s (`earshot serve`, MPRIS on)",
          [fmt(r["wakeupsPaused"]) for r in rows])
+    for key, what in (("earshotPlayingThreads", "earshot serve playing"), ("earshotPausedThreads", "earshot serve paused"),
+                      ("mpg123PlayingThreads", "mpg123 playing")):
+        if results["wakeups"].get(key):
+            lines.append(f"| {what}: switches (CPU ms) by thread in {seconds} s | "
+                         + ", ".join(f"{name} x{entry['threads']}: {entry['switches']} ({entry['cpuMs']})"
+                                     for name, entry in results["wakeups"][key].items() if entry["switches"])
+                         + " |" + " |" * (len(rows) - 1))
     lines.append("")
     decode = results.get("decode")
     if decode:
@@ -841,6 +928,65 @@ def print_table(results):
     return rows
 
 
+def measure_sweep(bench, tracks, latencies, unplugs):
+    """The buffer sweep on the running server: at each of LATENCIES (Earshot's --latency, ms), UNPLUGS unplugs, one
+    phone call, and Earshot and mpg123 (at its own default) playing the sweep's track at once, each on its own sink
+    (CPU and context switches per second). The same measurements as the full bench, with Earshot only."""
+    bench.players = ["earshot"]
+    rows = []
+    for latency in latencies:
+        bench.earshot_latency_ms = latency
+        log(f"sweep at {latency} ms: {unplugs} unplugs, a phone call, CPU and wake-ups against mpg123")
+        leaks = measure_unplug(bench, tracks, {"earshot": unplugs})["leakedMs"].get("earshot", [])
+        call = measure_call(bench, tracks, tracks["phone_seconds"])["players"].get("earshot", {})
+        bench.players = ["earshot", "mpg123"]
+        modules = bench_sinks(bench)
+        cpu = measure_cpu(bench, tracks, "sweep_mp3", "sweep_wav", "sweep_seconds")
+        for module in modules:
+            pactl("unload-module", module)
+        bench.players = ["earshot"]
+        earshot, mpg123 = cpu.get("earshot", {}), cpu.get("mpg123", {})
+        rows.append({
+            "latencyMs": latency, "leakedMs": leaks,
+            "leakMedianMs": round(statistics.median(leaks), 1) if leaks else None,
+            "leakWorstMs": round(max(leaks), 1) if leaks else None,
+            "callSilentAfterMs": call.get("silentAfterCallStartMs"), "callLostMs": call.get("lostMs"),
+            "callNote": call.get("note") or call.get("error"),
+            "cpuSeconds": earshot.get("cpuSeconds"), "mpg123CpuSeconds": mpg123.get("cpuSeconds"),
+            "cpuRatio": round(earshot["cpuSeconds"] / mpg123["cpuSeconds"], 2)
+            if earshot.get("cpuSeconds") is not None and mpg123.get("cpuSeconds") else None,
+            "switchesPerSecond": earshot.get("switchesPerSecond"),
+            "mpg123SwitchesPerSecond": mpg123.get("switchesPerSecond"),
+            "threads": earshot.get("threads"),
+        })
+    bench.earshot_latency_ms = None
+    return {"trackSeconds": tracks["sweep_seconds"], "unplugs": unplugs, "rows": rows}
+
+
+def print_sweep(sweeps):
+    """The markdown table of one or more sweeps (one per server), rows by server and latency."""
+    lines = ["| server | target latency ms | CPU (ratio to mpg123) | context switches/s (mpg123) "
+             "| unplug leak median / worst ms | call start -> silent ms | track lost over the call ms |",
+             "|---|---|---|---|---|---|---|"]
+    for sweep in sweeps:
+        for row in sweep["sweep"]["rows"]:
+            lines.append(
+                f"| {sweep['server']} | {row['latencyMs']} | {fmt(row['cpuSeconds'])} s ({fmt(row['cpuRatio'], 'x')}) "
+                f"| {fmt(row['switchesPerSecond'])} ({fmt(row['mpg123SwitchesPerSecond'])}) "
+                f"| {fmt(row['leakMedianMs'])} / {fmt(row['leakWorstMs'])} ({len(row['leakedMs'])}) "
+                f"| {fmt(row['callSilentAfterMs']) if row['callSilentAfterMs'] is not None else 'never'} "
+                f"| {fmt(row['callLostMs'])}{' (' + row['callNote'] + ')' if row['callNote'] else ''} |")
+    if sweeps:
+        first = sweeps[0]
+        lines.append("")
+        lines.append(f"{first['date']}; CPU of playing a {first['sweep']['trackSeconds']} s track, Earshot and "
+                     f"`mpg123 -o pulse` (its own default buffer) at once, each on its own null sink; context switches "
+                     f"per second of all threads while playing; {first['sweep']['unplugs']} unplugs per row.")
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", required=True)
@@ -852,14 +998,32 @@ def main():
     parser.add_argument("--output", required=True)
     parser.add_argument("--decode", help="CPU seconds of `earshot decode` and `mpg123 -t` on one file")
     parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups")
+    parser.add_argument("--sweep", help="the buffer sweep instead: Earshot's target latencies (ms), comma-separated")
+    parser.add_argument("--sweep-report", nargs="+", metavar="JSON",
+                        help="print the table of these sweep results (one per server) and write it to --output")
     args = parser.parse_args()
+    if args.sweep_report:
+        sweeps = []
+        for path in args.sweep_report:
+            with open(path) as handle:
+                sweeps.append(json.load(handle))
+        with open(args.output, "w") as handle:
+            handle.write(print_sweep(sweeps) + "\n")
+        return
     with open(args.tracks) as handle:
         tracks = json.load(handle)
     bench = Bench(args)
     only = set(args.only.split(","))
-    results = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(),
-               "server": "PulseAudio " + pactl("info").split("Server Version: ")[1].split("\n")[0]}
+    results = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "server": server_name()}
     layout()
+    if args.sweep:
+        results["sweep"] = measure_sweep(bench, tracks, [int(value) for value in args.sweep.split(",")],
+                                         args.earshot_unplugs)
+        print_sweep([results])
+        os.makedirs(os.path.dirname(args.output), exist_ok=True)
+        with open(args.output, "w") as handle:
+            json.dump(results, handle, indent=2)
+        return
     if "unplug" in only:
         log(f"unplug: {args.earshot_unplugs} for earshot, {args.other_unplugs} for each other player")
         repetitions = {player: args.other_unplugs for player in PLAYERS}
@@ -879,7 +1043,7 @@ def main():
         results["wakeups"] = measure_wakeups(bench, tracks)
     if "cpu" in only or "stress" in only:
         # Loaded only now: while they exist, unloading headphones could send a stream to one of them.
-        modules = bench_sinks()
+        modules = bench_sinks(bench)
         if "cpu" in only:
             log(f"CPU and RSS: every player plays {tracks['cpu_seconds']} s at once, each on its own sink")
             results["cpu"] = measure_cpu(bench, tracks)
