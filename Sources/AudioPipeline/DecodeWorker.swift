@@ -8,7 +8,8 @@
 // - Control calls (`load`, `pauseProduction`, `resumeProduction`, `continueAfterFormatChange`,
 //   `noticeWhenBuffered`, `stop`) come from one ordinary controlling context at a time (the service's
 //   actor). They change `state` under `control` and wake the worker: the condition for its parked
-//   states, the ring's semaphore (`wakeProducer`) when it sleeps for space. Only `pauseProduction` and
+//   states, the ring's semaphore (`wakeProducer`) when it sleeps for space (with no timeout: it wakes only
+//   when the consumer has freed half the ring or a control call gives it work). Only `pauseProduction` and
 //   `stop` block.
 // - Notices are delivered on the worker thread with no lock held. The handler must not call
 //   `pauseProduction` or `stop` (they wait for this very thread); it may call
@@ -122,7 +123,8 @@ public final class DecodeWorker: @unchecked Sendable {
     /// The worker thread, for `pthread_join` and for spotting calls made from it.
     private var thread = pthread_t()
 
-    /// The free space the worker waits for before decoding again, so it writes in large chunks.
+    /// The free space the worker waits for before decoding again: half the ring, so it wakes rarely (about every
+    /// 1.5 s with the player's ring) and writes in large chunks.
     private let refillFrames: Int
 
     /// Markers are kept while they may still be asked about: this many frames behind the read index.
@@ -130,9 +132,6 @@ public final class DecodeWorker: @unchecked Sendable {
 
     /// The most markers kept, whatever their age.
     private static let markerLimit = 512
-
-    /// Upper bound on one sleep for space; the consumer and the controller normally wake it sooner.
-    private static let spaceWaitMilliseconds = 2_000
 
     /// A start point in the queue.
     private struct StartPoint {
@@ -192,7 +191,7 @@ public final class DecodeWorker: @unchecked Sendable {
     public init(ring: FrameRing, notify: @escaping @Sendable (DecodeNotice) -> Void) {
         self.ring = ring
         self.notify = notify
-        refillFrames = min(max(ring.capacity / 8, 1), 16_384)
+        refillFrames = min(max(ring.capacity / 2, 1), 65_536)
         markerRetentionFrames = max(ring.capacity, 10 * 48_000)
         // The thread holds a strong reference until it exits, so the worker outlives it.
         let retained = Unmanaged.passRetained(self).toOpaque()
@@ -263,6 +262,8 @@ public final class DecodeWorker: @unchecked Sendable {
         state.pauseRequested = false
         control.broadcast()
         control.unlock()
+        // Without a pause the worker may be asleep for space in a full ring (a paused player): the restart is work.
+        ring.wakeProducer()
     }
 
     /// Asks for one `.buffered` notice as soon as the ring holds at least `frames` readable frames; nil withdraws
@@ -273,6 +274,8 @@ public final class DecodeWorker: @unchecked Sendable {
         control.lock()
         state.bufferedWanted = frames
         control.unlock()
+        // A worker asleep for space would look at the request only once the consumer frees some.
+        if frames != nil { ring.wakeProducer() }
     }
 
     /// Lets the worker write frames in the new format announced by `.formatChange`. No-op otherwise.
@@ -416,7 +419,9 @@ public final class DecodeWorker: @unchecked Sendable {
             return
         }
         if ring.writableFrames < refillFrames {
-            _ = ring.waitForSpace(minimumFrames: refillFrames, timeoutMilliseconds: Self.spaceWaitMilliseconds)
+            // No timeout: the consumer's read wakes it once the space is there, and every control call that gives
+            // it other work wakes it too (`wakeProducer`), so a paused player's worker sleeps until it is needed.
+            _ = ring.waitForSpace(minimumFrames: refillFrames, timeoutMilliseconds: nil)
             return
         }
         // Straight into the ring: libmpg123 copies its output into the free region, no staging buffer.

@@ -151,14 +151,15 @@ public final class FrameRing: @unchecked Sendable {
         return frames
     }
 
-    /// Sleeps until at least `minimumFrames` frames are writable, the timeout passes, or `wakeProducer`.
+    /// Sleeps until at least `minimumFrames` frames are writable, the timeout passes (nil: never), or
+    /// `wakeProducer`.
     ///
     /// Returns `true` when the space is there. The producer is told, not polled: the consumer's
     /// `commitRead` posts a semaphore once the producer has declared what it waits for. Call it
     /// from the producer thread only. `minimumFrames` is capped at the capacity.
-    public func waitForSpace(minimumFrames: Int, timeoutMilliseconds: Int) -> Bool {
+    public func waitForSpace(minimumFrames: Int, timeoutMilliseconds: Int?) -> Bool {
         let wanted = max(1, min(minimumFrames, capacity))
-        let deadline = Self.deadline(afterMilliseconds: timeoutMilliseconds)
+        let deadline = timeoutMilliseconds.map { Self.deadline(afterMilliseconds: $0) }
         while true {
             if wakeRequested.exchange(false, ordering: .acquiring) {
                 return writableFrames >= wanted
@@ -178,8 +179,12 @@ public final class FrameRing: @unchecked Sendable {
                 producerWaitingFor.store(0, ordering: .relaxed)
                 continue
             }
-            var time = deadline
-            let result = sem_timedwait(spaceSemaphore, &time)
+            let result: Int32
+            if var time = deadline {
+                result = sem_timedwait(spaceSemaphore, &time)
+            } else {
+                result = sem_wait(spaceSemaphore)
+            }
             let failure = result == 0 ? 0 : errno
             producerWaitingFor.store(0, ordering: .relaxed)
             if failure == ETIMEDOUT {

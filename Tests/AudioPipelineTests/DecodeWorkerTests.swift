@@ -27,6 +27,21 @@ final class NoticeLog: Sendable {
     }
 }
 
+/// The voluntary context switches so far of every thread of this process named "earshot-decode" (from /proc).
+func decodeThreadWakeUps() -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.reduce(0) { total, task in
+        let folder = "/proc/self/task/\(task)"
+        guard let name = try? String(contentsOfFile: folder + "/comm", encoding: .utf8),
+              name.trimmingCharacters(in: .whitespacesAndNewlines) == "earshot-decode",
+              let status = try? String(contentsOfFile: folder + "/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }),
+              let count = Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "")
+        else { return total }
+        return total + count
+    }
+}
+
 /// Polls `condition` every millisecond until it holds or `seconds` pass; returns whether it held.
 func eventually(within seconds: Double = 10, _ condition: () -> Bool) -> Bool {
     let deadline = Date(timeIntervalSinceNow: seconds)
@@ -246,6 +261,28 @@ struct DecodeWorkerTests {
         #expect(ContinuousClock.now - start < .seconds(1))
         // After stop, control calls return at once.
         worker.pauseProduction()
+    }
+
+    @Test("a worker asleep for space in a full ring does not wake until space is freed or it is given work")
+    func sleepsUntilNeeded() throws {
+        let path = try TestAudio.sine(seconds: 2)
+        let ring = FrameRing(minimumCapacity: 16_384)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        defer { worker.stop() }
+        worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
+        #expect(eventually { ring.readableFrames == ring.capacity })
+        // A paused player's ring stays full: its decode thread must not wake on a timer of its own. Counted from the
+        // kernel's switch counts of the decode threads over 2.5 s (a timed wait of 2 s or less wakes at least once).
+        usleep(100_000)
+        let before = decodeThreadWakeUps()
+        usleep(2_500_000)
+        #expect(decodeThreadWakeUps() == before)
+        #expect(ring.totalFramesWritten == ring.capacity)
+
+        // Repositioning without a pause is work: the sleeping worker takes it at once (its track starts again).
+        worker.resumeProduction(trackIndex: 0, frame: 0)
+        #expect(eventually { log.notices.filter { if case .trackStarted = $0 { true } else { false } }.count == 2 })
     }
 
     @Test("resuming beyond the queue, or loading an empty queue, finishes the queue")
