@@ -18,7 +18,7 @@ extension Player {
                 watchdogBase = frame
             }
         }
-        if let stream, watchdogArmed, stream.isStalled(periods: 8, minimum: .seconds(1)) {
+        if let stream, watchdogArmed, let silence = stream.requestSilence(), silence > stallThreshold(of: stream) {
             // Playing, but the server has asked for nothing for several periods (PipeWire can drop a device
             // with no callback at all): nothing is heard, so the output is lost. A whole second: on a machine
             // loaded twenty deep the server was seen to go quiet for over half a second and then carry on, and
@@ -53,34 +53,54 @@ extension Player {
 
     /// While playing, the position is saved this often: a kill loses at most this much.
     private static let saveInterval = Duration.seconds(2)
-    /// The longest a playing player goes without a tick: the stall watchdog's resolution (it acts on a second of
-    /// silence), and the progress line's rate (4 Hz).
-    private static let tickIntervalMilliseconds = 250
+    /// The stall watchdog acts when the server has asked for nothing for this many request periods, and for at
+    /// least `stallMinimum`: a whole second, since on a machine loaded twenty deep the server was seen to go quiet
+    /// for over half a second and then carry on, and a player that calls that "output lost" stops the music for
+    /// nothing.
+    private static let stallPeriods = 8
+    private static let stallMinimum = Duration.seconds(1)
+    /// The progress line's rate on a terminal (4 Hz).
+    private static let progressInterval = Duration.milliseconds(250)
+
+    /// How long the server may ask for nothing before the stream counts as stalled.
+    func stallThreshold(of stream: PlaybackStream) -> Duration {
+        let period = stream.requestPeriod ?? .milliseconds(max(stream.targetLatencyMilliseconds, 1))
+        return max(period * Self.stallPeriods, Self.stallMinimum)
+    }
 
     /// Arms the timer for the next moment the tick has work, or disarms it when the player is not playing.
     func armTick() {
-        guard rules.isPlaying, stream != nil else {
+        guard rules.isPlaying, let stream else {
             tickTimer.disarm()
             return
         }
-        tickTimer.arm(after: nextTickDelay())
+        tickTimer.arm(after: nextTickDelay(stream: stream))
     }
 
-    /// How long until the tick has work: the listener reaching the current track's end, the server having taken
-    /// everything before a format change or the queue's end (both advance at the sample rate while playing), and
-    /// at most `tickIntervalMilliseconds`.
-    func nextTickDelay() -> Duration {
+    /// How long until the tick has work. Every tick wakes several threads, so there is no fixed rate: the tick is due
+    /// when the listener reaches the current track's end, when the server has taken everything before a format change
+    /// or the queue's end (both advance at the sample rate while playing), when the stall watchdog would act if the
+    /// server asked for nothing more (its last request plus the threshold), and on a terminal for the progress line.
+    /// Otherwise, while requests are not due (the sink starting, a drain), after `stallMinimum`. The save every
+    /// `saveInterval` rides on these ticks: at least one comes every `stallMinimum`.
+    func nextTickDelay(stream: PlaybackStream) -> Duration {
+        var delay = Self.stallMinimum
+        if let silence = stream.requestSilence() {
+            // A little late rather than early, so that the tick finds the threshold passed.
+            delay = max(stallThreshold(of: stream) - silence, .zero) + .milliseconds(10)
+        }
+        if configuration.showsProgress { delay = min(delay, Self.progressInterval) }
         var frames = Int.max
         if drainingFor == nil {
             if let change = pendingFormatChange { frames = min(frames, change.ringFrame - ring.totalFramesRead) }
             if let end = queueEndRingFrame { frames = min(frames, end - ring.totalFramesRead) }
         }
         if let left = listening.framesLeft(inTrack: rules.queue.index) { frames = min(frames, left) }
-        guard frames != Int.max else { return .milliseconds(Self.tickIntervalMilliseconds) }
+        guard frames != Int.max else { return delay }
         let rate = max(worker.currentFormat?.sampleRate ?? 44_100, 1)
         // A couple of milliseconds late rather than early, so the tick finds the boundary passed.
         let milliseconds = max(frames, 0) * 1000 / rate + 2
-        return .milliseconds(min(max(milliseconds, 5), Self.tickIntervalMilliseconds))
+        return min(.milliseconds(max(milliseconds, 5)), delay)
     }
 
     func title(of index: Int?) -> String {
@@ -132,6 +152,8 @@ extension Player {
         case .volume(let percent): dispatch(.userVolume(percent: percent))
         case .status, .events: break
         }
+        // The tick runs only about once a second: the position a reply shows is read from the stream now.
+        if let position = currentHeardPosition() { listening.settle(at: position) }
         return ControlReply.success(["status": report().status])
     }
 
@@ -150,6 +172,8 @@ extension Player {
 
     func shutdown(signal: Int32) {
         log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
+        // Saved where the listener is now, not where the last tick (up to a second ago) found them.
+        if let position = currentHeardPosition() { listening.settle(at: position) }
         saveState()
         mpris?.stop()
         reconnectTimer.disarm()
