@@ -765,7 +765,9 @@ def measure_wakeups(bench, tracks, seconds=10):
         return subprocess.run([bench.earshot, *arguments], env=env, capture_output=True, text=True, timeout=60)
 
     def playback():
-        status = json.loads(control("status", "--json").stdout or "{}").get("status", {})
+        # `earshot status --json` prints the status object itself.
+        reply = json.loads(control("status", "--json").stdout or "{}")
+        status = reply.get("status", reply)
         return f"{status.get('playback')} at {status.get('positionMs')} ms"
 
     result = {"seconds": seconds, "mpris": bus is not None}
