@@ -56,8 +56,8 @@ extension Player {
     /// The stall watchdog acts when the server has asked for nothing for this many request periods, and for at
     /// least `stallMinimum`: a whole second, since on a machine loaded twenty deep the server was seen to go quiet
     /// for over half a second and then carry on, and a player that calls that "output lost" stops the music for
-    /// nothing.
-    private static let stallPeriods = 8
+    /// nothing. Four periods keep it at that second up to a 1000 ms target latency (PulseAudio asks every 250 ms).
+    private static let stallPeriods = 4
     private static let stallMinimum = Duration.seconds(1)
     /// The progress line's rate on a terminal (4 Hz).
     private static let progressInterval = Duration.milliseconds(250)

@@ -5,8 +5,12 @@ import EarshotCore
 public struct PlayerConfiguration: Sendable {
     /// The sink to play on; nil for the server's default.
     public var sinkName: String?
-    /// How much audio the server may queue ahead, in milliseconds (small, so little leaks on unplug).
-    public var targetLatencyMilliseconds: Int = 50
+    /// How much audio the server may queue ahead, in milliseconds. Chosen by `scripts/bench --buffer-sweep`
+    /// (2026-12-01): the server rewinds or drops what it had queued for a stream corked on an unplug, so the leak
+    /// depends on how fast the cork comes, not on the buffer (no leak up to 1000 ms on PulseAudio 16.1 and PipeWire
+    /// 1.4.2; 9.6 ms once in 10 at 2000 ms on PulseAudio), while a small buffer makes the server ask ten times as
+    /// often: 1000 ms costs 0.8x mpg123's CPU and 14 wake-ups a second, where 50 ms cost 2.4x and 125.
+    public var targetLatencyMilliseconds: Int = 1000
     /// Our stream's `media.role`. module-role-cork only corks `music` and `video` streams.
     public var mediaRole: String = "music"
     /// Stream roles that interrupt Earshot.

@@ -74,7 +74,7 @@ struct Verb {
                        "After --, every argument is a FILE, also one that starts with -."],
              options: [
                 VerbOption(synopsis: "--sink NAME", meaning: "play on this sink (default: the server's default sink)"),
-                VerbOption(synopsis: "--latency MS", meaning: "target latency in milliseconds (10-2000, default 50)"),
+                VerbOption(synopsis: "--latency MS", meaning: "target latency in milliseconds (10-2000, default 1000)"),
                 VerbOption(synopsis: "--role ROLE", meaning: "media.role of the stream (default music)"),
                 VerbOption(synopsis: "--trigger-role ROLE",
                            meaning: "a stream role that interrupts Earshot (default phone; repeatable)"),

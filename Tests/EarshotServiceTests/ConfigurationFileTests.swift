@@ -40,7 +40,7 @@ struct ConfigurationFileTests {
 
     private func expectDefaults(_ configuration: PlayerConfiguration) {
         #expect(configuration.sinkName == nil)
-        #expect(configuration.targetLatencyMilliseconds == 50)
+        #expect(configuration.targetLatencyMilliseconds == 1000)
         #expect(configuration.mediaRole == "music")
         #expect(configuration.triggerRoles == ["phone"])
         #expect(configuration.interruptionScope == .session)
@@ -112,7 +112,7 @@ struct ConfigurationFileTests {
         #expect(try load(#"{"sink": null}"#).sinkName == nil)
         let onlySink = try load(#"{"sink": "speakers"}"#)
         #expect(onlySink.sinkName == "speakers")
-        #expect(onlySink.targetLatencyMilliseconds == 50 && onlySink.triggerRoles == ["phone"])
+        #expect(onlySink.targetLatencyMilliseconds == 1000 && onlySink.triggerRoles == ["phone"])
     }
 
     @Test("an unknown key is refused, naming the key and the file")
