@@ -36,15 +36,22 @@ let package = Package(
         // File paths as the kernel sees them (bytes, not necessarily UTF-8), for every layer above the core.
         .target(name: "TrackPaths"),
 
+        // What FoundationEssentials lacks and the product needs (a lock, named threads, unbuffered standard streams,
+        // path splitting), over Glibc: the product never imports Foundation, which loads ICU.
+        .target(name: "SystemSupport", dependencies: ["CThreadShim"]),
+
         // Decoding (libmpg123) and the lock-free ring buffer the real-time side drains.
-        .target(name: "AudioPipeline", dependencies: ["CMPG123", "TrackPaths"]),
+        .target(name: "AudioPipeline", dependencies: ["CMPG123", "TrackPaths", "SystemSupport"]),
 
         // The libpulse adapter: mainloop, context, stream, subscription, translation to events.
-        .target(name: "PulseOutput", dependencies: ["CPulse", "CThreadShim", "AudioPipeline", "EarshotCore"]),
+        .target(
+            name: "PulseOutput",
+            dependencies: ["CPulse", "CThreadShim", "AudioPipeline", "EarshotCore", "SystemSupport"]
+        ),
 
         // The MPRIS adapter (sd-bus): the bus thread, the object's properties and methods, and the plain Swift values
         // it exchanges with the player (`MPRISPublishing`, `MPRISCommand`, `MPRISSnapshot`).
-        .target(name: "EarshotMPRIS", dependencies: ["CSystemd", "CMPRISShim", "TrackPaths"]),
+        .target(name: "EarshotMPRIS", dependencies: ["CSystemd", "CMPRISShim", "TrackPaths", "SystemSupport"]),
 
         // Real-time scheduling of the thread that feeds the sound server: RLIMIT_RTTIME, SCHED_FIFO, else rtkit on the
         // system bus. A target of its own: it is neither sound (PulseOutput stays libpulse only) nor MPRIS (it shares
@@ -56,16 +63,19 @@ let package = Package(
             name: "EarshotService",
             dependencies: [
                 "EarshotCore", "TrackPaths", "AudioPipeline", "PulseOutput", "EarshotMPRIS", "RealtimeScheduling",
+                "SystemSupport",
             ]
         ),
 
         // Wiring and argument handling only.
-        .executableTarget(name: "earshot", dependencies: ["EarshotService", "EarshotCore", "TrackPaths"]),
+        .executableTarget(
+            name: "earshot", dependencies: ["EarshotService", "EarshotCore", "TrackPaths", "SystemSupport"]
+        ),
 
         // The demo's picture (scripts/run --tour): records sink monitors with their timing and draws the
-        // timeline SVG. Foundation only; not part of the player.
-        .target(name: "TourTimeline"),
-        .executableTarget(name: "earshot-timeline", dependencies: ["TourTimeline"]),
+        // timeline SVG. FoundationEssentials only, like the player.
+        .target(name: "TourTimeline", dependencies: ["SystemSupport"]),
+        .executableTarget(name: "earshot-timeline", dependencies: ["TourTimeline", "SystemSupport"]),
 
         // The one test toolkit the test targets share (STYLE.md): child processes, the private session bus, the
         // sound server's control, monitor recordings, test tones and their analysis. Foundation only; test-only,

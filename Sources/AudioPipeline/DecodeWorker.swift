@@ -14,14 +14,15 @@
 // - Notices are delivered on the worker thread with no lock held. The handler must not call
 //   `pauseProduction` or `stop` (they wait for this very thread); it may call
 //   `continueAfterFormatChange` or hand the notice to another context.
-// - The track markers live behind their own lock; the real-time consumer never takes it. It is an
-//   NSLock (a pthread mutex), not Synchronization's Mutex: ThreadSanitizer on Linux does not see the
+// - The track markers live behind their own lock; the real-time consumer never takes it. It is a
+//   SystemSupport Lock (a pthread mutex), not Synchronization's Mutex: ThreadSanitizer on Linux does not see the
 //   latter's futex hand-offs and reports false races, and this code must stay TSan-clean.
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 import TrackPaths
 #endif
+import SystemSupport
 
 /// A place in the queue: a track and an output frame within it.
 public struct TrackPosition: Equatable, Sendable {
@@ -109,13 +110,13 @@ public final class DecodeWorker: @unchecked Sendable {
 
     /// Guards `state`; its condition wakes the worker from its parked states and the controller from
     /// its waits for the worker.
-    private let control = NSCondition()
+    private let control = Condition()
 
     /// What the controller asked for and what the worker acknowledged. Guarded by `control`.
     private var state = ControlState()
 
     /// Guards `markerList`.
-    private let markerLock = NSLock()
+    private let markerLock = Lock()
 
     /// Where tracks start in the ring, oldest first. Guarded by `markerLock`.
     private var markerList: [TrackMarker] = []
@@ -198,7 +199,7 @@ public final class DecodeWorker: @unchecked Sendable {
         let created = pthread_create(&thread, nil, { argument in
             guard let argument else { return nil }
             let worker = Unmanaged<DecodeWorker>.fromOpaque(argument).takeRetainedValue()
-            Thread.current.name = "earshot-decode"
+            SystemThread.nameCurrent("earshot-decode")
             worker.run()
             return nil
         }, retained)

@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include "CThreadShim.h"
 
+#include <pthread.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -10,6 +12,13 @@ const int earshot_sched_reset_on_fork = SCHED_RESET_ON_FORK;
 
 int32_t earshot_thread_id(void) {
     return (int32_t)gettid();
+}
+
+int earshot_name_current_thread(const char *name) {
+    char kept[16];
+    strncpy(kept, name, sizeof kept - 1);
+    kept[sizeof kept - 1] = '\0';
+    return pthread_setname_np(pthread_self(), kept);
 }
 
 int64_t earshot_limit_realtime_cpu(uint64_t microseconds) {

@@ -24,7 +24,10 @@
 //   names the daemon that went away, and sd-bus would refuse the new one listening at the same place.
 import CMPRISShim
 import CSystemd
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// Publishes the player on the session bus as an MPRIS2 media player and turns clients' requests into
 /// `MPRISCommand`s. It knows nothing of the player: it calls `handler` and shows what `update` tells it.
@@ -55,13 +58,13 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     // Shared: guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var pendingSnapshot: MPRISSnapshot?
     private var pendingSeeks: [Int64] = []
     private var started = false
     private var stopRequested = false
     private var connected = false
-    private var busThread: Thread?
+    private var busThread: pthread_t?
 
     // Bus thread.
     private var bus: OpaquePointer?
@@ -142,19 +145,15 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
         bus = try connect()
         connected = true
         started = true
-        let thread = Thread { [self] in
+        // Set under the lock `start` holds, so the thread's own `busThread = nil` at its end cannot come first.
+        busThread = SystemThread.start(named: "earshot-mpris") { [self] in
             runBusThread()
-            // The Thread keeps this closure, and so the server, for as long as the Thread lives: forget it
-            // here, or server -> thread -> closure -> server is a cycle and the server and its wake-up pipe
-            // outlive every owner (AddressSanitizer's leak check found it).
+            // Forgotten at the end, so `stop` called later need not wait for a thread that is gone.
             lock.lock()
             busThread = nil
             lock.unlock()
             finished.signal()
         }
-        thread.name = "earshot-mpris"
-        busThread = thread
-        thread.start()
         connectionChanged(.connected)
     }
 
@@ -167,7 +166,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
         lock.unlock()
         guard wasRunning else { return }
         wake()
-        if let thread, Thread.current !== thread { finished.wait() }
+        if let thread, !SystemThread.isCurrent(thread) { finished.wait() }
     }
 
     /// Whether the server is connected to the bus now (false while it is reconnecting).

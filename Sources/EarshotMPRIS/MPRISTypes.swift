@@ -1,7 +1,8 @@
 // The data the MPRIS adapter exchanges with its owner: commands in, replies back, snapshots to publish, and the one
 // protocol the owner calls (`MPRISPublishing`). Plain Swift values: the adapter knows MPRIS and sd-bus, the owner
 // knows the player, and these types are all they share.
-import Foundation
+import FoundationEssentials
+import Glibc
 import TrackPaths
 
 /// A request a desktop client (playerctl, media keys, WirePlumber, a shell applet) made over MPRIS.

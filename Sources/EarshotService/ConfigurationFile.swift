@@ -5,7 +5,8 @@
 // file, and the service refuses to start: guessing what the user meant could mean playing when they asked
 // it not to. `Config/config.json` in the repository documents every key with its default.
 import EarshotCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why the configuration file was refused. The message names the key and the file's path.
 public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -10,7 +10,8 @@
 //   {"command": "add", "paths": ["/music/a.mp3", {"base64": "L211c2ljL//+Lm1wMw=="}]}
 //
 // Parsing is a pure function of the line's bytes, so it can be tested (and fuzzed) without a socket.
-import Foundation
+import FoundationEssentials
+import Glibc
 import TrackPaths
 
 /// A request a client can make of the player.
@@ -80,7 +81,7 @@ extension ControlRequest {
         }
         let object: Any
         do {
-            object = try JSONSerialization.jsonObject(with: Data(line), options: [])
+            object = try JSONTree.parse(line)
         } catch {
             return .failure(ControlRequestError("request is not valid JSON"))
         }
@@ -134,11 +135,10 @@ extension ControlRequest {
         }
     }
 
-    /// A JSON number as a Double; Booleans (which Foundation also bridges to NSNumber) are not numbers.
+    /// A JSON number as a Double (JSONTree reads integral numbers as Int, others as Double, Booleans as Bool).
     private static func number(_ value: Any?) -> Double? {
-        // Foundation stores JSON Booleans as NSNumber with the `char` type code "c".
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }
-        return number.doubleValue
+        if let integer = value as? Int { return Double(integer) }
+        return value as? Double
     }
 
     /// The request as one JSON line, as a client sends it.
@@ -218,8 +218,7 @@ public enum ControlReply {
 
     /// One JSON object as a line (sorted keys, no newline inside).
     public static func line(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
-              let text = String(data: data, encoding: .utf8) else {
+        guard let text = try? JSONTree.text(object) else {
             return #"{"error":"internal: reply could not be encoded","ok":false}"#
         }
         return text

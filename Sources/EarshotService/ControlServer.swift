@@ -1,6 +1,8 @@
 // The control socket: a Unix stream socket at $XDG_RUNTIME_DIR/earshot/control.sock (or $EARSHOT_SOCKET),
 // user-only, one thread per client (clients are few and short-lived), line-delimited JSON each way.
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 import Synchronization
 
 /// Where the control socket lives: `$EARSHOT_SOCKET`, else `$XDG_RUNTIME_DIR/earshot/control.sock`, else
@@ -43,7 +45,7 @@ public final class ControlServer: Sendable {
         self.path = path
         self.handler = handler
         self.log = log
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.directory(of: path)
         if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw .system("creating the socket directory") }
         if ControlClient.isAnswering(path: path) {
             throw ControlSocketError("another Earshot is already running (its control socket answers)")
@@ -66,19 +68,17 @@ public final class ControlServer: Sendable {
             throw error
         }
         listener = descriptor
-        let acceptThread = Thread { [self] in acceptLoop() }
-        acceptThread.name = "earshot-control"
-        acceptThread.start()
+        SystemThread.start(named: "earshot-control") { [self] in acceptLoop() }
     }
 
     /// Stops accepting, disconnects clients and removes the socket file.
     public func shutdown() {
         guard !closing.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        Foundation.shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         unlink(path)
         clients.withLock { descriptors in
-            for descriptor in descriptors { Foundation.shutdown(descriptor, Int32(SHUT_RDWR)) }
+            for descriptor in descriptors { Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
         }
     }
 
@@ -98,13 +98,11 @@ public final class ControlServer: Sendable {
                 continue
             }
             clients.withLock { _ = $0.insert(client) }
-            let thread = Thread { [self] in
+            SystemThread.start(named: "earshot-client") { [self] in
                 serve(client)
                 clients.withLock { _ = $0.remove(client) }
                 close(client)
             }
-            thread.name = "earshot-client"
-            thread.start()
         }
     }
 
@@ -243,7 +241,7 @@ public enum ControlClient {
         guard descriptor >= 0 else { throw .system("creating a socket") }
         do throws(ControlSocketError) {
             try withSocketAddress(path) { address, length throws(ControlSocketError) in
-                guard Foundation.connect(descriptor, address, length) == 0 else {
+                guard Glibc.connect(descriptor, address, length) == 0 else {
                     throw ControlSocketError("no Earshot is running (cannot connect to its control socket)")
                 }
             }

@@ -1,6 +1,8 @@
 // Decoding alone, as fast as possible: what `scripts/bench` compares with `mpg123 -t`.
 import AudioPipeline
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TrackPaths
 
 /// Decodes a whole file into a scratch buffer and times it.

@@ -1,6 +1,9 @@
 // The event log: one line per event with its kind, cause, the resulting playback state and the commands.
 // It records kinds and states only: never a path, a title or other user content, at any level.
-import Foundation
+import FoundationEssentials
+import Glibc
+import Synchronization
+import SystemSupport
 
 /// Writes event-log lines to standard error and to every follower (`earshot events`).
 public final class EventLog: Sendable {
@@ -19,7 +22,7 @@ public final class EventLog: Sendable {
         var line = "\(Self.timestamp()) \(kind)"
         for (key, value) in fields { line += " \(key)=\(value)" }
         line += "\n"
-        if echoToStandardError { FileHandle.standardError.write(Data(line.utf8)) }
+        if echoToStandardError { StandardStream.writeError(line) }
         let bytes = Array(line.utf8)
         followers.withLock { descriptors in
             descriptors.removeAll { descriptor in
@@ -49,8 +52,8 @@ public final class EventLog: Sendable {
         var parts = tm()
         gmtime_r(&seconds, &parts)
         let milliseconds = now.tv_nsec / 1_000_000
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+        return formatted(
+            "%04ld-%02ld-%02ldT%02ld:%02ld:%02ld.%03ldZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
             Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(milliseconds))
     }
 }

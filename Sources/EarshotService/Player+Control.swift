@@ -3,8 +3,10 @@
 import AudioPipeline
 import EarshotCore
 import EarshotMPRIS
-import Foundation
+import FoundationEssentials
+import Glibc
 import PulseOutput
+import SystemSupport
 import TrackPaths
 
 extension Player {
@@ -113,13 +115,13 @@ extension Player {
         let state = rules.isPlaying ? "playing" : rules.playback.description
         let line = StatusText.progressLine(track: rules.queue.index, of: paths.count, at: positionMilliseconds,
                                            length: durationMilliseconds, state: state)
-        FileHandle.standardOutput.write(Data(line.utf8))
+        StandardStream.writeOutput(line)
         progressShown = true
         shownPlayback = rules.playback
     }
 
     func finishProgressLine() {
-        if progressShown { FileHandle.standardOutput.write(Data("\n".utf8)) }
+        if progressShown { StandardStream.writeOutput("\n") }
     }
 
     // MARK: Control
@@ -232,10 +234,10 @@ extension Player {
         case .empty:
             log.record("state", ["restored": "nothing"])
         case .corrupt(let reason, let keptAs):
-            let name = (keptAs as NSString).lastPathComponent
+            let name = PathText.lastComponent(of: keptAs)
             log.record("state", ["restored": "corrupt", "keptAs": name])
-            FileHandle.standardError.write(Data(
-                "earshot: the saved state could not be read (\(reason)); kept aside as \(name), starting empty\n".utf8))
+            StandardStream.writeError(
+                "earshot: the saved state could not be read (\(reason)); kept aside as \(name), starting empty\n")
         case .restored(let saved):
             paths = saved.queue
             dispatch(.userVolume(percent: saved.volumePercent))

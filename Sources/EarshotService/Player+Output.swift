@@ -2,7 +2,9 @@
 // what the server and the decoder report (see Player.swift).
 import AudioPipeline
 import EarshotCore
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 import PulseOutput
 
 extension Player {
@@ -216,8 +218,8 @@ extension Player {
             if stream == nil && rules.playback != .idle && rules.playback != .stopped { ensureStream() }
         case .trackFailed(let index, let error):
             let failure = Self.failure(of: error.kind)
-            FileHandle.standardError.write(Data(
-                "earshot: track \(index + 1) of \(paths.count) skipped: \(error.description)\n".utf8))
+            StandardStream.writeError(
+                "earshot: track \(index + 1) of \(paths.count) skipped: \(error.description)\n")
             dispatch(.trackFailed(index: index, failure: failure, next: index + 1 < paths.count ? index + 1 : nil))
         case .trackDecoded(let index, let ringFrame):
             listening.trackDecoded(index, endsAtRingFrame: ringFrame)
@@ -406,7 +408,7 @@ extension Player {
         reconnection = attempt
         let generation = connectionGeneration
         let inbox = self.inbox
-        Thread.detachNewThread {
+        SystemThread.start(named: "earshot-connect") {
             if let server = Player.makeConnection(generation: generation, inbox: inbox) {
                 inbox.yield(.reconnected(server, generation: generation))
             } else {

@@ -13,7 +13,9 @@
 import AudioPipeline
 import EarshotCore
 import EarshotMPRIS
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 import PulseOutput
 import RealtimeScheduling
 import TrackPaths
@@ -146,7 +148,7 @@ actor Player {
         switch mode {
         case .foreground(let files):
             guard connect() else {
-                FileHandle.standardError.write(Data("earshot: cannot connect to the sound server\n".utf8))
+                StandardStream.writeError("earshot: cannot connect to the sound server\n")
                 return 1
             }
             replaceQueue(with: files, play: true)

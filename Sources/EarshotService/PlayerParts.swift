@@ -2,7 +2,8 @@
 // rulebook gives to what the decoder and the clock report.
 import AudioPipeline
 import EarshotCore
-import Foundation
+import FoundationEssentials
+import Glibc
 import PulseOutput
 import RealtimeScheduling
 import TrackPaths

@@ -4,7 +4,7 @@
 import AudioPipeline
 import EarshotCore
 import EarshotMPRIS
-import Foundation
+import FoundationEssentials
 import RealtimeScheduling
 import TrackPaths
 
@@ -68,13 +68,13 @@ struct PlayerReport {
 
     /// The status object of control replies: kinds, states and numbers, never user content.
     var status: [String: Any] {
-        var pauseReason: Any = NSNull()
-        var lossReason: Any = NSNull()
+        var pauseReason: Any = JSONNull()
+        var lossReason: Any = JSONNull()
         if case .paused(let reason) = rules.playback {
             pauseReason = reason.description
             if case .outputLost(let cause) = reason { lossReason = cause.description }
         }
-        var lastError: Any = NSNull()
+        var lastError: Any = JSONNull()
         if let failure = rules.lastFailure {
             lastError = ["trackIndex": failure.index, "kind": failure.failure.description]
         }
@@ -86,18 +86,18 @@ struct PlayerReport {
             "activeInterruptions": rules.interruptions.map(\.description).sorted(),
             "resumeIntent": rules.resumeIntent.description,
             "positionMs": positionMilliseconds,
-            "durationMs": durationMilliseconds.map { $0 as Any } ?? NSNull(),
+            "durationMs": durationMilliseconds.map { $0 as Any } ?? JSONNull(),
             "trackIndex": rules.queue.index,
             "trackCount": rules.queue.trackCount,
-            "sink": output.sinkName.map { $0 as Any } ?? NSNull(),
+            "sink": output.sinkName.map { $0 as Any } ?? JSONNull(),
             // The rules' acknowledged fact, reported by the executor (`streamCorked`, `streamUncorked`, ...).
             "corked": rules.stream.isCorked,
             "streamOpen": output.streamOpen,
             "underruns": output.underruns,
             "serverUnderflows": output.serverUnderflows,
-            "server": output.serverName.map { $0 as Any } ?? NSNull(),
+            "server": output.serverName.map { $0 as Any } ?? JSONNull(),
             "realtime": (output.realtime ?? .none(reason: "not connected")).description,
-            "realtimeThread": output.realtimeThread.map { Int($0) as Any } ?? NSNull(),
+            "realtimeThread": output.realtimeThread.map { Int($0) as Any } ?? JSONNull(),
             "volume": rules.volumePercent,
             "lastError": lastError,
             "slowestHandlingMicros": slowestHandlingMicros,

@@ -1,6 +1,9 @@
 // Starting the player: the control socket, MPRIS, signals, and the run loop (the player arms its own timer).
+import Dispatch
 import EarshotMPRIS
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 import TrackPaths
 
 /// Entry points of the service for the `earshot` executable.
@@ -31,7 +34,7 @@ public enum PlayerService {
                 return slot.wait(timeout: .seconds(10))
             }
         } catch {
-            FileHandle.standardError.write(Data("earshot: \(error.description)\n".utf8))
+            StandardStream.writeError("earshot: \(error.description)\n")
             return 1
         }
 

@@ -5,7 +5,8 @@
 // Everything here works on bytes (TrackPath), never on Strings: a file name need not be UTF-8, and
 // FileManager would hand such a name back with U+FFFD in place of its bytes, naming another file.
 // Directories are read with opendir/readdir, and files are told apart with stat(2).
-import Foundation
+import FoundationEssentials
+import Glibc
 import TrackPaths
 
 /// Expands files, directories and playlists into absolute paths of files to queue.
@@ -184,10 +185,40 @@ public enum QueueInput {
     static func naturallyBefore(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
         let left = TrackPath(bytes: lhs)?.displayText ?? ""
         let right = TrackPath(bytes: rhs)?.displayText ?? ""
-        switch left.compare(right, options: [.numeric, .caseInsensitive]) {
-        case .orderedAscending: return true
-        case .orderedDescending: return false
-        case .orderedSame: return lhs.lexicographicallyPrecedes(rhs)
+        switch naturalOrder(left, right) {
+        case ..<0: return true
+        case 1...: return false
+        default: return lhs.lexicographicallyPrecedes(rhs)
         }
+    }
+
+    /// -1, 0 or 1 as `left` sorts before, with or after `right`: runs of ASCII digits by their value (leading zeros
+    /// aside), everything else by its lowercase form (Foundation's `.numeric, .caseInsensitive`, without ICU).
+    static func naturalOrder(_ left: String, _ right: String) -> Int {
+        let left = Array(left.unicodeScalars), right = Array(right.unicodeScalars)
+        func isDigit(_ scalar: Unicode.Scalar) -> Bool { ("0"..."9").contains(scalar) }
+        var i = 0, j = 0
+        while i < left.count && j < right.count {
+            if isDigit(left[i]) && isDigit(right[j]) {
+                var leftEnd = i, rightEnd = j
+                while leftEnd < left.count && isDigit(left[leftEnd]) { leftEnd += 1 }
+                while rightEnd < right.count && isDigit(right[rightEnd]) { rightEnd += 1 }
+                let leftDigits = left[i..<leftEnd].drop { $0 == "0" }
+                let rightDigits = right[j..<rightEnd].drop { $0 == "0" }
+                if leftDigits.count != rightDigits.count { return leftDigits.count < rightDigits.count ? -1 : 1 }
+                for (a, b) in zip(leftDigits, rightDigits) where a != b { return a < b ? -1 : 1 }
+                i = leftEnd
+                j = rightEnd
+                continue
+            }
+            let a = left[i].properties.lowercaseMapping, b = right[j].properties.lowercaseMapping
+            if a != b {
+                return a.unicodeScalars.lexicographicallyPrecedes(b.unicodeScalars) { $0.value < $1.value } ? -1 : 1
+            }
+            i += 1
+            j += 1
+        }
+        if i < left.count { return 1 }
+        return j < right.count ? -1 : 0
     }
 }

@@ -1,5 +1,8 @@
 // Small hand-overs between the player's actor and the threads that talk to clients (control socket, D-Bus).
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
+import SystemSupport
 import Synchronization
 
 /// A one-shot reply box a client's thread (control socket or D-Bus) waits on while the player answers.
@@ -59,7 +62,7 @@ final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
 final class PositionCell: @unchecked Sendable {
     // Unchecked Sendable: `anchor` is only read or written with `lock` held. A lock, not atomics: the three parts
     // must be read together. Never on the real-time path.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var anchor = (microseconds: Int64(0), at: ContinuousClock.now, advancing: false, limit: Int64?.none)
 
     /// Records the position heard now, in microseconds; `advancing` while playing, up to `limit` (the track's end).

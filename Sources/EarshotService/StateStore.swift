@@ -12,7 +12,9 @@
 //
 // A file that cannot be read or decoded is not fatal: it is moved aside as `state.json.corrupt-<UTC time>`
 // for the user to inspect, and the caller starts empty. The reason given never quotes the file's content.
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 import TrackPaths
 
 /// What Earshot saves between runs.
@@ -91,7 +93,7 @@ public struct StateStoreError: Error, Equatable, Sendable, CustomStringConvertib
 public final class StateStore: @unchecked Sendable {
     // Unchecked Sendable: the stored properties are immutable; `lock` serializes all file-system work, so two
     // saves never race on the temporary file or the rename.
-    private let lock = NSLock()
+    private let lock = Lock()
 
     /// The directory holding the state file.
     public let directory: String
@@ -235,8 +237,8 @@ public final class StateStore: @unchecked Sendable {
         var seconds = time(nil)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d%02d%02dT%02d%02d%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+        return formatted(
+            "%04ld%02ld%02ldT%02ld%02ld%02ldZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
             Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
     }
 

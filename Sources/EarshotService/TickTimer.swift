@@ -3,7 +3,8 @@
 // the heard position, the track boundaries and drains it predicts, the stall watchdog, the save and the progress
 // line). The reconnection's timer puts `.reconnectDue` there while the server is away, once per connection attempt.
 // A paused, stopped or idle player that is connected arms nothing, so it wakes for nothing.
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A one-shot timer owned by the player's actor (not `Sendable`): `arm` it for a delay, and it calls `fire` once
 /// from a task of its own, with the arming's number, unless it is disarmed or re-armed first. A timer replaced just

@@ -26,7 +26,9 @@
 
 import CPulse
 import CThreadShim
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// Something that happened to the connection or on the server, as delivered to `PulseConnection`'s notice
 /// handler. Carries no C types and no user content (no stream or track names).
@@ -119,7 +121,7 @@ public final class PulseConnection: @unchecked Sendable {
             // The last reference went away inside a callback: the lock is held, and the loop cannot be stopped
             // from its own thread. Silence the context now and stop the loop from another thread.
             teardown.silenceContext()
-            Thread.detachNewThread { teardown.stopAndFree() }
+            SystemThread.start(named: "earshot-teardown") { teardown.stopAndFree() }
             return
         }
         pa_threaded_mainloop_lock(loop)

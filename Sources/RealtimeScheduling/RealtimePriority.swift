@@ -24,7 +24,8 @@
 // Every grant is checked afterwards with sched_getscheduler: status reports what is in effect, not what was asked.
 import CSystemd
 import CThreadShim
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The scheduling the thread that feeds the sound server runs with, as `earshot status` shows it ("realtime: ...").
 public enum RealtimeOutcome: Sendable, Equatable, CustomStringConvertible {

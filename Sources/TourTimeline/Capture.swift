@@ -8,7 +8,8 @@
 // `start + n / rate`, but never later than its block's arrival: after its sink is unloaded, PulseAudio moves
 // the recorder to the default (silent) source, which delivers faster than real time, and those frames all
 // land at their arrival times instead of running past the end of the tour.
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A recorded stretch of one sink's monitor: the peak magnitude of every frame and the arrival of every block.
 public struct Capture: Sendable {

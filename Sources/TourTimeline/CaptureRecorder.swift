@@ -1,6 +1,8 @@
 // `earshot-timeline record`: copies parec's raw output from standard input to a file and notes, for every
 // block, the wall-clock time it arrived and the total bytes so far (the timing that `Capture` reads back).
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// Records standard input into a raw file and a timing file.
 public enum CaptureRecorder {
@@ -25,7 +27,7 @@ public enum CaptureRecorder {
             _ = buffer.withUnsafeBytes { fwrite($0.baseAddress, 1, count, raw) }
             total += count
             let seconds = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-            fputs(String(format: "%.6f %d\n", seconds, total), times)
+            fputs(formatted("%.6f %ld\n", seconds, total), times)
         }
     }
 }

@@ -2,7 +2,8 @@
 // the tour's steps as labelled lines across both, phone calls shaded, seconds along the bottom and a legend.
 // Plain SVG 1.1 with inline attributes only (no CSS, no scripts), so rsvg-convert, ImageMagick and browsers
 // all draw it the same way.
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One sink's lane: its title and what was recorded from its monitor (several captures when it was unplugged
 /// and plugged back in).

@@ -1,6 +1,7 @@
 // What the picture marks: the tour's own steps (marks.tsv, written by scripts/run --tour) and the playback
 // state Earshot reported after each event (its event log, `earshot events`).
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One step the tour took, at a wall-clock time.
 public struct Mark: Sendable, Equatable {
@@ -41,7 +42,7 @@ public struct Mark: Sendable, Equatable {
     public static func parse(_ text: String, file: String = "marks") throws -> [Mark] {
         var marks: [Mark] = []
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-        where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+        where !line.allSatisfy(\.isWhitespace) {
             let fields = line.split(separator: "\t", maxSplits: 3)
             guard fields.count >= 3, let time = Double(fields[0]), let kind = Kind(rawValue: String(fields[1])) else {
                 throw TimelineError.malformed(file: file, line: number + 1)
@@ -73,7 +74,7 @@ public struct StateChange: Sendable, Equatable {
         for line in text.split(separator: "\n") {
             let words = line.split(separator: " ", maxSplits: 2)
             guard words.count == 3, words[1] == "event", let time = parseTimestamp(words[0]),
-                let field = line.range(of: " playback=")
+                let field = line.firstRange(of: " playback=")
             else { continue }
             let playback = line[field.upperBound...].prefix { $0 != " " }
             changes.append(StateChange(time: time, playback: String(playback)))

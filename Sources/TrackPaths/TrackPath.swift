@@ -10,7 +10,8 @@
 // - `displayText`, for people: valid UTF-8 as it is, every other byte as `\xHH`, control characters as
 //   `\xHH` and a backslash as `\\`. It is always valid UTF-8 and one line, and different paths show
 //   differently, but it is not read back.
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A file path as raw bytes (no NUL), which may or may not be valid UTF-8.
 public struct TrackPath: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
@@ -89,15 +90,15 @@ extension TrackPath: Codable {
     /// The key of the object form, which holds the bytes of a path that is not valid UTF-8.
     public static let base64Key = "base64"
 
-    /// The path as a JSON value for JSONSerialization: a string when it is valid UTF-8, else
-    /// `{"base64": "..."}`.
+    /// The path as a value of an untyped JSON tree (JSONTree, JSONSerialization): a string when it is valid UTF-8,
+    /// else `{"base64": "..."}`.
     public var jsonValue: Any {
         if let string { return string }
         return [Self.base64Key: Data(bytes).base64EncodedString()]
     }
 
-    /// The path a JSON value (as JSONSerialization reads it) holds in either form; nil for anything else, an
-    /// empty path or one holding a NUL.
+    /// The path a JSON value (as JSONTree or JSONSerialization reads it) holds in either form; nil for anything
+    /// else, an empty path or one holding a NUL.
     public init?(jsonValue: Any) {
         if let text = jsonValue as? String {
             guard !text.isEmpty, !text.utf8.contains(0) else { return nil }

@@ -1,6 +1,8 @@
 // `earshot-timeline`: the tour's recorder and picture maker (scripts/run --tour). Argument handling only;
 // the work is in TourTimeline.
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 import TourTimeline
 
 let usage = """
@@ -17,7 +19,7 @@ let usage = """
 
 /// Prints `message` to standard error and exits with status 2.
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("earshot-timeline: \(message)\n".utf8))
+    StandardStream.writeError("earshot-timeline: \(message)\n")
     exit(2)
 }
 
@@ -76,7 +78,7 @@ case "draw":
             states: StateChange.parse(eventLog: try read(eventsPath)))
         try TimelineSVG.render(input).write(toFile: output, atomically: true, encoding: .utf8)
         for result in TimelineSVG.soundAfterUnplugs(input) {
-            let window = String(format: "%.1f", result.to - result.from)
+            let window = formatted("%.1f", result.to - result.from)
             print("after \(result.unplugged) was unplugged: \(result.milliseconds) ms of sound on \(result.lane)"
                 + " (in the \(window) s until the next step)")
         }

@@ -1,11 +1,13 @@
 // The `earshot` executable: argument handling and wiring only. Everything it does is in EarshotService.
 import EarshotService
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 import TrackPaths
 
 /// Prints `message` to standard error and exits with `code` (`ExitStatus.failure` or `.configuration`).
 func fail(_ message: String, code: Int32) -> Never {
-    FileHandle.standardError.write(Data("earshot: \(message)\n".utf8))
+    StandardStream.writeError("earshot: \(message)\n")
     exit(code)
 }
 
@@ -15,7 +17,7 @@ func usageError(_ message: String, verb: Verb? = nil) -> Never {
     let usage = verb?.usageLines ?? [CommandLineHelp.usageLine]
     let more = verb.map { "earshot help \($0.name)" } ?? "earshot --help"
     let text = (["earshot: \(message)"] + usage + ["Try '\(more)' for more information."]).joined(separator: "\n")
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    StandardStream.writeError(text + "\n")
     exit(ExitStatus.usage)
 }
 
@@ -139,10 +141,10 @@ func control(_ request: ControlRequest, json: Bool = false) -> Never {
         } catch {
             fail(error.description, code: ExitStatus.failure)
         }
-        let parsed = (try? JSONSerialization.jsonObject(with: Data(reply.utf8))) as? [String: Any]
+        let parsed = (try? JSONTree.parse(Array(reply.utf8))) as? [String: Any]
         if parsed?["ok"] as? Bool != true { break }
     }
-    let parsed = (try? JSONSerialization.jsonObject(with: Data(reply.utf8))) as? [String: Any]
+    let parsed = (try? JSONTree.parse(Array(reply.utf8))) as? [String: Any]
     if parsed?["ok"] as? Bool != true {
         fail((parsed?["error"] as? String) ?? "the player refused the request", code: ExitStatus.failure)
     }
@@ -200,7 +202,7 @@ case "play":
     if ControlClient.isAnswering(path: configuration.socketPath) {
         // A service is running: it plays them.
         let expansion = QueueInput.expand(files)
-        for problem in expansion.problems { FileHandle.standardError.write(Data("earshot: \(problem)\n".utf8)) }
+        for problem in expansion.problems { StandardStream.writeError("earshot: \(problem)\n") }
         guard !expansion.paths.isEmpty else { fail("nothing to play", code: ExitStatus.failure) }
         control(.load(paths: expansion.paths, play: true))
     }
@@ -209,7 +211,7 @@ case "add":
     let given = operands(of: verb, arguments).operands
     guard !given.isEmpty else { usageError("add needs at least one FILE, DIR or PLAYLIST", verb: verb) }
     let expansion = QueueInput.expand(paths(given, of: verb))
-    for problem in expansion.problems { FileHandle.standardError.write(Data("earshot: \(problem)\n".utf8)) }
+    for problem in expansion.problems { StandardStream.writeError("earshot: \(problem)\n") }
     guard !expansion.paths.isEmpty else { fail("nothing to add", code: ExitStatus.failure) }
     control(.add(paths: expansion.paths))
 case "decode":
@@ -240,7 +242,7 @@ case "events":
     expectNoArguments(verb, arguments)
     do {
         try ControlClient.follow(path: controlSocketPath()) { line in
-            if !line.hasPrefix("{") { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+            if !line.hasPrefix("{") { StandardStream.writeOutput(line + "\n") }
         }
     } catch {
         fail(error.description, code: ExitStatus.failure)

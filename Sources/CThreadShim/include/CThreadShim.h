@@ -1,5 +1,5 @@
 // CThreadShim: the few Linux thread and scheduling calls Swift cannot reach through Glibc (they need _GNU_SOURCE
-// or are variadic): the kernel thread id, RLIMIT_RTTIME and SCHED_RESET_ON_FORK.
+// or are variadic): the kernel thread id, the thread's name, RLIMIT_RTTIME and SCHED_RESET_ON_FORK.
 #ifndef CTHREADSHIM_H
 #define CTHREADSHIM_H
 
@@ -7,6 +7,9 @@
 
 /// The calling thread's kernel thread id (gettid), as /proc/PID/task/ and rtkit know it.
 int32_t earshot_thread_id(void);
+
+/// Names the calling thread (pthread_setname_np; the kernel keeps the first 15 bytes). Returns 0 or an error number.
+int earshot_name_current_thread(const char *name);
 
 /// Sets RLIMIT_RTTIME (CPU time in microseconds a real-time thread may use without blocking) to `microseconds`, or
 /// keeps a lower hard limit already in place. Returns the limit now in effect, or -1 with errno set.

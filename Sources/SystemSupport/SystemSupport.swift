@@ -1,0 +1,205 @@
+// The few things full Foundation gave the product that FoundationEssentials does not: a lock, a condition, named
+// threads, unbuffered writes to the standard streams, printf formatting and path splitting. Each is a thin layer over
+// Glibc, so the product links neither Foundation nor ICU (whose data alone is most of a static binary's size and
+// much of the service's memory).
+import CThreadShim
+import Glibc
+
+/// A pthread mutex (what NSLock was). Not Synchronization's Mutex: ThreadSanitizer on Linux sees pthread mutexes
+/// and reports races through Mutex that are not there.
+public final class Lock: @unchecked Sendable {
+    // Allocated once and never moved: a pthread mutex must stay at one address while it is in use.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    /// An unlocked mutex.
+    public init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Takes the mutex, waiting for it.
+    public func lock() {
+        pthread_mutex_lock(mutex)
+    }
+
+    /// Releases the mutex.
+    public func unlock() {
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Runs `body` holding the mutex.
+    public func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}
+
+/// A pthread mutex with its condition variable (what NSCondition was): `wait` releases the mutex while it sleeps.
+public final class Condition: @unchecked Sendable {
+    // Both allocated once and never moved, as pthreads requires while they are in use.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+
+    /// An unlocked mutex and its condition, timed on the monotonic clock (immune to changes of the wall clock).
+    public init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        condition.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Takes the mutex, waiting for it.
+    public func lock() {
+        pthread_mutex_lock(mutex)
+    }
+
+    /// Releases the mutex.
+    public func unlock() {
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Sleeps until signalled (or woken spuriously: callers loop on their predicate). Mutex held.
+    public func wait() {
+        pthread_cond_wait(condition, mutex)
+    }
+
+    /// Sleeps until signalled or `nanoseconds` have passed; false when the time ran out. Mutex held.
+    @discardableResult
+    public func wait(nanoseconds: Int64) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let total = Int64(deadline.tv_nsec) + max(nanoseconds, 0)
+        deadline.tv_sec += Int(total / 1_000_000_000)
+        deadline.tv_nsec = Int(total % 1_000_000_000)
+        return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
+    }
+
+    /// Wakes one waiter.
+    public func signal() {
+        pthread_cond_signal(condition)
+    }
+
+    /// Wakes every waiter.
+    public func broadcast() {
+        pthread_cond_broadcast(condition)
+    }
+}
+
+/// Threads of the product (what Foundation's Thread was): detached pthreads with a name `top` and `gdb` show.
+public enum SystemThread {
+    // What the new thread runs, handed over through pthread_create's one pointer.
+    private final class Start: Sendable {
+        let name: String
+        let body: @Sendable () -> Void
+        init(name: String, body: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.body = body
+        }
+    }
+
+    /// Starts `body` on a new detached thread named `name` (at most 15 bytes, the kernel's limit) and returns the
+    /// thread's id. The thread holds `body` only until it returns.
+    @discardableResult
+    public static func start(named name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
+        let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let created = pthread_create(&thread, &attributes, runStart, start)
+        pthread_attr_destroy(&attributes)
+        precondition(created == 0, "cannot start a thread: \(String(cString: strerror(created)))")
+        return thread
+    }
+
+    private static let runStart: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { argument in
+        guard let argument else { return nil }
+        let start = Unmanaged<Start>.fromOpaque(argument).takeRetainedValue()
+        nameCurrent(start.name)
+        start.body()
+        return nil
+    }
+
+    /// Names the calling thread (at most 15 bytes are kept).
+    public static func nameCurrent(_ name: String) {
+        _ = earshot_name_current_thread(name)
+    }
+
+    /// Whether the calling thread is `thread`.
+    public static func isCurrent(_ thread: pthread_t) -> Bool {
+        pthread_equal(pthread_self(), thread) != 0
+    }
+}
+
+/// The standard streams, written at once with no buffer (what FileHandle.standardError.write was).
+public enum StandardStream {
+    /// Writes `text` to standard error.
+    public static func writeError(_ text: String) {
+        write(text, to: STDERR_FILENO)
+    }
+
+    /// Writes `text` to standard output, bypassing `print`'s buffer.
+    public static func writeOutput(_ text: String) {
+        write(text, to: STDOUT_FILENO)
+    }
+
+    private static func write(_ text: String, to descriptor: Int32) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return }
+            offset += written
+        }
+    }
+}
+
+/// Splits a slash-separated path (what NSString's path methods were), byte for byte and without touching the disk.
+public enum PathText {
+    /// Everything before the last `/` (`"/"` for a file in the root, `"."` for a bare name).
+    public static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    /// Everything after the last `/`.
+    public static func lastComponent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}
+
+/// Text from a C printf format (what Foundation's String(format:) was), for numbers in fixed notation.
+public func formatted(_ format: String, _ arguments: any CVarArg...) -> String {
+    withVaList(arguments) { list in
+        // Sized by a first pass that writes nothing, so no number is cut short.
+        var copy = [CChar](repeating: 0, count: 1)
+        let needed = withVaList(arguments) { vsnprintf(&copy, 1, format, $0) }
+        guard needed > 0 else { return "" }
+        var buffer = [CChar](repeating: 0, count: Int(needed) + 1)
+        _ = vsnprintf(&buffer, buffer.count, format, list)
+        return String(decoding: buffer.prefix(Int(needed)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
