@@ -214,6 +214,12 @@ extension Player {
         switch notice {
         case .trackStarted(let index, _, let format, let lengthFrames, let metadata):
             tracks[index] = TrackInfo(format: format, lengthFrames: lengthFrames, metadata: metadata)
+            // What is known of a track is kept near the cursor only (the one before it for `previous`, and those the
+            // decoder has opened ahead), so a long queue played through does not keep every track's tags.
+            if tracks.count > 32 {
+                let kept = (rules.queue.index - 1)...
+                tracks = tracks.filter { kept.contains($0.key) }
+            }
             anyTrackStarted = true
             if stream == nil && rules.playback != .idle && rules.playback != .stopped { ensureStream() }
         case .trackFailed(let index, let error):

@@ -57,6 +57,63 @@ public struct PersistedState: Codable, Equatable, Sendable {
     }
 }
 
+extension PersistedState {
+    /// The state as the file holds it: one line of compact JSON, keys sorted, slashes unescaped (a user inspecting
+    /// the file should find it readable), ending in a newline. Written straight into bytes rather than through
+    /// JSONEncoder, whose tree of every queued path would cost megabytes of a 10 000-track queue on each save.
+    /// JSONDecoder reads it back (TrackPath's lossless form: a string, or `{"base64": ...}` for other bytes).
+    func jsonLine() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + queue.reduce(0) { $0 + $1.bytes.count + 3 })
+        out += #"{"positionMilliseconds":\#(positionMilliseconds),"queue":["#.utf8
+        for (index, path) in queue.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            if Self.isValidUTF8(path.bytes) {
+                Self.appendJSONString(path.bytes, to: &out)
+            } else {
+                out += #"{"base64":""#.utf8
+                out += Data(path.bytes).base64EncodedString().utf8
+                out += #""}"#.utf8
+            }
+        }
+        out += #"],"trackIndex":\#(trackIndex),"version":\#(version),"volumePercent":\#(volumePercent)}"#.utf8
+        out.append(0x0A)
+        return out
+    }
+
+    /// Whether `bytes` are valid UTF-8, checked without making a String of them.
+    private static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid: continue
+            case .error: return false
+            case .emptyInput: return true
+            }
+        }
+    }
+
+    /// Appends valid UTF-8 `bytes` as a JSON string: quote, backslash and control characters escaped.
+    private static func appendJSONString(_ bytes: [UInt8], to out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), byte]
+            case 0x0A: out += Array(#"\n"#.utf8)
+            case 0x0D: out += Array(#"\r"#.utf8)
+            case 0x09: out += Array(#"\t"#.utf8)
+            case 0x08: out += Array(#"\b"#.utf8)
+            case 0x0C: out += Array(#"\f"#.utf8)
+            case 0..<0x20: out += Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
 /// What `StateStore.load()` found.
 public enum StateLoadResult: Equatable, Sendable {
     /// No state file: a first start.
@@ -254,13 +311,7 @@ public final class StateStore: @unchecked Sendable {
     /// Writes `state` atomically (temporary file, fsync, rename, fsync of the directory). Blocks for the
     /// duration of the disk flushes: typically milliseconds, longer on a busy disk.
     public func save(_ state: PersistedState) throws(StateStoreError) {
-        let encoder = JSONEncoder()
-        // Sorted keys and unescaped slashes: a user inspecting the file should find it readable.
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard var data = try? encoder.encode(state) else {
-            throw StateStoreError(operation: "encode", path: filePath, code: EINVAL)
-        }
-        data.append(0x0A)
+        let data = Data(state.jsonLine())
         lock.lock()
         defer { lock.unlock() }
         try createDirectory()

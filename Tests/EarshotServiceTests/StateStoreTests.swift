@@ -184,6 +184,24 @@ struct StateStoreTests {
         #expect(text == expected)
     }
 
+    @Test("the file's own JSON writer says what JSONEncoder says, for every character a path can hold")
+    func writerMatchesEncoder() throws {
+        let store = try freshStore()
+        // Every byte from 1 to 127 (quote, backslash, slash, controls), then other scripts and an emoji.
+        let ascii = try #require(TrackPath(bytes: (1...127).map { UInt8($0) }))
+        let raw = try #require(TrackPath(bytes: [0x2F, 0xC3]))
+        let state = PersistedState(
+            queue: [ascii, "/m/Ünïcödé ☃/日本語 🎵.mp3", raw, "/a.mp3"], trackIndex: 2, positionMilliseconds: 61_234,
+            volumePercent: 85)
+        try store.save(state)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let expected = try encoder.encode(state) + [0x0A]
+        let written = try Data(contentsOf: URL(fileURLWithPath: store.filePath))
+        #expect(written == expected, "\(String(decoding: written, as: UTF8.self))")
+        #expect(store.load() == .restored(state))
+    }
+
     @Test("a path that is not UTF-8 is saved as its bytes (base64) and restored exactly; UTF-8 paths stay strings")
     func nonUTF8PathRoundTrip() throws {
         let store = try freshStore()
