@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "CThreadShim.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -19,6 +20,10 @@ int earshot_name_current_thread(const char *name) {
     strncpy(kept, name, sizeof kept - 1);
     kept[sizeof kept - 1] = '\0';
     return pthread_setname_np(pthread_self(), kept);
+}
+
+int earshot_limit_malloc_arenas(int count) {
+    return mallopt(M_ARENA_MAX, count);
 }
 
 int64_t earshot_limit_realtime_cpu(uint64_t microseconds) {

@@ -105,6 +105,15 @@ public final class Condition: @unchecked Sendable {
     }
 }
 
+/// The process's allocator.
+public enum SystemMemory {
+    /// Limits glibc's malloc to `count` arenas; call it before any thread starts. Each allocating thread otherwise
+    /// gets an arena of its own, whose freed pages stay resident.
+    public static func limitMallocArenas(to count: Int32) {
+        _ = earshot_limit_malloc_arenas(count)
+    }
+}
+
 /// Threads of the product (what Foundation's Thread was): detached pthreads with a name `top` and `gdb` show.
 public enum SystemThread {
     // What the new thread runs, handed over through pthread_create's one pointer.

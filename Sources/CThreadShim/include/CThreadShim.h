@@ -11,6 +11,10 @@ int32_t earshot_thread_id(void);
 /// Names the calling thread (pthread_setname_np; the kernel keeps the first 15 bytes). Returns 0 or an error number.
 int earshot_name_current_thread(const char *name);
 
+/// Limits glibc's malloc to `count` arenas (mallopt M_ARENA_MAX, from malloc.h, which Glibc's module leaves out).
+/// Returns 1 on success, 0 on failure.
+int earshot_limit_malloc_arenas(int count);
+
 /// Sets RLIMIT_RTTIME (CPU time in microseconds a real-time thread may use without blocking) to `microseconds`, or
 /// keeps a lower hard limit already in place. Returns the limit now in effect, or -1 with errno set.
 int64_t earshot_limit_realtime_cpu(uint64_t microseconds);
