@@ -1,4 +1,5 @@
-// A value shared between threads behind a pthread mutex (SystemSupport's Lock), with the shape of Synchronization's `Mutex`.
+// A value shared between threads behind a pthread mutex (SystemSupport's Lock), with the shape of Synchronization's
+// `Mutex`.
 // Why not `Mutex`: on Linux it hands off through futexes that ThreadSanitizer does not see, so TSan reports races that
 // are not there (scripts/ci-checks tsan-e2e found one on the control socket's client set), and the service must stay
 // TSan-clean for real reports to stand out. DecodeWorker and the MPRIS server use Lock for the same reason.
