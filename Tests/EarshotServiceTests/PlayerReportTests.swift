@@ -32,7 +32,7 @@ struct PlayerReportTests {
         let status = report.status
         #expect(status["playback"] as? String == "paused")
         #expect(status["pauseReason"] as? String == "interruption")
-        #expect(status["outputLostReason"] is NSNull)
+        #expect(status["outputLostReason"] is JSONNull)
         #expect(status["activeInterruptions"] as? [String] == ["server"])
         #expect(status["waitingForInterruptionEnd"] as? Bool == true)
         #expect(status["resumeIntent"] as? String == "userAskedToPlay")
@@ -94,7 +94,7 @@ struct PlayerReportTests {
         #expect(report.status["playback"] as? String == "stopped")
         #expect(report.status["realtime"] as? String == "none (not connected)")
         #expect(report.status["streamOpen"] as? Bool == false)
-        #expect(report.status["durationMs"] is NSNull)
+        #expect(report.status["durationMs"] is JSONNull)
         #expect(report.mprisSnapshot == MPRISSnapshot(playbackStatus: .stopped, volume: 1.0))
         #expect(report.lengthMicroseconds == nil)
     }
