@@ -45,7 +45,7 @@ extension Player {
                 startDrain(for: .queueEnd)
             }
         }
-        if let index = heard?.trackIndex, index != announcedTrack, let stream {
+        if let index = heard?.trackIndex, index != announcedTrack, let stream, streamOpening == nil {
             announcedTrack = index
             try? stream.updateMediaName(title(of: index))
         }

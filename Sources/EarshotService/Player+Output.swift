@@ -24,7 +24,8 @@ extension Player {
         // loss starts a new reconnection.
         reconnection = nil
         reconnectTimer.disarm()
-        serverName = (try? candidate.serverInfo())?.displayName
+        // Not waited for: the answer arrives as `.serverInfoChanged`.
+        try? candidate.requestServerInfo()
         log.record("server", ["state": "connected"])
         return true
     }
@@ -35,42 +36,108 @@ extension Player {
         log.record("realtime", ["thread": "mainloop", "scheduling": server.realtime.description])
     }
 
-    /// Opens the stream when there is a connection and the audio's format is known, and reports it (`streamOpened`:
-    /// the rules uncork it when the player is playing).
+    /// What opening a stream has to remember until the stream is open.
+    struct StreamOpening {
+        /// The format the stream was opened for.
+        let format: AudioFormat
+        /// The sink it was sent to; nil for the server's default. A named sink that refuses falls back to the default.
+        let sinkName: String?
+    }
+
+    /// What an inventory (`requestInventory`) was asked for.
+    enum InventoryPurpose: Sendable {
+        /// Describing the server to the translator before the new stream is reported open.
+        case streamOpened
+        /// Learning the sink our stream is on after a move.
+        case followSink
+    }
+
+    /// Opens the stream when there is a connection and the audio's format is known. Nothing here waits: the open is
+    /// sent, `.ready` asks the server for its inventory, and once the translator has seen it the rules learn that
+    /// the stream is open (`streamOpened`: they uncork it when the player is playing).
     func ensureStream(format newFormat: AudioFormat? = nil) {
         guard stream == nil, let connection, let format = newFormat ?? worker.currentFormat else { return }
+        openStream(on: connection, format: format, sinkName: configuration.sinkName)
+    }
+
+    /// Sends the open of a stream on `sinkName` (nil: the default sink); a named sink that libpulse refuses at once
+    /// falls back to the default sink here, one that the server refuses later does so in `streamOpenFailed`.
+    func openStream(on connection: PulseConnection, format: AudioFormat, sinkName: String?) {
         streamGeneration += 1
         let generation = streamGeneration
         let inbox = self.inbox
         let properties = StreamProperties(mediaRole: configuration.mediaRole, mediaName: title(of: heard?.trackIndex))
-        var opened: PlaybackStream?
-        for sinkName in [configuration.sinkName, nil] where opened == nil {
-            opened = try? PlaybackStream(
+        let opened: PlaybackStream
+        do {
+            opened = try PlaybackStream(
                 connection: connection, sampleRate: format.sampleRate, ring: ring, properties: properties,
                 targetLatencyMilliseconds: configuration.targetLatencyMilliseconds, sinkName: sinkName
             ) { notice in inbox.yield(.stream(notice, generation: generation)) }
-            if sinkName == nil { break }
-        }
-        guard let opened else {
-            log.record("output", ["command": "openStream", "error": "failed"])
+        } catch {
+            if sinkName != nil { return openStream(on: connection, format: format, sinkName: nil) }
+            log.record("output", ["command": "openStream", "error": "\(error.code.rawValue)"])
             dispatch(.outputCommandFailed)
             return
         }
         stream = opened
+        streamOpening = StreamOpening(format: format, sinkName: sinkName)
         disarmWatchdog()
         if queueEndRingFrame != nil { opened.setEndOfData(true) }
-        if rules.volumePercent != 100 { try? opened.setVolume(percent: rules.volumePercent) }
-        followOurSink()
-        // Every sink, for the devices behind a virtual sink of ours.
-        for sink in (try? connection.sinks()) ?? [] { dispatchAll(translator.sinkChanged(sink)) }
-        if let inputs = try? connection.sinkInputs() {
-            for input in inputs { dispatchAll(translator.sinkInputChanged(input, at: monotonicMoment())) }
+    }
+
+    /// The stream is connected (`.ready`): its settings are sent, and the server is listed for the translator (every
+    /// sink, for the devices behind a virtual sink of ours; the streams, for calls already in progress; sources,
+    /// capture streams and cards, for profile switches) before the rules hear that the stream is open, so that a
+    /// call already under way holds the music before it could be uncorked.
+    func streamConnected() {
+        guard let stream, streamOpening != nil else { return }
+        if rules.volumePercent != 100 { try? stream.setVolume(percent: rules.volumePercent) }
+        let generation = streamGeneration
+        let inbox = self.inbox
+        do {
+            try connection?.requestInventory { inventory in
+                inbox.yield(.inventory(inventory, purpose: .streamOpened, generation: generation))
+            }
+        } catch {
+            log.record("output", ["query": "inventory", "error": "\(error.code.rawValue)"])
+            streamDescribed(ServerInventory())
         }
-        for source in (try? connection.sources()) ?? [] { translator.sourceChanged(source) }
-        for capture in (try? connection.sourceOutputs()) ?? [] { translator.sourceOutputChanged(capture) }
-        for card in (try? connection.cards()) ?? [] { dispatchAll(translator.cardChanged(card, at: monotonicMoment())) }
+    }
+
+    /// Hands a listed inventory to what asked for it.
+    func inventoryArrived(_ inventory: ServerInventory, for purpose: InventoryPurpose) {
+        switch purpose {
+        case .streamOpened: streamDescribed(inventory)
+        case .followSink: ourSinkListed(inventory.sinks)
+        }
+    }
+
+    /// The new stream's server is described: the translator learns it, then the rules learn the stream is open.
+    func streamDescribed(_ inventory: ServerInventory) {
+        guard streamOpening != nil else { return }
+        ourSinkListed(inventory.sinks)
+        for sink in inventory.sinks { dispatchAll(translator.sinkChanged(sink)) }
+        for input in inventory.sinkInputs { dispatchAll(translator.sinkInputChanged(input, at: monotonicMoment())) }
+        for source in inventory.sources { translator.sourceChanged(source) }
+        for capture in inventory.sourceOutputs { translator.sourceOutputChanged(capture) }
+        for card in inventory.cards { dispatchAll(translator.cardChanged(card, at: monotonicMoment())) }
+        streamOpening = nil
         // A playing player's stream is uncorked next (`uncorkWhenDecoded`).
         dispatch(.streamOpened)
+    }
+
+    /// The server refused the stream before it was ready (`.failed` while opening): a named sink falls back to the
+    /// default one; otherwise the open failed, which the rules hear as a failed output command.
+    func streamOpenFailed(_ opening: StreamOpening) {
+        stream?.close()
+        stream = nil
+        streamOpening = nil
+        if opening.sinkName != nil, let connection {
+            return openStream(on: connection, format: opening.format, sinkName: nil)
+        }
+        streamGeneration += 1
+        log.record("output", ["command": "openStream", "error": "failed"])
+        dispatch(.outputCommandFailed)
     }
 
     /// Uncorks the stream once the ring holds two server buffers, so the first write callbacks find audio rather
@@ -111,13 +178,11 @@ extension Player {
         worker.noticeWhenBuffered(frames: nil)
     }
 
-    /// Uncorks the stream and reports the outcome.
+    /// Sends the uncork; its acknowledgement (`.uncorked`) brings `streamUncorked` (`streamNoticed`).
     func uncork() {
         guard let stream else { return }
         do {
             try stream.uncork()
-            disarmWatchdog()
-            dispatch(.streamUncorked)
         } catch {
             log.record("output", ["command": "uncork", "error": "\(error.code.rawValue)"])
             dispatch(.outputCommandFailed)
@@ -130,10 +195,23 @@ extension Player {
         watchdogArmed = false
     }
 
-    /// Tells the translator which sink our stream is on now.
+    /// Lists the server's sinks, to tell the translator which sink our stream is on now (`ourSinkListed`).
     func followOurSink() {
-        guard let stream, let connection, let sinkIndex = stream.sinkIndex,
-              let sink = (try? connection.sinks())?.first(where: { $0.index == sinkIndex }) else { return }
+        let generation = streamGeneration
+        let inbox = self.inbox
+        do {
+            try connection?.requestInventory(.sinks) { inventory in
+                inbox.yield(.inventory(inventory, purpose: .followSink, generation: generation))
+            }
+        } catch {
+            log.record("output", ["query": "sinks", "error": "\(error.code.rawValue)"])
+        }
+    }
+
+    /// Tells the translator which of `sinks` our stream is on now (as the stream last reported it).
+    func ourSinkListed(_ sinks: [SinkSnapshot]) {
+        guard let stream, let sinkIndex = stream.sinkIndex, let sink = sinks.first(where: { $0.index == sinkIndex })
+        else { return }
         dispatchAll(translator.ourStreamIsOn(sink, sinkInputIndex: stream.sinkInputIndex, at: monotonicMoment()))
     }
 
@@ -148,6 +226,7 @@ extension Player {
         serverUnderflowsOfClosedStreams += closing.serverUnderflowCount
         closing.close()
         stream = nil
+        streamOpening = nil
         streamGeneration += 1
         withdrawWaitingUncork()
         dispatch(.streamClosed)
@@ -186,11 +265,9 @@ extension Player {
                 worker.resumeProduction(trackIndex: position.trackIndex, frame: position.frame)
             }
             if let stream {
-                do {
-                    try stream.flush()
-                } catch {
-                    log.record("output", ["command": "flush", "error": "\(error.code.rawValue)"])
-                }
+                // The ring is emptied and the flush point kept before this returns; the server's part is sent, and
+                // only its acknowledgement comes later (`.flushed`).
+                stream.flush()
             } else {
                 // No stream, so no consumer: this context may empty the ring.
                 _ = ring.discardReadable()
@@ -259,7 +336,8 @@ extension Player {
     /// Asks the stream to play out its tail for `purpose`; the `.drained` notice completes it. The owner does not
     /// wait: an output lost meanwhile corks and flushes, which cancels the drain, and the tail is decoded again.
     func startDrain(for purpose: DrainPurpose) {
-        guard let stream else { return }
+        // A stream still opening has played nothing yet; the tick asks again once it runs.
+        guard let stream, streamOpening == nil else { return }
         do {
             try stream.drain()
             drainingFor = purpose
@@ -288,10 +366,23 @@ extension Player {
             guard let purpose = drainingFor else { return }
             drainingFor = nil
             drainCompleted(purpose)
-        case .ready, .started, .underflow:
+        case .ready:
+            streamConnected()
+        case .corked:
+            // Quiet now: status shows the position where the listener stopped, not the last tick's.
+            if let position = currentHeardPosition() { listening.settle(at: position) }
+            dispatch(.streamCorked)
+        case .uncorked:
+            disarmWatchdog()
+            dispatch(.streamUncorked)
+        case .flushed, .applied, .started, .underflow:
             // Underflows are counted by the stream (status: serverUnderflows); logging each would flood the journal
             // on a loaded machine.
             break
+        case .commandFailed(let command):
+            log.record("output", ["command": command.rawValue, "error": "refused"])
+            // What the rules know of the stream (corked or running) can no longer be trusted.
+            if command == .cork || command == .uncork { dispatch(.outputCommandFailed) }
         case .corkRequested:
             dispatch(.interruptionBegan(.serverCorkRequest, at: now))
         case .uncorkRequested:
@@ -299,42 +390,26 @@ extension Player {
         case .unknownEvent:
             log.record("notice", ["kind": "unknownStreamEvent", "action": "ignored"])
         case .moved(_, let oldSinkStillExists):
-            // The stream corked itself inside the moved callback (safety hold): the rules learn that first; now decide.
-            noteSafetyHold()
-            if !oldSinkStillExists { dispatchAll(translator.ourStreamLeftRemovedSink(at: now)) }
-            followOurSink()
+            // The stream plays on where the server moved it until the rules decide: off a sink that is gone the
+            // output is lost (cork at once, unless SINK REMOVE already decided it); a deliberate move keeps playing.
             if oldSinkStillExists {
                 dispatch(.routeChanged)
-                releaseSafetyHold()
                 disarmWatchdog()
+            } else {
+                dispatchAll(translator.ourStreamLeftRemovedSink(at: now))
             }
+            followOurSink()
         case .failed, .killed:
+            if let opening = streamOpening {
+                streamOpenFailed(opening)
+                return
+            }
             log.record("output", ["stream": "failed"])
             closeStream()
             dispatchAll(translator.ourStreamIsGone(at: now))
             let repositionsBefore = repositionCount
             dispatch(.outputLost(.streamFailed))
             restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
-        }
-    }
-
-    /// Reports the stream's safety hold (it corks itself when moved or when its sink is removed) as `streamCorked`,
-    /// so that what the rules know of the stream stays the truth. The hold's cork is sent without waiting: it is
-    /// reported once the owner learns of the hold, its acknowledgement at most one round trip behind.
-    func noteSafetyHold() {
-        guard let stream, stream.isSafetyHoldActive, !rules.stream.isCorked else { return }
-        dispatch(.streamCorked)
-    }
-
-    /// Ends the safety hold after a deliberate route change: the stream runs again if the last wish was to play,
-    /// and the rules learn it (`streamUncorked`), or that it could not (`outputCommandFailed`).
-    func releaseSafetyHold() {
-        guard let stream else { return }
-        do {
-            if try stream.releaseSafetyHold() { dispatch(.streamUncorked) }
-        } catch {
-            log.record("output", ["command": "releaseSafetyHold", "error": "\(error.code.rawValue)"])
-            dispatch(.outputCommandFailed)
         }
     }
 
@@ -353,8 +428,7 @@ extension Player {
         case .sinkChanged(let sink):
             dispatchAll(translator.sinkChanged(sink))
         case .sinkRemoved(let index):
-            // When it was our sink, the stream corked itself as the removal arrived (safety hold).
-            noteSafetyHold()
+            // When it was our sink, this is the earliest word of an unplug: the rules cork now.
             dispatchAll(translator.sinkRemoved(index, at: now))
         case .sinkInputChanged(let input):
             dispatchAll(translator.sinkInputChanged(input, at: now))

@@ -27,6 +27,8 @@ actor Player {
         case decode(DecodeNotice)
         case stream(StreamNotice, generation: Int)
         case connection(ConnectionNotice, generation: Int)
+        /// The lists asked for with `requestInventory`, for the stream of that generation.
+        case inventory(ServerInventory, purpose: InventoryPurpose, generation: Int)
         case reconnected(ConnectedServer, generation: Int)
         /// A connection attempt made while the server was away failed; the next one waits for the timer.
         case reconnectFailed(generation: Int)
@@ -71,6 +73,8 @@ actor Player {
     var reconnection: Reconnection?
     var serverName: String?
     var stream: PlaybackStream?
+    /// While the stream is being opened (sent, and not yet reported to the rules as open): what the open needs.
+    var streamOpening: StreamOpening?
     var streamGeneration = 0
     var underrunsOfClosedStreams = 0
     var serverUnderflowsOfClosedStreams = 0
@@ -195,6 +199,9 @@ actor Player {
         case .connection(let notice, let generation):
             guard generation == connectionGeneration, connection != nil else { return }
             connectionNoticed(notice)
+        case .inventory(let inventory, let purpose, let generation):
+            guard generation == streamGeneration, stream != nil else { return }
+            inventoryArrived(inventory, for: purpose)
         case .reconnected(let server, let generation):
             // A result for an older generation (a connection was made meanwhile) is dropped with its connection.
             guard generation == connectionGeneration, let finished = reconnection else { return }
@@ -202,7 +209,8 @@ actor Player {
             reconnectTimer.disarm()
             connection = server.connection
             noteRealtime(of: server)
-            serverName = (try? server.connection.serverInfo())?.displayName
+            // Not waited for: the answer arrives as `.serverInfoChanged`.
+            try? server.connection.requestServerInfo()
             let waited = (ContinuousClock.now - finished.since).components
             log.record("server", ["state": "connected", "attempts": "\(finished.attempts)",
                                   "afterMs": "\(waited.seconds * 1000 + waited.attoseconds / 1_000_000_000_000_000)"])
@@ -272,12 +280,11 @@ actor Player {
         switch command {
         case .cork:
             withdrawWaitingUncork()
-            guard let stream else { return }
+            // A stream still opening was created corked, and the rules do not count it as open yet: nothing to send.
+            guard let stream, streamOpening == nil else { return }
             do {
+                // Sent, not waited for: its acknowledgement (`.corked`) brings `streamCorked` (`streamNoticed`).
                 try stream.cork()
-                // Quiet now: status shows the position where the listener stopped, not the last tick's.
-                if let position = currentHeardPosition() { listening.settle(at: position) }
-                dispatch(.streamCorked)
             } catch {
                 log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])
                 dispatch(.outputCommandFailed)

@@ -9,14 +9,20 @@
 //     and signal the mainloop;
 //   - when they need more information (a subscription event only carries an index), start a further
 //     asynchronous operation whose own callback delivers the result. Nothing ever waits inside a callback.
-// The write callback is stricter still (see PlaybackStream.swift): it only copies frames.
+// The write callback is stricter still (see PlaybackStream+Supply.swift): it only copies frames.
 //
-// Public methods are called from ordinary threads. They take the lock, start an operation, and sleep in
-// `pa_threaded_mainloop_wait` (which releases the lock while asleep) until the operation's callback signals.
-// Every wait is bounded: an alarm on the mainloop wakes it after a timeout, operations cancelled by a dying
-// context or stream wake it through their state callback, and an operation still running after the wait is
-// cancelled with the lock held, so its callback can never run against a reply that no longer exists (Waiting.swift).
-// A waiting method called on the mainloop thread (from a notice handler) throws instead of deadlocking.
+// Two kinds of public method. What a playing owner calls never waits: a stream's commands (PlaybackStream+Commands
+// .swift) and the connection's `requestInventory` and `requestServerInfo` take the lock, send their request and
+// return; the answer arrives later as a notice (or through the given closure) on the mainloop thread. They may be
+// called from anywhere, a notice handler included.
+//
+// The rest wait, for set-up and for tests: `connect`, `subscribe`, `serverInfo` and the list queries (`sinks()`
+// and so on) take the lock, start an operation, and sleep in `pa_threaded_mainloop_wait` (which releases the lock
+// while asleep) until the operation's callback signals. Every wait is bounded: an alarm on the mainloop wakes it
+// after a timeout, operations cancelled by a dying context wake it through their state callback, and an operation
+// still running after the wait is cancelled with the lock held, so its callback can never run against a reply that
+// no longer exists (Waiting.swift). A waiting method called on the mainloop thread (from a notice handler) throws
+// instead of deadlocking. A serial owner that must never wait uses only the first kind once it is connected.
 //
 // Notice handlers are therefore called on the mainloop thread with the lock held: they must return quickly and
 // must not call waiting methods; hand the notice to your own serial owner (an actor, a queue) and return.
@@ -76,15 +82,17 @@ public enum ConnectionNotice: Sendable, Equatable {
 /// Create one, call `connect(applicationName:)`, then optionally `subscribe()`. A connection that failed cannot be
 /// reconnected: create a new one.
 public final class PulseConnection: @unchecked Sendable {
-    // Unchecked Sendable: `mainloop`, `noticeHandler` and `operationTimeout` never change after init. `context`
-    // and `streams` are only read or written with the mainloop lock held (callbacks hold it; methods take it).
+    // Unchecked Sendable: `mainloop`, `noticeHandler` and `operationTimeout` never change after init. `context`,
+    // `streams` and `inventories` are only read or written with the mainloop lock held (callbacks hold it; methods take it).
 
     /// The threaded mainloop; created and started in init, stopped and freed in deinit.
     let mainloop: OpaquePointer
     /// The context, once `connect` created it.
     private(set) var context: OpaquePointer?
-    /// The open streams on this connection, told at once when their sink is removed.
+    /// The open streams on this connection, told when the connection fails (`connectionIsFailing()`).
     private var streams: [ObjectIdentifier: WeakStream] = [:]
+    /// Inventories being collected (`requestInventory`): kept alive here while their list callbacks may still run.
+    private var inventories: [ObjectIdentifier: InventoryCollector] = [:]
     /// Receives notices on the mainloop thread.
     private let noticeHandler: @Sendable (ConnectionNotice) -> Void
     /// How long a public method waits for the server before it gives up with `.timeout`.
@@ -387,10 +395,7 @@ public final class PulseConnection: @unchecked Sendable {
             }, me))
         case (.sink, .remove):
             // SINK REMOVE arrives before the stream's moved callback (PulseAudio 16: 1-6 ms before; PipeWire:
-            // before WirePlumber relinks the stream), so the streams on that sink start their safety hold now.
-            for entry in streams.values {
-                entry.stream?.sinkWasRemoved(index)
-            }
+            // before WirePlumber relinks the stream): delivered at once, it is the owner's earliest word of an unplug.
             deliver(.sinkRemoved(index))
         case (.card, .new), (.card, .change):
             // A jack change also changes the sink (ports are classified there); the card matters for its profile.
@@ -418,20 +423,35 @@ public final class PulseConnection: @unchecked Sendable {
         case (.sourceOutput, .remove):
             deliver(.sourceOutputRemoved(index))
         case (.server, _):
-            release(pa_context_get_server_info(context, { _, info, userdata in
-                guard let info, let userdata else { return }
-                let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
-                connection.deliver(.serverInfoChanged(ServerInfo(info.pointee)))
-            }, me))
+            askForServerInfo(on: context)
         case (.other, _):
             // Not subscribed to.
             break
         }
     }
 
-    /// Lets `stream` hear about the removal of its sink. Lock held.
+    /// Asks the server about itself; the answer is delivered as `.serverInfoChanged`. Lock held.
+    func askForServerInfo(on context: OpaquePointer) {
+        release(pa_context_get_server_info(context, { _, info, userdata in
+            guard let info, let userdata else { return }
+            let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+            connection.deliver(.serverInfoChanged(ServerInfo(info.pointee)))
+        }, Unmanaged.passUnretained(self).toOpaque()))
+    }
+
+    /// Lets `stream` read its timing once more when the connection fails. Lock held.
     func register(_ stream: PlaybackStream) {
         streams[ObjectIdentifier(stream)] = WeakStream(stream: stream)
+    }
+
+    /// Keeps `collector` alive while its lists are pending. Lock held.
+    func inventoryStarted(_ collector: InventoryCollector) {
+        inventories[ObjectIdentifier(collector)] = collector
+    }
+
+    /// Lets go of a complete inventory. Lock held.
+    func inventoryCollected(_ collector: InventoryCollector) {
+        inventories[ObjectIdentifier(collector)] = nil
     }
 
     /// Forgets `stream`. Lock held.

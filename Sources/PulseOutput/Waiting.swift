@@ -71,15 +71,15 @@ extension PulseConnection {
         return try body()
     }
 
-    /// Runs `body` with the mainloop lock held, for a short non-waiting access. On the mainloop thread the lock is
-    /// already held, so it is not taken again.
-    func withLock<T>(_ body: () -> T) -> T {
+    /// Runs `body` with the mainloop lock held, for a short non-waiting access (a read, or a command that is sent
+    /// and not waited for). On the mainloop thread the lock is already held, so it is not taken again.
+    func withLock<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
         if pa_threaded_mainloop_in_thread(mainloop) != 0 {
-            return body()
+            return try body()
         }
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
-        return body()
+        return try body()
     }
 
     /// Sleeps (lock held, released while asleep) until `isDone` holds or `timeout` passes; returns `isDone()`.

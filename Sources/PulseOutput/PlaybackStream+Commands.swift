@@ -1,0 +1,224 @@
+// The stream's commands (see PlaybackStream.swift). None of them waits: each takes the mainloop lock, does its local
+// bookkeeping, sends its request and returns. The server's answer comes to the operation's callback on the libpulse
+// thread, which delivers it as a notice (`.corked`, `.uncorked`, `.flushed`, `.applied`, `.commandFailed`), so it
+// reaches the owner through its inbox like anything else the server says. A command throws only when it cannot be
+// sent at all (the stream is not ready, libpulse refused it); then nothing was sent and no notice follows.
+//
+// Each operation's userdata is the stream, unretained: the operations are kept in `pendingOperations` and cancelled
+// in `closeLocked()`, and libpulse cancels a stream's own operations when it fails, so no callback runs after the
+// stream is gone.
+
+import CPulse
+
+extension PlaybackStream {
+    /// Asks the server to pause playback (queued audio is kept) and returns; `.corked` follows, or
+    /// `.commandFailed(.cork)`. Safe to repeat.
+    public func cork() throws(PulseError) {
+        try connection.withLock { () throws(PulseError) in
+            // The wish first: the write callback stops padding silence even before the server confirms.
+            desiredCorked = true
+            try sendCork(true)
+        }
+    }
+
+    /// Asks the server to resume playback and returns; `.uncorked` follows, or `.commandFailed(.uncork)`. Safe to
+    /// repeat. Tops the server's buffer up first, so that playback starts at once.
+    public func uncork() throws(PulseError) {
+        try connection.withLock { () throws(PulseError) in
+            guard isReadyLocked else { throw PulseError(code: .badState, step: "uncork") }
+            desiredCorked = false
+            topUpLocked()
+            try sendCork(false)
+        }
+    }
+
+    /// Drops everything queued: the frames still in the ring and the audio in the server's buffer (not yet played).
+    /// The local part happens here, under the mainloop lock, before it returns: the ring is emptied (the stream is
+    /// its consumer: do not call `ring.discardReadable()` yourself while the stream exists) and the heard position
+    /// is kept at the flush point until new audio is heard. The server's part is sent and `.flushed` (or
+    /// `.commandFailed(.flush)`) follows. On a stream that is not ready, nothing of ours is queued on the server:
+    /// only the local part is done, and no notice follows.
+    public func flush() {
+        connection.withLock {
+            let heard = heardLocked()
+            _ = ring.discardReadable()
+            // Every frame read so far is now either heard or dropped; later frames are numbered from here.
+            heardAtFlush = heard ?? max(heardAtFlush, ring.totalFramesRead - targetFrames)
+            readAtFlush = ring.totalFramesRead
+            cancelDrainLocked()
+            draining = false
+            // An emptied stream restarts like a new one (prebuffer, a sink that may pause): the stall watchdog
+            // waits for its first request again.
+            if playingSinceNanoseconds > 0 { playingSinceNanoseconds = PlaybackStream.uptimeNanoseconds() }
+            guard let stream, isReadyLocked else { return }
+            let sent = pa_stream_flush(stream, { _, success, userdata in
+                PlaybackStream.owner(userdata)?.acknowledged(.flush, success != 0)
+            }, Unmanaged.passUnretained(self).toOpaque())
+            if sent == nil {
+                // Refused at once (the stream is failing): its own failure notice follows.
+                deliver(.commandFailed(.flush))
+            }
+            track(sent)
+        }
+    }
+
+    /// Asks the server to play out what is queued, without padding silence, and returns at once: the notice handler
+    /// receives `.drained` once all of it has played. Implies end of data. A corked stream drains only when it runs
+    /// again; `flush()`, `setEndOfData(false)` or another `drain()` cancel a drain in progress (no `.drained` then).
+    public func drain() throws(PulseError) {
+        try connection.withLock { () throws(PulseError) in
+            guard let stream, isReadyLocked else { throw PulseError(code: .badState, step: "drain") }
+            cancelDrainLocked()
+            draining = true
+            drainOperation = pa_stream_drain(stream, { _, success, userdata in
+                guard success != 0 else { return }
+                PlaybackStream.owner(userdata)?.drainCompleted()
+            }, Unmanaged.passUnretained(self).toOpaque())
+            guard drainOperation != nil else { throw PulseError.lastError(of: connection.context, step: "drain") }
+        }
+    }
+
+    /// Declares (true) or withdraws (false) the end of the data: at the end the write callback writes only what the
+    /// ring holds, with no silence, so the stream can run out and drain. Withdrawing it also ends a drain and tops
+    /// the server's buffer up when playing, because the server asks no more after it ran out.
+    public func setEndOfData(_ isAtEnd: Bool) {
+        endOfData.store(isAtEnd, ordering: .releasing)
+        guard !isAtEnd else { return }
+        connection.withLock {
+            cancelDrainLocked()
+            draining = false
+            if !desiredCorked {
+                topUpLocked()
+            }
+        }
+    }
+
+    /// Asks the server to set the mute of our sink input and returns; `.applied(.setMute)` follows, or
+    /// `.commandFailed(.setMute)`. module-role-cork mutes the streams it corks and only unmutes them when the call
+    /// ends, so unmute when resuming during a call.
+    public func setMuted(_ muted: Bool) throws(PulseError) {
+        try connection.withLock { () throws(PulseError) in
+            guard let index = currentSinkInputIndex, let context = connection.context, isReadyLocked else {
+                throw PulseError(code: .badState, step: "set mute")
+            }
+            try sent(.setMute, pa_context_set_sink_input_mute(context, index, muted ? 1 : 0, { _, success, userdata in
+                PlaybackStream.owner(userdata)?.acknowledged(.setMute, success != 0)
+            }, Unmanaged.passUnretained(self).toOpaque()))
+        }
+    }
+
+    /// Asks the server to set our sink input's volume on both channels, in percent of normal (100 = unchanged,
+    /// clamped to 0...150), on the server's (cubic) volume scale like mixers, and returns; `.applied(.setVolume)`
+    /// follows, or `.commandFailed(.setVolume)`.
+    public func setVolume(percent: Int) throws(PulseError) {
+        try connection.withLock { () throws(PulseError) in
+            guard let index = currentSinkInputIndex, let context = connection.context, isReadyLocked else {
+                throw PulseError(code: .badState, step: "set volume")
+            }
+            let normal = UInt64(PA_VOLUME_NORM)
+            let level = pa_volume_t(normal * UInt64(min(max(percent, 0), 150)) / 100)
+            var volume = pa_cvolume()
+            pa_cvolume_set(&volume, 2, level)
+            try sent(.setVolume, pa_context_set_sink_input_volume(context, index, &volume, { _, success, userdata in
+                PlaybackStream.owner(userdata)?.acknowledged(.setVolume, success != 0)
+            }, Unmanaged.passUnretained(self).toOpaque()))
+        }
+    }
+
+    /// Asks the server to replace the stream's `media.name` (the track title mixers show) and returns;
+    /// `.applied(.updateMediaName)` follows, or `.commandFailed(.updateMediaName)`. The title is never logged.
+    public func updateMediaName(_ mediaName: String) throws(PulseError) {
+        try connection.withLock { () throws(PulseError) in
+            guard let stream, isReadyLocked else { throw PulseError(code: .badState, step: "update media name") }
+            let properties = pa_proplist_new()
+            defer { pa_proplist_free(properties) }
+            pa_proplist_sets(properties, PA_PROP_MEDIA_NAME, mediaName)
+            try sent(.updateMediaName, pa_stream_proplist_update(stream, PA_UPDATE_REPLACE, properties, {
+                _, success, userdata in
+                PlaybackStream.owner(userdata)?.acknowledged(.updateMediaName, success != 0)
+            }, Unmanaged.passUnretained(self).toOpaque()))
+        }
+    }
+
+    // MARK: - Internals (lock held)
+
+    /// Whether the stream is connected. Lock held.
+    var isReadyLocked: Bool {
+        guard let stream else { return false }
+        return pa_stream_get_state(stream) == PA_STREAM_READY
+    }
+
+    /// The single caller of `pa_stream_cork`, for both directions. Lock held.
+    private func sendCork(_ corked: Bool) throws(PulseError) {
+        guard let stream, isReadyLocked else { throw PulseError(code: .badState, step: corked ? "cork" : "uncork") }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        // Two callbacks, since a C callback captures nothing: each knows which way it went.
+        let operation = corked
+            ? pa_stream_cork(stream, 1, { _, success, userdata in
+                PlaybackStream.owner(userdata)?.acknowledged(.cork, success != 0)
+            }, me)
+            : pa_stream_cork(stream, 0, { _, success, userdata in
+                PlaybackStream.owner(userdata)?.acknowledged(.uncork, success != 0)
+            }, me)
+        try sent(corked ? .cork : .uncork, operation)
+    }
+
+    /// Keeps a sent operation to cancel at close, or throws when libpulse refused to send it. Lock held.
+    private func sent(_ command: StreamCommand, _ operation: OpaquePointer?) throws(PulseError) {
+        guard let operation else { throw PulseError.lastError(of: connection.context, step: command.rawValue) }
+        track(operation)
+    }
+
+    /// The stream behind an operation's userdata, unretained.
+    static func owner(_ userdata: UnsafeMutableRawPointer?) -> PlaybackStream? {
+        guard let userdata else { return nil }
+        return Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
+    }
+
+    /// The server answered `command`: records what it confirmed and delivers it. Lock held (an operation callback).
+    func acknowledged(_ command: StreamCommand, _ succeeded: Bool) {
+        guard succeeded else {
+            deliver(.commandFailed(command))
+            return
+        }
+        switch command {
+        case .cork:
+            acknowledge(corked: true)
+            deliver(.corked)
+        case .uncork:
+            acknowledge(corked: false)
+            deliver(.uncorked)
+        case .flush:
+            deliver(.flushed)
+        case .setMute, .setVolume, .updateMediaName:
+            deliver(.applied(command))
+        }
+    }
+
+    /// Records what the server confirmed. Lock held (an operation callback).
+    private func acknowledge(corked: Bool) {
+        if !corked && acknowledgedCorked {
+            playingSinceNanoseconds = PlaybackStream.uptimeNanoseconds()
+        } else if corked {
+            playingSinceNanoseconds = 0
+        }
+        acknowledgedCorked = corked
+    }
+
+    /// Cancels the drain in progress, if any, so its completion never arrives. Lock held.
+    func cancelDrainLocked() {
+        guard let operation = drainOperation else { return }
+        drainOperation = nil
+        if pa_operation_get_state(operation) == PA_OPERATION_RUNNING { pa_operation_cancel(operation) }
+        pa_operation_unref(operation)
+    }
+
+    /// The server played out everything queued before `drain()`. Lock held (an operation callback).
+    private func drainCompleted() {
+        if let operation = drainOperation {
+            drainOperation = nil
+            pa_operation_unref(operation)
+        }
+        deliver(.drained)
+    }
+}

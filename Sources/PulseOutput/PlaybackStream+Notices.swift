@@ -1,0 +1,100 @@
+// What the server tells the stream, translated into notices (see PlaybackStream.swift). These run on the libpulse
+// thread with the lock held (see "A note on threading" in PulseConnection.swift): they record what the server said
+// and deliver it, and decide nothing. In particular a move, even off a sink that is gone, is only reported: whether
+// to cork is the owner's decision, through its rules.
+
+import CPulse
+
+extension PlaybackStream {
+    /// Registers the stream's callbacks; `closeLocked()` clears them. Lock held.
+    func installCallbacks(on stream: OpaquePointer) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        pa_stream_set_state_callback(stream, { stream, userdata in
+            guard let stream else { return }
+            PlaybackStream.owner(userdata)?.stateChanged(stream)
+        }, me)
+        pa_stream_set_write_callback(stream, { stream, requestedBytes, userdata in
+            guard let stream, let userdata else { return }
+            // Guaranteed reference: the stream outlives its callbacks (close() clears them), so the real-time
+            // path does no retain/release on the owner.
+            Unmanaged<PlaybackStream>.fromOpaque(userdata)._withUnsafeGuaranteedRef { owner in
+                owner.writeProbe?.entered()
+                owner.noteRequest(bytes: requestedBytes)
+                owner.supply(stream, requestedBytes: requestedBytes)
+                owner.writeProbe?.left()
+            }
+        }, me)
+        pa_stream_set_moved_callback(stream, { stream, userdata in
+            guard let stream else { return }
+            PlaybackStream.owner(userdata)?.moved(stream)
+        }, me)
+        pa_stream_set_event_callback(stream, { _, name, _, userdata in
+            PlaybackStream.owner(userdata)?.serverEvent(name)
+        }, me)
+        pa_stream_set_started_callback(stream, { _, userdata in
+            PlaybackStream.owner(userdata)?.deliver(.started)
+        }, me)
+        pa_stream_set_underflow_callback(stream, { _, userdata in
+            PlaybackStream.owner(userdata)?.serverRanDry()
+        }, me)
+    }
+
+    /// Called by the connection's state callback when the connection fails (the server died), before libpulse fails
+    /// the connection's streams: the stream is still ready and its interpolated timing still readable, for the last
+    /// time. What it says is kept for `heardRingFrame()`, so that the owner learns what the listener heard up to the
+    /// moment the server went away, not up to its last poll. Lock held.
+    func connectionIsFailing() {
+        heardAtConnectionLoss = heardLocked()
+    }
+
+    private func stateChanged(_ stream: OpaquePointer) {
+        switch pa_stream_get_state(stream) {
+        case PA_STREAM_READY:
+            currentSinkIndex = validIndex(pa_stream_get_device_index(stream))
+            currentSinkName = string(pa_stream_get_device_name(stream))
+            currentSinkInputIndex = validIndex(pa_stream_get_index(stream))
+            deliver(.ready(sinkName: currentSinkName, sinkInputIndex: currentSinkInputIndex))
+        case PA_STREAM_FAILED:
+            let error = PulseError.lastError(of: connection.context, step: "stream")
+            deliver(error.code == .killed ? .killed : .failed(error))
+        default:
+            break
+        }
+    }
+
+    private func moved(_ stream: OpaquePointer) {
+        let oldSinkIndex = currentSinkIndex
+        currentSinkIndex = validIndex(pa_stream_get_device_index(stream))
+        currentSinkName = string(pa_stream_get_device_name(stream))
+        guard let oldSinkIndex, let context = connection.context else {
+            // Unknown origin is never permission to play: report it like a lost output.
+            deliver(.moved(toSinkName: currentSinkName, oldSinkStillExists: false))
+            return
+        }
+        // On PulseAudio the old sink is already gone when this callback runs for an unplug ("No such entity").
+        track(pa_context_get_sink_info_by_index(context, oldSinkIndex, { _, info, endOfList, userdata in
+            guard let stream = PlaybackStream.owner(userdata) else { return }
+            // Success calls back twice (the info, then the end of the list); failure once, with a negative end.
+            if info != nil {
+                stream.deliver(.moved(toSinkName: stream.currentSinkName, oldSinkStillExists: true))
+            } else if endOfList < 0 {
+                stream.deliver(.moved(toSinkName: stream.currentSinkName, oldSinkStillExists: false))
+            }
+        }, Unmanaged.passUnretained(self).toOpaque()))
+    }
+
+    private func serverEvent(_ name: UnsafePointer<CChar>?) {
+        guard let name else {
+            deliver(.unknownEvent)
+            return
+        }
+        let event = String(cString: name)
+        if event == PA_STREAM_EVENT_REQUEST_CORK {
+            deliver(.corkRequested)
+        } else if event == PA_STREAM_EVENT_REQUEST_UNCORK {
+            deliver(.uncorkRequested)
+        } else {
+            deliver(.unknownEvent)
+        }
+    }
+}
