@@ -396,6 +396,23 @@ struct PolitenessTests {
         }
     }
 
+    /// Issue 12: the stream that an unplug moved was corked because the rules said so. In earshot's event log, the
+    /// cork that follows the last uncork comes after the output-loss decision that asked for it (with the flush); an
+    /// adapter that corked by itself would have had the cork reported first.
+    private func expectCorkedByTheRules(log: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let lines = log.split(separator: "\n").map(String.init)
+        guard let loss = lines.firstIndex(where: { $0.contains("event kind=outputLost(") }) else {
+            Issue.record("no output-loss decision in the log:\n\(log)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(lines[loss].contains("commands=cork,flush"), "\(lines[loss])", sourceLocation: sourceLocation)
+        let running = lines[..<loss].lastIndex { $0.contains("event kind=streamUncorked") } ?? -1
+        let corked = lines.indices.filter { $0 > running && lines[$0].contains("event kind=streamCorked") }
+        #expect(corked.first.map { $0 > loss } == true,
+                "the cork was reported before the rules decided (lines \(corked), decision \(loss)):\n\(log)",
+                sourceLocation: sourceLocation)
+    }
+
     @Test("6. unplugging headphones: at most 10 ms reach the speakers, paused at the last position heard")
     func unplugHeadphones() async throws {
         try await scenario { scratch, track, recorders in
@@ -419,6 +436,7 @@ struct PolitenessTests {
                 // Moved to the speakers (PulseAudio, or relinked by WirePlumber): it must be there, and quiet.
                 let stream = try #require(stream, "status shows a stream, the server none: \(settled)")
                 #expect(stream.corked, "our stream is not corked after the unplug: \(stream)")
+                expectCorkedByTheRules(log: player.standardError)
             } else {
                 // Killed with its sink (PipeWire): nothing of ours may be left on the server.
                 #expect(settled.outputLostReason == "streamFailed", "no stream, but \(settled)")

@@ -18,7 +18,7 @@ struct RealtimePathTests {
                      "allocation counting is not in effect (a sanitizer build brings its own allocator)")
         let connection = try connectToTestServer()
         let probe = WriteCallbackProbe(entered: realtime_audit_arm, left: realtime_audit_disarm)
-        let playing = try PlayingStream(connection: connection, sinkName: "headphones", writeProbe: probe)
+        let playing = try await PlayingStream(connection: connection, sinkName: "headphones", writeProbe: probe)
         defer { playing.close() }
         try await playing.startPlaying()
         // Warm-up: libpulse fills its free lists and memory pool slots on the first requests.

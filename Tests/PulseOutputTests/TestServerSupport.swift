@@ -135,7 +135,22 @@ final class SineFeeder: Sendable {
     }
 }
 
+/// A command's acknowledgement did not arrive as a notice: the server refused the command, or said nothing in time.
+struct AcknowledgementMissing: Error, CustomStringConvertible {
+    /// The notice that was expected.
+    let expected: StreamNotice
+    /// What arrived after the command was sent.
+    let seen: [StreamNotice]
+
+    var description: String {
+        "no \(expected) after the command; notices since: \(seen)"
+    }
+}
+
 /// A stream on `sinkName` fed by a sine producer, with its notices recorded; `close()` undoes everything.
+///
+/// The stream's commands never wait; the methods here send one and then wait for its acknowledgement among the
+/// notices, as a test may (the product does not: its owner handles the notice when it comes).
 final class PlayingStream {
     /// The connection the stream is on.
     let connection: PulseConnection
@@ -148,14 +163,15 @@ final class PlayingStream {
     /// The stream under test.
     let stream: PlaybackStream
 
-    /// Creates the ring, the producer and the (corked) stream, with `writeProbe` around its write callback if given.
+    /// Creates the ring, the producer and the (corked) stream, with `writeProbe` around its write callback if given,
+    /// and waits until the stream is ready (its `.ready` notice).
     init(
         connection: PulseConnection,
         sinkName: String?,
         role: String = "music",
         limitFrames: Int? = nil,
         writeProbe: WriteCallbackProbe? = nil
-    ) throws {
+    ) async throws {
         self.connection = connection
         ring = FrameRing(minimumCapacity: testRate / 2)
         feeder = SineFeeder(ring: ring, limitFrames: limitFrames)
@@ -169,6 +185,53 @@ final class PlayingStream {
             writeProbe: writeProbe,
             noticeHandler: { recorder.record($0) }
         )
+        let opened = await notices.waitFor(.seconds(5)) { notice in
+            switch notice {
+            case .ready, .failed, .killed: return true
+            default: return false
+            }
+        }
+        guard case .ready? = opened?.notice else {
+            let seen = notices.all
+            close()
+            throw AcknowledgementMissing(expected: .ready(sinkName: sinkName, sinkInputIndex: nil), seen: seen)
+        }
+    }
+
+    /// Sends `command` and waits until `expected` arrives among the notices that follow it; throws when
+    /// `.commandFailed` arrives instead, or nothing within `timeout`.
+    func acknowledged(
+        _ expected: StreamNotice, timeout: Duration = .seconds(5), _ command: (PlaybackStream) throws -> Void
+    ) async throws {
+        let mark = notices.count
+        try command(stream)
+        let answer = await notices.waitFor(timeout, from: mark) { notice in
+            if case .commandFailed = notice { return true }
+            return notice == expected
+        }
+        guard answer?.notice == expected else {
+            throw AcknowledgementMissing(expected: expected, seen: Array(notices.all.dropFirst(mark)))
+        }
+    }
+
+    /// Corks and waits for `.corked`.
+    func cork() async throws {
+        try await acknowledged(.corked) { try $0.cork() }
+    }
+
+    /// Uncorks and waits for `.uncorked`.
+    func uncork() async throws {
+        try await acknowledged(.uncorked) { try $0.uncork() }
+    }
+
+    /// Flushes (the ring is empty when this is sent) and waits for `.flushed`.
+    func flush() async throws {
+        try await acknowledged(.flushed) { $0.flush() }
+    }
+
+    /// Sets the server-side mute and waits for `.applied(.setMute)`.
+    func setMuted(_ muted: Bool) async throws {
+        try await acknowledged(.applied(.setMute)) { try $0.setMuted(muted) }
     }
 
     /// Uncorks and waits until audio really reaches the sink (null sinks start 1-2 s after READY).
@@ -178,7 +241,7 @@ final class PlayingStream {
         while ring.readableFrames < testRate / 10 && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
-        try stream.uncork()
+        try await uncork()
         let started = await notices.waitFor(.started, timeout: .seconds(5))
         #expect(started, "the stream never reported started")
     }

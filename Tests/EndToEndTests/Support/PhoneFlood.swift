@@ -88,13 +88,20 @@ enum PhoneFlood {
         try connection.connect(applicationName: "Earshot test phone")
         let ring = FrameRing(minimumCapacity: sampleRate)
         _ = dialTone.withUnsafeBufferPointer { ring.write($0) }
+        let notices = NoticeLatch()
         let stream = try PlaybackStream(
             connection: connection, sampleRate: sampleRate, ring: ring,
             properties: StreamProperties(mediaRole: "phone", applicationName: "Earshot test phone",
                                          iconName: "phone", mediaName: "call"),
-            sinkName: sink)
+            sinkName: sink) { notices.record($0) }
         defer { stream.close() }
+        // The stream's open and its commands do not wait; a call, on a thread of its own, waits for their notices.
+        try notices.wait(for: "the open") { notice in
+            if case .ready = notice { return true }
+            return false
+        }
         try stream.uncork()
+        try notices.wait(for: "the uncork") { notice in notice == .uncorked }
         answered()
         defer { hangingUp() }
         if hold > .zero { Thread.sleep(forTimeInterval: hold.seconds) }
@@ -119,4 +126,41 @@ enum PhoneFlood {
 extension Duration {
     /// This duration in whole milliseconds.
     var milliseconds: Int { Int(seconds * 1000) }
+}
+
+/// The notices of one call's stream, for the call's own thread to wait on (a test may wait; the product does not).
+private final class NoticeLatch: Sendable {
+    private let seen = Mutex<[StreamNotice]>([])
+
+    /// Records a notice; called on libpulse's thread, so it only appends.
+    func record(_ notice: StreamNotice) {
+        seen.withLock { $0.append(notice) }
+    }
+
+    /// Blocks (polling every millisecond, up to 20 s, the calls' operation timeout) until a notice matching
+    /// `predicate` has arrived; throws when the stream failed or a command was refused first, or on timeout.
+    func wait(for step: String, until predicate: (StreamNotice) -> Bool) throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let arrived = seen.withLock { $0 }
+            if arrived.contains(where: predicate) { return }
+            if let failure = arrived.first(where: Self.isFailure) {
+                throw CallFailed(description: "\(step): \(failure)")
+            }
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        throw CallFailed(description: "\(step): no answer within 20 s")
+    }
+
+    private static func isFailure(_ notice: StreamNotice) -> Bool {
+        switch notice {
+        case .failed, .killed, .commandFailed: return true
+        default: return false
+        }
+    }
+}
+
+/// A call that could not be placed, and why.
+private struct CallFailed: Error, CustomStringConvertible {
+    let description: String
 }
