@@ -381,8 +381,14 @@ extension Player {
             break
         case .commandFailed(let command):
             log.record("output", ["command": command.rawValue, "error": "refused"])
-            // What the rules know of the stream (corked or running) can no longer be trusted.
-            if command == .cork || command == .uncork { dispatch(.outputCommandFailed) }
+            guard command == .cork || command == .uncork else { return }
+            // A stream that refuses to cork or uncork cannot be trusted to be quiet or to play: it is closed, so that
+            // what the rules hear (the stream is gone) is the fact, and a later play opens a new one.
+            closeStream()
+            dispatchAll(translator.ourStreamIsGone(at: now))
+            let repositionsBefore = repositionCount
+            dispatch(.outputCommandFailed)
+            restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
         case .corkRequested:
             dispatch(.interruptionBegan(.serverCorkRequest, at: now))
         case .uncorkRequested:
