@@ -22,6 +22,10 @@ import TrackPaths
 
 /// The player: state, decoder, output and the rules that join them.
 actor Player {
+    /// The actor's own thread (see `OwnerThread`): the owner reacts to a notice as soon as it is enqueued.
+    nonisolated let ownerThread = OwnerThread(name: "earshot-owner")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { ownerThread.asUnownedSerialExecutor() }
+
     /// Everything that can happen to the player, in one ordered stream.
     enum Input: Sendable {
         case decode(DecodeNotice)
@@ -149,6 +153,7 @@ actor Player {
     /// inputs until the work is done or a signal arrives. Returns the process exit code.
     func run(inputs: AsyncStream<Input>) async -> Int32 {
         attachDecisions()
+        log.record("realtime", ["thread": "owner", "nice": ownerThread.niceOutcome])
         switch mode {
         case .foreground(let files):
             guard connect() else {

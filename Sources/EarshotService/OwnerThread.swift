@@ -1,0 +1,56 @@
+// The thread the player's actor runs on.
+//
+// The owner decides everything, including the cork that keeps an unplugged stream off the speakers: between the
+// server's SINK REMOVE and our cork, every millisecond of the owner's reaction plays there (and the heard position,
+// interpolated by libpulse until the cork, runs on past what was really heard). The libpulse thread that delivers the
+// notice runs at real-time priority; on Swift's shared cooperative threads, at normal priority on a loaded machine, the
+// owner was seen waking 10-30 ms after it. So the actor gets a thread of its own, woken directly by whoever enqueues a
+// job for it (a notice yielded into the inbox resumes the actor's loop here), and raised to a high nice value: ahead
+// of normal work, but not real-time, since the owner also does ordinary work (queues of thousands of paths, JSON,
+// files) that must never run into RLIMIT_RTTIME or starve the desktop.
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A serial executor running its jobs, in order, on one dedicated thread at nice `OwnerThread.niceValue`.
+final class OwnerThread: SerialExecutor, @unchecked Sendable {
+    // Unchecked Sendable: `queue` is a Mutex, `wake` a semaphore, `niceOutcome` is written once by the thread before
+    // it runs any job and read only from jobs (on the same thread).
+
+    /// The nice value asked for: well ahead of normal tasks (0), short of real-time scheduling.
+    static let niceValue: Int32 = -15
+
+    private let queue = Mutex<[UnownedJob]>([])
+    private let wake = DispatchSemaphore(value: 0)
+    /// What setting the nice value did, for the log: "-15", or why not.
+    private(set) var niceOutcome = "unset"
+
+    /// Starts the thread; it lives as long as the process (the player is made once).
+    init(name: String) {
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.withLock { $0.append(job) }
+        wake.signal()
+    }
+
+    private func run() {
+        // On Linux the nice value belongs to the thread: `who` 0 is the calling thread only.
+        errno = 0
+        niceOutcome = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.niceValue) == 0
+            ? "\(Self.niceValue)" : "refused (errno \(errno))"
+        let executor = asUnownedSerialExecutor()
+        while true {
+            wake.wait()
+            let jobs = queue.withLock { queued in
+                defer { queued.removeAll(keepingCapacity: true) }
+                return queued
+            }
+            for job in jobs { job.runSynchronously(on: executor) }
+        }
+    }
+}
