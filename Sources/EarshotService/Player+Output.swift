@@ -178,6 +178,28 @@ extension Player {
         worker.noticeWhenBuffered(frames: nil)
     }
 
+    /// The rules' flush (after a cork: rule 10). It drops what is queued and continues decoding at the position heard,
+    /// so that position must be the one the server confirms: while the cork sent just before is not yet acknowledged,
+    /// libpulse still interpolates a stream that may have stopped being played already (PipeWire stops a removed
+    /// sink's streams before its SINK REMOVE arrives), so the flush waits for `.corked`, which comes with fresh timing.
+    /// It is carried out then, or before the next command, or when the stream closes, whichever comes first.
+    func flushWhenCorked() {
+        if corkInFlight && stream != nil {
+            flushAwaitsCork = true
+            return
+        }
+        flushAwaitsCork = false
+        reposition(to: currentHeardPosition() ?? TrackPosition(trackIndex: rules.queue.index, frame: 0,
+                                                                 sampleRate: 44_100))
+    }
+
+    /// Carries out a flush that waits for its cork's acknowledgement, now.
+    func carryOutWaitingFlush() {
+        guard flushAwaitsCork else { return }
+        corkInFlight = false
+        flushWhenCorked()
+    }
+
     /// Sends the uncork; its acknowledgement (`.uncorked`) brings `streamUncorked` (`streamNoticed`).
     func uncork() {
         guard let stream else { return }
@@ -228,6 +250,10 @@ extension Player {
         stream = nil
         streamOpening = nil
         streamGeneration += 1
+        // No acknowledgement comes from a closed stream; a flush that waited for one is carried out without the
+        // stream (the ring is emptied here).
+        corkInFlight = false
+        carryOutWaitingFlush()
         withdrawWaitingUncork()
         dispatch(.streamClosed)
         // A drain dies with its stream; a pending format change drains again on the next one.
@@ -369,8 +395,10 @@ extension Player {
         case .ready:
             streamConnected()
         case .corked:
+            corkInFlight = false
             // Quiet now: status shows the position where the listener stopped, not the last tick's.
             if let position = currentHeardPosition() { listening.settle(at: position) }
+            carryOutWaitingFlush()
             dispatch(.streamCorked)
         case .uncorked:
             disarmWatchdog()

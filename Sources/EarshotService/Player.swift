@@ -79,6 +79,10 @@ actor Player {
     var stream: PlaybackStream?
     /// While the stream is being opened (sent, and not yet reported to the rules as open): what the open needs.
     var streamOpening: StreamOpening?
+    /// A cork was sent and its acknowledgement has not arrived yet.
+    var corkInFlight = false
+    /// The rules' flush waits for that acknowledgement (`flushWhenCorked`).
+    var flushAwaitsCork = false
     var streamGeneration = 0
     var underrunsOfClosedStreams = 0
     var serverUnderflowsOfClosedStreams = 0
@@ -282,6 +286,8 @@ actor Player {
     }
 
     func perform(_ command: Command) {
+        // A flush waiting for its cork's acknowledgement goes first: the output carries commands out in order.
+        if command != .flush { carryOutWaitingFlush() }
         switch command {
         case .cork:
             withdrawWaitingUncork()
@@ -290,6 +296,7 @@ actor Player {
             do {
                 // Sent, not waited for: its acknowledgement (`.corked`) brings `streamCorked` (`streamNoticed`).
                 try stream.cork()
+                corkInFlight = true
             } catch {
                 log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])
                 dispatch(.outputCommandFailed)
@@ -303,8 +310,7 @@ actor Player {
             }
             uncorkWhenDecoded()
         case .flush:
-            reposition(to: currentHeardPosition() ?? TrackPosition(trackIndex: rules.queue.index, frame: 0,
-                                                                     sampleRate: 44_100))
+            flushWhenCorked()
         case .clearServerMute:
             try? stream?.setMuted(false)
         case .openStream:

@@ -12,7 +12,9 @@ import CPulse
 
 extension PlaybackStream {
     /// Asks the server to pause playback (queued audio is kept) and returns; `.corked` follows, or
-    /// `.commandFailed(.cork)`. Safe to repeat.
+    /// `.commandFailed(.cork)`. Safe to repeat. `.corked` comes once the server has also sent its timing as of the
+    /// cork, so `heardRingFrame()` read on `.corked` is what the server played, not an interpolation (which runs on
+    /// while the server may already have stopped playing the stream, e.g. its sink removed).
     public func cork() throws(PulseError) {
         try connection.withLock { () throws(PulseError) in
             // The wish first: the write callback stops padding silence even before the server confirms.
@@ -184,7 +186,15 @@ extension PlaybackStream {
         switch command {
         case .cork:
             acknowledge(corked: true)
-            deliver(.corked)
+            // The timing libpulse asked for as it sent the cork may still be on its way: ask again and report the
+            // cork with its answer (the reply comes after any earlier one, so the timing is fresh either way).
+            guard let stream, isReadyLocked, let update = pa_stream_update_timing_info(stream, { _, _, userdata in
+                PlaybackStream.owner(userdata)?.deliver(.corked)
+            }, Unmanaged.passUnretained(self).toOpaque()) else {
+                deliver(.corked)
+                return
+            }
+            track(update)
         case .uncork:
             acknowledge(corked: false)
             deliver(.uncorked)
