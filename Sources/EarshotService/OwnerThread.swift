@@ -1,26 +1,26 @@
 // The thread the player's actor runs on.
 //
 // The owner decides everything, including the cork that keeps an unplugged stream off the speakers: between the
-// server's SINK REMOVE and our cork, every millisecond of the owner's reaction plays there (and the heard position,
-// interpolated by libpulse until the cork, runs on past what was really heard). The libpulse thread that delivers the
-// notice runs at real-time priority; on Swift's shared cooperative threads, at normal priority on a loaded machine, the
-// owner was seen waking 10-30 ms after it. So the actor gets a thread of its own, woken directly by whoever enqueues a
-// job for it (a notice yielded into the inbox resumes the actor's loop here), and raised to a high nice value: ahead
-// of normal work, but not real-time, since the owner also does ordinary work (queues of thousands of paths, JSON,
-// files) that must never run into RLIMIT_RTTIME or starve the desktop.
+// server's SINK REMOVE and our cork, every millisecond of the owner's reaction plays there. The libpulse thread that
+// delivers the notice runs at real-time priority; Swift's shared cooperative threads run at normal priority, and on a
+// loaded machine (the test machine has two cores and often a load above 4) the scheduler can keep a woken
+// normal-priority thread waiting for milliseconds. So the actor gets a thread of its own, woken directly by whoever
+// enqueues a job for it (a notice yielded into the inbox resumes the actor's loop here), and raised to a high nice
+// value: ahead of normal work, but not real-time, since the owner also does ordinary work (queues of thousands of
+// paths, JSON, files) that must never run into RLIMIT_RTTIME or starve the desktop.
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A serial executor running its jobs, in order, on one dedicated thread at nice `OwnerThread.niceValue`.
 final class OwnerThread: SerialExecutor, @unchecked Sendable {
-    // Unchecked Sendable: `queue` is a Mutex, `wake` a semaphore, `niceOutcome` is written once by the thread before
+    // Unchecked Sendable: `queue` is locked, `wake` a semaphore, `niceOutcome` is written once by the thread before
     // it runs any job and read only from jobs (on the same thread).
 
     /// The nice value asked for: well ahead of normal tasks (0), short of real-time scheduling.
     static let niceValue: Int32 = -15
 
-    private let queue = Mutex<[UnownedJob]>([])
+    // LockedValue, not Synchronization's Mutex: ThreadSanitizer sees NSLock's hand-offs (see LockedValue).
+    private let queue = LockedValue<[UnownedJob]>([])
     private let wake = DispatchSemaphore(value: 0)
     /// What setting the nice value did, for the log: "-15", or why not.
     private(set) var niceOutcome = "unset"
