@@ -9,7 +9,8 @@
 // value: ahead of normal work, but not real-time, since the owner also does ordinary work (queues of thousands of
 // paths, JSON, files) that must never run into RLIMIT_RTTIME or starve the desktop.
 import Dispatch
-import Foundation
+import Glibc
+import SystemSupport
 
 /// A serial executor running its jobs, in order, on one dedicated thread at nice `OwnerThread.niceValue`.
 final class OwnerThread: SerialExecutor, @unchecked Sendable {
@@ -27,9 +28,7 @@ final class OwnerThread: SerialExecutor, @unchecked Sendable {
 
     /// Starts the thread; it lives as long as the process (the player is made once).
     init(name: String) {
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
+        SystemThread.start(named: name) { [self] in run() }
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
