@@ -145,36 +145,54 @@ extension Player {
     /// opened). When they are not there yet the owner does not wait: it asks the decoder for `.buffered` and uncorks
     /// then (`decodedAudioArrived`); a cork or a closed stream in between withdraws the uncork.
     func uncorkWhenDecoded() {
-        let rate = worker.currentFormat?.sampleRate ?? 44_100
-        // At most half the ring, which the decoder keeps fuller than that: a long target latency asks for more
-        // than the ring holds.
-        let wanted = min(rate * configuration.targetLatencyMilliseconds * 2 / 1000, ring.capacity / 2)
-        // At the queue's end or a format change no more audio comes before the stream plays what it has.
-        if ring.readableFrames < wanted && queueEndRingFrame == nil && pendingFormatChange == nil {
-            worker.noticeWhenBuffered(frames: wanted)
-            // The decoder looks between two chunks: it may have got there before it was asked.
-            if ring.readableFrames < wanted {
-                uncorkWaitsForAudio = true
-                return
-            }
-            worker.noticeWhenBuffered(frames: nil)
+        if awaitDecodedAudio() {
+            uncorkWaitsForAudio = true
+            return
         }
         uncork()
     }
 
-    /// The decoder buffered what a waiting uncork needs, or will write nothing more before the stream plays
-    /// (the queue's end, a format change): the uncork is carried out now.
-    func decodedAudioArrived() {
-        guard uncorkWaitsForAudio else { return }
-        uncorkWaitsForAudio = false
-        worker.noticeWhenBuffered(frames: nil)
-        uncork()
+    /// Whether the ring still lacks the audio the stream's first requests will take (two server buffers, at most half
+    /// the ring); if so the decoder is asked for `.buffered`. At the queue's end or a format change no more audio comes
+    /// before the stream plays what it has, so nothing is awaited then.
+    func awaitDecodedAudio() -> Bool {
+        let rate = worker.currentFormat?.sampleRate ?? 44_100
+        // At most half the ring, which the decoder keeps fuller than that: a long target latency asks for more
+        // than the ring holds.
+        let wanted = min(rate * configuration.targetLatencyMilliseconds * 2 / 1000, ring.capacity / 2)
+        guard ring.readableFrames < wanted && queueEndRingFrame == nil && pendingFormatChange == nil else {
+            return false
+        }
+        worker.noticeWhenBuffered(frames: wanted)
+        // The decoder looks between two chunks: it may have got there before it was asked.
+        guard ring.readableFrames < wanted else {
+            worker.noticeWhenBuffered(frames: nil)
+            return false
+        }
+        return true
     }
 
-    /// Withdraws an uncork that waits for decoded audio (a cork came first, or the stream closed).
+    /// The decoder buffered what a waiting uncork or refill needs, or will write nothing more before the stream
+    /// plays (the queue's end, a format change): the uncork or the refill is carried out now.
+    func decodedAudioArrived() {
+        guard uncorkWaitsForAudio || refillWaitsForAudio else { return }
+        worker.noticeWhenBuffered(frames: nil)
+        if refillWaitsForAudio {
+            refillWaitsForAudio = false
+            stream?.refilled()
+        }
+        if uncorkWaitsForAudio {
+            uncorkWaitsForAudio = false
+            uncork()
+        }
+    }
+
+    /// Withdraws an uncork or a refill that waits for decoded audio (a cork came first, or the stream closed; an
+    /// uncork ends the stream's refill too).
     func withdrawWaitingUncork() {
-        guard uncorkWaitsForAudio else { return }
+        guard uncorkWaitsForAudio || refillWaitsForAudio else { return }
         uncorkWaitsForAudio = false
+        refillWaitsForAudio = false
         worker.noticeWhenBuffered(frames: nil)
     }
 
@@ -292,8 +310,9 @@ extension Player {
             }
             if let stream {
                 // The ring is emptied and the flush point kept before this returns; the server's part is sent, and
-                // only its acknowledgement comes later (`.flushed`).
-                stream.flush()
+                // only its acknowledgement comes later (`.flushed`). A running stream pads no silence until the
+                // decoder has refilled the ring (`refillWhenDecoded`).
+                stream.flush(refillFirst: true)
             } else {
                 // No stream, so no consumer: this context may empty the ring.
                 _ = ring.discardReadable()
@@ -307,8 +326,19 @@ extension Player {
         drainingFor = nil
         stream?.setEndOfData(false)
         disarmWatchdog()
-        // No wait for the decoder here: a running stream's write callback pads silence until audio is back (it runs
-        // on libpulse's thread whatever the owner does), and a corked one is uncorked by `uncorkWhenDecoded`.
+        refillWhenDecoded()
+    }
+
+    /// After a flush of a running stream: the owner does not wait for the decoder; it asks for `.buffered`, and the
+    /// stream, which meanwhile writes what the ring holds with no silence, is refilled then (`decodedAudioArrived`).
+    /// A corked stream needs nothing: its uncork waits for the audio (`uncorkWhenDecoded`).
+    func refillWhenDecoded() {
+        guard let stream, stream.isAwaitingRefill else { return }
+        if awaitDecodedAudio() {
+            refillWaitsForAudio = true
+        } else {
+            stream.refilled()
+        }
     }
 
     // MARK: Notices

@@ -95,6 +95,8 @@ actor Player {
     var pendingFormatChange: (format: AudioFormat, ringFrame: Int)?
     /// An uncork the rules asked for waits for the decoder to buffer audio (`uncorkWhenDecoded`).
     var uncorkWaitsForAudio = false
+    /// A flushed running stream waits for the decoder to refill the ring (`refillWhenDecoded`).
+    var refillWaitsForAudio = false
     /// Where the queue's audio ends in the ring, once the decoder has finished it.
     var queueEndRingFrame: Int?
     /// What the stream's drain in progress is for; its `.drained` notice completes it.

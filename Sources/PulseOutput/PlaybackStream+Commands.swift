@@ -29,6 +29,8 @@ extension PlaybackStream {
         try connection.withLock { () throws(PulseError) in
             guard isReadyLocked else { throw PulseError(code: .badState, step: "uncork") }
             desiredCorked = false
+            // The owner uncorks once the ring holds audio: a refill a flush waited for is over.
+            awaitingRefill.store(false, ordering: .releasing)
             topUpLocked()
             try sendCork(false)
         }
@@ -40,8 +42,13 @@ extension PlaybackStream {
     /// is kept at the flush point until new audio is heard. The server's part is sent and `.flushed` (or
     /// `.commandFailed(.flush)`) follows. On a stream that is not ready, nothing of ours is queued on the server:
     /// only the local part is done, and no notice follows.
-    public func flush() {
+    ///
+    /// With `refillFirst`, a running stream pads no silence afterwards until `refilled()` (or `uncork()`): the server
+    /// asks for a whole buffer at once after a flush, and padding the ring's shortfall then, right after it was
+    /// emptied, would play up to a target latency of silence (a second by default) before the new audio.
+    public func flush(refillFirst: Bool = false) {
         connection.withLock {
+            if refillFirst && !desiredCorked { awaitingRefill.store(true, ordering: .releasing) }
             let heard = heardLocked()
             _ = ring.discardReadable()
             // Every frame read so far is now either heard or dropped; later frames are numbered from here.
@@ -77,6 +84,15 @@ extension PlaybackStream {
                 PlaybackStream.owner(userdata)?.drainCompleted()
             }, Unmanaged.passUnretained(self).toOpaque())
             guard drainOperation != nil else { throw PulseError.lastError(of: connection.context, step: "drain") }
+        }
+    }
+
+    /// The ring holds audio again after `flush(refillFirst: true)`: the server's buffer is filled now, and the write
+    /// callback pads silence again when the decoder is late.
+    public func refilled() {
+        guard awaitingRefill.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        connection.withLock {
+            if !desiredCorked { topUpLocked() }
         }
     }
 

@@ -62,7 +62,8 @@ extension PlaybackStream {
         connection.withLock { () -> Duration? in
             guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY,
                 !desiredCorked, !acknowledgedCorked, !draining,
-                !endOfData.load(ordering: .acquiring), playingSinceNanoseconds > 0
+                !endOfData.load(ordering: .acquiring), !awaitingRefill.load(ordering: .acquiring),
+                playingSinceNanoseconds > 0
             else { return nil }
             // Until the server has asked once since the uncork, the sink is still starting (a suspended device, an
             // idle null sink, a Bluetooth link waking up can take seconds): that is not a stall.
@@ -99,8 +100,10 @@ extension PlaybackStream {
     func supply(_ stream: OpaquePointer, requestedBytes: Int) {
         let frameBytes = Self.bytesPerFrame
         // Silence keeps a playing stream going while the decoder is late. Not while corked (the owner will top up
-        // at uncork), not at the end of the data (the tail must be allowed to run out and drain).
+        // at uncork), not at the end of the data (the tail must be allowed to run out and drain), not right after a
+        // flush until the ring is refilled (the owner tops up then).
         let padsWithSilence = !desiredCorked && !draining && !endOfData.load(ordering: .acquiring)
+            && !awaitingRefill.load(ordering: .acquiring)
         var remainingFrames = requestedBytes / frameBytes
         var paddedSilence = false
         while remainingFrames > 0 {
@@ -134,7 +137,8 @@ extension PlaybackStream {
     /// The server's underflow event: counted unless the stream was meant to run out (corked, draining, at the end of
     /// the data), then delivered.
     func serverRanDry() {
-        if !desiredCorked && !draining && !endOfData.load(ordering: .acquiring) {
+        if !desiredCorked && !draining && !endOfData.load(ordering: .acquiring)
+            && !awaitingRefill.load(ordering: .acquiring) {
             serverUnderflows.add(1, ordering: .relaxed)
         }
         deliver(.underflow)

@@ -49,6 +49,12 @@ extension PlaybackStream {
         connection.withLock { acknowledgedCorked }
     }
 
+    /// Whether a flush waits for the ring to be refilled before silence is padded again (`flush(refillFirst:)`, until
+    /// `refilled()` or `uncork()`).
+    public var isAwaitingRefill: Bool {
+        awaitingRefill.load(ordering: .acquiring)
+    }
+
     /// The name of the sink the stream plays on, as last reported.
     public var sinkName: String? {
         connection.withLock { currentSinkName }

@@ -54,6 +54,9 @@ public final class PlaybackStream: @unchecked Sendable {
     /// Called around the write callback's body; nil outside tests.
     let writeProbe: WriteCallbackProbe?
     /// Set by the owner when nothing more will be written: the write callback then stops padding with silence.
+    /// Set by a flush that asked for a refill first (`flush(refillFirst:)`): until `refilled()` or `uncork()`, the
+    /// write callback writes only what the ring holds, with no silence.
+    let awaitingRefill = Atomic<Bool>(false)
     let endOfData = Atomic<Bool>(false)
     /// How many write callbacks found the ring short while playing and padded with silence.
     let underruns = Atomic<Int>(0)
