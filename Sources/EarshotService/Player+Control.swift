@@ -83,14 +83,16 @@ extension Player {
     /// when the listener reaches the current track's end, when the server has taken everything before a format change
     /// or the queue's end (both advance at the sample rate while playing), when the stall watchdog would act if the
     /// server asked for nothing more (its last request plus the threshold), and on a terminal for the progress line.
-    /// Otherwise, while requests are not due (the sink starting, a drain), after `stallMinimum`. The save every
-    /// `saveInterval` rides on these ticks: at least one comes every `stallMinimum`.
+    /// Otherwise, while requests are not due (the sink starting, a drain), after `stallMinimum`. The tick is also due
+    /// when the periodic save is (`saveInterval` after the last save), so that a kill loses at most that much.
     func nextTickDelay(stream: PlaybackStream) -> Duration {
         var delay = Self.stallMinimum
         if let silence = stream.requestSilence() {
             // A little late rather than early, so that the tick finds the threshold passed.
             delay = max(stallThreshold(of: stream) - silence, .zero) + .milliseconds(10)
         }
+        // Ticks only about once a second would otherwise save up to a tick late (every 3 s at worst).
+        delay = min(delay, max(Self.saveInterval - (ContinuousClock.now - lastSave), .zero) + .milliseconds(2))
         if configuration.showsProgress { delay = min(delay, Self.progressInterval) }
         var frames = Int.max
         if drainingFor == nil {
@@ -103,6 +105,12 @@ extension Player {
         // A couple of milliseconds late rather than early, so the tick finds the boundary passed.
         let milliseconds = max(frames, 0) * 1000 / rate + 2
         return min(.milliseconds(max(milliseconds, 5)), delay)
+    }
+
+    /// Moves the listener's position to what the stream's timing says is heard now (between ticks it is the last
+    /// tick's).
+    func settleAtHeardPosition() {
+        if let position = currentHeardPosition() { listening.settle(at: position) }
     }
 
     func title(of index: Int?) -> String {
@@ -127,8 +135,13 @@ extension Player {
     // MARK: Control
 
     var positionMilliseconds: Int {
-        guard let heard, heard.trackIndex == rules.queue.index, heard.sampleRate > 0 else { return 0 }
-        return heard.frame * 1000 / heard.sampleRate
+        milliseconds(at: heard)
+    }
+
+    /// `position` in milliseconds into the current track; 0 when it is in another track (or none).
+    func milliseconds(at position: TrackPosition?) -> Int {
+        guard let position, position.trackIndex == rules.queue.index, position.sampleRate > 0 else { return 0 }
+        return position.frame * 1000 / position.sampleRate
     }
 
     var durationMilliseconds: Int? {
@@ -155,7 +168,7 @@ extension Player {
         case .status, .events: break
         }
         // The tick runs only about once a second: the position a reply shows is read from the stream now.
-        if let position = currentHeardPosition() { listening.settle(at: position) }
+        settleAtHeardPosition()
         return ControlReply.success(["status": report().status])
     }
 
@@ -175,7 +188,7 @@ extension Player {
     func shutdown(signal: Int32) {
         log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         // Saved where the listener is now, not where the last tick (up to a second ago) found them.
-        if let position = currentHeardPosition() { listening.settle(at: position) }
+        settleAtHeardPosition()
         saveState()
         mpris?.stop()
         reconnectTimer.disarm()
@@ -274,8 +287,11 @@ extension Player {
     func publish() {
         guard let mpris else { return }
         let report = report()
-        positionCell.store(microseconds: Int64(positionMilliseconds) * 1000, advancing: rules.isPlaying,
-                           limit: report.lengthMicroseconds)
+        // The cell is anchored at now, so it takes the position the stream's timing says is heard now: the last
+        // tick's (up to a second old) would set MPRIS's Position back at every publish between ticks. Read, not
+        // settled: a settled position would differ at every inbox item and make each one rewrite the state file.
+        positionCell.store(microseconds: Int64(milliseconds(at: currentHeardPosition())) * 1000,
+                           advancing: rules.isPlaying, limit: report.lengthMicroseconds)
         let snapshot = report.mprisSnapshot
         // Told only changes: an unchanged snapshot would still wake the bus thread.
         guard snapshot != publishedSnapshot else { return }
