@@ -337,7 +337,7 @@ struct BadFilesTests {
 private enum Expectation {
     /// Plays for `seconds` (within the range), with no skip report.
     case played(seconds: ClosedRange<Double>)
-    /// Reported as skipped with one of `kinds` (MPG123Error kinds), and nothing of it heard.
+    /// Reported as skipped with one of `kinds` (DecodeError kinds), and nothing of it heard.
     case skipped(kinds: Set<String>)
     /// Plays for `seconds`, then reported as skipped with `kind` (damage that stops decoding part-way).
     case playedThenSkipped(seconds: ClosedRange<Double>, kind: String)
@@ -527,8 +527,9 @@ private struct BadFileMaker {
         let wave = try synthesize(rate: 44_100, channels: 2, named: "pcm")
         // The decoder recognises the RIFF signature before libmpg123 could find a false frame sync in the PCM.
         try add("a WAV named .mp3", "wave.mp3", try Data(contentsOf: wave), .skipped(kinds: ["notMPEGAudio"]))
-        try add("a FLAC named .mp3", "flac.mp3", try convert(wave, to: "flac"), .skipped(kinds: notMPEG))
-        try add("an Ogg Vorbis named .mp3", "ogg.mp3", try convert(wave, to: "ogg"), .skipped(kinds: notMPEG))
+        // A name that lies: the content decides, so these play as the FLAC and the Ogg Vorbis they are.
+        try add("a FLAC named .mp3", "flac.mp3", try convert(wave, to: "flac"), .played(seconds: played))
+        try add("an Ogg Vorbis named .mp3", "ogg.mp3", try convert(wave, to: "ogg"), .played(seconds: played))
         let title = Self.id3Frame("TIT2", [0] + Array("\(Self.contentMarker) tag only title".utf8))
         try add("an ID3v2 tag only", "tag only.mp3", Self.id3v2Tag([title]), .skipped(kinds: ["noAudio"]))
         try add("10 MB embedded picture", "big picture.mp3", Self.withBigPicture(base, generator: &generator),

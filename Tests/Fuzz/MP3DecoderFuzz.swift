@@ -38,7 +38,7 @@ private func writeScratchFile(_ bytes: UnsafeBufferPointer<UInt8>) {
 }
 
 /// Checks an error's promises: a message, and never the path of the file.
-private func check(_ error: MPG123Error) {
+private func check(_ error: DecodeError) {
     require(!error.message.isEmpty, "an error without a message")
     require(!error.description.contains(scratchPath), "an error message contains the file's path")
 }
