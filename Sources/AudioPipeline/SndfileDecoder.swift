@@ -35,6 +35,11 @@ public final class SndfileDecoder: AudioDecoder {
     /// The libsndfile handle this object alone owns.
     private let handle: OpaquePointer
 
+    /// The frames the container promises, to tell a damaged file from a whole one at its end: for Ogg the last
+    /// page's granule position (less Opus's pre-skip), which libsndfile does not use when a page in the middle is
+    /// lost; for FLAC STREAMINFO's count.
+    private let promisedFrames: Int?
+
     /// Channels in the file: 1 (duplicated on output) or 2.
     private let fileChannels: Int
 
@@ -67,6 +72,8 @@ public final class SndfileDecoder: AudioDecoder {
             fileChannels = Int(info.channels)
             format = AudioFormat(sampleRate: Int(info.samplerate))
             lengthFrames = info.frames > 0 && info.frames < Int64(Int32.max) * 64 ? Int(info.frames) : nil
+            let granuleFrames = kind == .flac ? nil : Self.lastGranuleFrames(descriptor, opus: kind == .opus)
+            promisedFrames = [lengthFrames, granuleFrames].compactMap { $0 }.max()
             metadata = Self.readMetadata(opened)
             // Lossy decoders produce floats that may exceed full scale: clip them instead of letting them wrap.
             sf_command(opened, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
@@ -83,8 +90,9 @@ public final class SndfileDecoder: AudioDecoder {
 
     /// Decodes into `buffer` (interleaved stereo samples) as many whole frames as fit.
     ///
-    /// Returns `.frames(n)` with `n > 0` or `.finished`; the format never changes within a file. A truncated file
-    /// simply finishes. Throws `.decodeFailed` with libsndfile's reason when the data stops decoding.
+    /// Returns `.frames(n)` with `n > 0` or `.finished`; the format never changes within a file. Throws
+    /// `.decodeFailed` with libsndfile's reason when the data stops decoding, and when the audio ends short of the
+    /// length the headers gave (truncated or damaged), each once the frames before have been delivered.
     public func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep {
         precondition(buffer.count >= FrameRing.samplesPerFrame, "decode needs room for at least one frame")
         guard !finished, let base = buffer.baseAddress else { return .finished }
@@ -105,8 +113,18 @@ public final class SndfileDecoder: AudioDecoder {
         }
         finished = true
         let status = sf_error(handle)
+        // libsndfile may end a truncated FLAC with an error or without one, and skips a damaged Ogg page silently;
+        // what gives them away is audio that ends short of the length the headers gave (STREAMINFO's count, the
+        // last page's granule position). Reported after the frames that did decode, as libmpg123's damage is.
+        let short = promisedFrames.flatMap { positionFrame < $0 ? $0 : nil }.map {
+            "the audio ends after \(positionFrame) of the \(String($0)) frames its headers give: truncated or damaged"
+        }
         if status != Int32(SF_ERR_NO_ERROR) {
-            throw DecodeError(kind: .decodeFailed, message: String(cString: sf_error_number(status)))
+            let reason = String(cString: sf_error_number(status))
+            throw DecodeError(kind: .decodeFailed, message: short.map { "\(reason); \($0)" } ?? reason)
+        }
+        if let short {
+            throw DecodeError(kind: .decodeFailed, message: "The file is damaged: \(short)")
         }
         return .finished
     }
@@ -126,6 +144,42 @@ public final class SndfileDecoder: AudioDecoder {
         }
         positionFrame = target
         finished = false
+    }
+
+    /// The track's length by its Ogg pages: the granule position of the last page (read from the end of the file,
+    /// through `descriptor` with `pread`, leaving libsndfile's offset alone), less the pre-skip of an Opus stream's
+    /// OpusHead. Nil when the pages cannot be read.
+    private static func lastGranuleFrames(_ descriptor: Int32, opus: Bool) -> Int? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_size > 27 else { return nil }
+        let size = Int(status.st_size)
+        // An Ogg page is at most 65 307 bytes, so the last one begins within that much of the end.
+        let tailLength = min(size, 65_536 + 27)
+        var tail = [UInt8](repeating: 0, count: tailLength)
+        guard pread(descriptor, &tail, tailLength, off_t(size - tailLength)) == tailLength else { return nil }
+        let capture = Array("OggS".utf8)
+        // The last page is the one whose header is followed by exactly the rest of the file (the capture pattern
+        // alone can occur inside audio data).
+        func isLastPage(at offset: Int) -> Bool {
+            guard tail[offset..<offset + 4].elementsEqual(capture), tail[offset + 4] == 0 else { return false }
+            let segments = Int(tail[offset + 26])
+            guard offset + 27 + segments <= tailLength else { return false }
+            let body = tail[(offset + 27)..<(offset + 27 + segments)].reduce(0) { $0 + Int($1) }
+            return offset + 27 + segments + body == tailLength
+        }
+        guard let start = stride(from: tailLength - 27, through: 0, by: -1).first(where: isLastPage) else {
+            return nil
+        }
+        // Bytes 6-13 of a page header: the granule position, little-endian; -1 means no packet ends on the page.
+        let granule = (0..<8).reduce(0) { $0 | Int(tail[start + 6 + $1]) << (8 * $1) }
+        guard granule > 0 else { return nil }
+        guard opus else { return granule }
+        // OpusHead is the first page's only packet: its bytes 10-11 are the pre-skip, little-endian.
+        var head = [UInt8](repeating: 0, count: 27 + 255 + 12)
+        guard pread(descriptor, &head, head.count, 0) == head.count else { return nil }
+        let packet = 27 + Int(head[26])
+        let preSkip = Int(head[packet + 10]) | Int(head[packet + 11]) << 8
+        return granule > preSkip ? granule - preSkip : nil
     }
 
     /// Refuses what libsndfile opened when it is not what the signature announced, or has too many channels.

@@ -224,6 +224,34 @@ public enum Fixtures {
         }
     }
 
+    /// The byte ranges of the Ogg pages at the start of `data`, in order, as far as whole page headers go.
+    public static func oggPageRanges(_ data: [UInt8]) -> [Range<Int>] {
+        var pages: [Range<Int>] = []
+        var offset = 0
+        while offset + 27 <= data.count, data[offset..<offset + 4].elementsEqual("OggS".utf8) {
+            let segments = Int(data[offset + 26])
+            guard offset + 27 + segments <= data.count else { break }
+            let body = data[(offset + 27)..<(offset + 27 + segments)].reduce(0) { $0 + Int($1) }
+            pages.append(offset..<min(data.count, offset + 27 + segments + body))
+            offset += 27 + segments + body
+        }
+        return pages
+    }
+
+    /// The FLAC file `flac` with its STREAMINFO total-samples field (36 bits ending at byte 26) set to `change(old)`:
+    /// a header that lies about the length.
+    public static func patchingFLACTotalSamples(_ flac: Data, _ change: (Int) -> Int) -> Data {
+        var bytes = [UInt8](flac)
+        let field = 18..<26
+        let packed = bytes[field].reduce(0) { $0 << 8 | Int($1) }
+        let mask = (1 << 36) - 1
+        let patched = (packed & ~mask) | (change(packed & mask) & mask)
+        for (index, position) in field.enumerated() {
+            bytes[position] = UInt8(truncatingIfNeeded: patched >> (8 * (7 - index)))
+        }
+        return Data(bytes)
+    }
+
     /// The sample rate of the WAV `file`, from its header.
     private static func wavSampleRate(of file: URL) throws -> Int {
         let bytes = [UInt8](try Data(contentsOf: file).prefix(28))
