@@ -137,6 +137,13 @@ public enum AudioFileKind: String, Equatable, Sendable, CaseIterable {
         }
     }
 
+    /// The file name endings (lower case, with the dot) a directory scan takes as music: what `earshot add DIR`
+    /// queues. Names only choose which files to queue; what a file plays as is always its content.
+    public static let fileExtensions = [".mp3", ".flac", ".ogg", ".oga", ".opus"]
+
+    /// The MIME types of what plays, for MPRIS's `SupportedMimeTypes`.
+    public static let mimeTypes = ["audio/mpeg", "audio/flac", "audio/ogg", "audio/vorbis", "audio/opus"]
+
     /// Opens the file at `path` with the decoder its content calls for.
     ///
     /// `outputRate` asks for every track at the rate already playing: libmpg123 converts MP3s to it; the other

@@ -131,6 +131,19 @@ struct FormatDecoderTests {
         #expect(step == .finished)
     }
 
+    @Test("title, artist and album come from the Vorbis comments", arguments: sndfileFormats)
+    func vorbisComments(format: Fixtures.Format) throws {
+        let wav = try Fixtures.toneWAV(frequency: 440, seconds: 0.3)
+        let tags = ["TITLE": "Título ☃", "ARTIST": "Ärtist", "ALBUM": "An Album"]
+        let path = try TestAudio.file("tagged.\(format.fileExtension)") { output in
+            try Fixtures.encode(wav, as: format, into: URL(fileURLWithPath: output), tags: tags)
+        }
+        let decoder = try AudioFileKind.openDecoder(path: TrackPath(path))
+        #expect(decoder.metadata == TrackMetadata(title: "Título ☃", artist: "Ärtist", album: "An Album"))
+        let untagged = try AudioFileKind.openDecoder(path: TrackPath(try Fixtures.tone(format, seconds: 0.5).path))
+        #expect(untagged.metadata == TrackMetadata())
+    }
+
     @Test("a file whose name lies plays as what its content is")
     func lyingExtension() throws {
         let flac = try Fixtures.tone(.flac, frequency: 440, seconds: 0.5)
