@@ -24,6 +24,8 @@ let package = Package(
         // warning for pkg-config's -pthread; the headers live in the default include path on Debian.
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CMPG123", providers: [.apt(["libmpg123-dev"])]),
+        // FLAC, Ogg Vorbis and Ogg Opus (scripts/compare-decoders chose it over the reference libraries).
+        .systemLibrary(name: "CSndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
         // gettid, RLIMIT_RTTIME and SCHED_RESET_ON_FORK, which Swift's Glibc module does not expose.
         .target(name: "CThreadShim"),
@@ -40,8 +42,9 @@ let package = Package(
         // path splitting), over Glibc: the product never imports Foundation, which loads ICU.
         .target(name: "SystemSupport", dependencies: ["CThreadShim"]),
 
-        // Decoding (libmpg123) and the lock-free ring buffer the real-time side drains.
-        .target(name: "AudioPipeline", dependencies: ["CMPG123", "TrackPaths", "SystemSupport"]),
+        // Decoding (libmpg123 for MP3, libsndfile for FLAC, Vorbis and Opus) and the lock-free ring buffer the
+        // real-time side drains.
+        .target(name: "AudioPipeline", dependencies: ["CMPG123", "CSndfile", "TrackPaths", "SystemSupport"]),
 
         // The libpulse adapter: mainloop, context, stream, subscription, translation to events.
         .target(

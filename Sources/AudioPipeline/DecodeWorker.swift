@@ -49,7 +49,7 @@ public enum DecodeNotice: Sendable, Equatable {
     /// The track at `index` begins at `ringFrame` (after a reposition it begins mid-track).
     case trackStarted(index: Int, ringFrame: Int, format: AudioFormat, lengthFrames: Int?, metadata: TrackMetadata)
     /// The track at `index` could not be opened or stopped decoding; the worker goes on with the next.
-    case trackFailed(index: Int, error: MPG123Error)
+    case trackFailed(index: Int, error: DecodeError)
     /// The track at `index` was decoded to its end, which is at `ringFrame`.
     case trackDecoded(index: Int, ringFrame: Int)
     /// Frames from `ringFrame` on will be in format `to`. The worker writes none of them until
@@ -75,7 +75,7 @@ struct TrackMarker: Equatable, Sendable {
     var lengthFrames: Int?
 }
 
-/// The decode thread: fills a `FrameRing` from a queue of MP3 files, ahead of the real-time consumer.
+/// The decode thread: fills a `FrameRing` from a queue of audio files, ahead of the real-time consumer.
 ///
 /// How far ahead is the ring's capacity (for example 2 s). Tracks of the same format follow each other
 /// in the ring with no gap. A file that cannot be opened or decoded is reported and skipped.
@@ -169,7 +169,7 @@ public final class DecodeWorker: @unchecked Sendable {
     /// The worker thread's own decoding state; never shared.
     private struct WorkerState {
         /// The track being decoded.
-        var track: (index: Int, decoder: MP3Decoder)?
+        var track: (index: Int, decoder: any AudioDecoder)?
         /// The track to open next.
         var next: StartPoint?
         /// Set while the track's (new) format waits for `continueAfterFormatChange`.
@@ -425,7 +425,7 @@ public final class DecodeWorker: @unchecked Sendable {
             _ = ring.waitForSpace(minimumFrames: refillFrames, timeoutMilliseconds: nil)
             return
         }
-        // Straight into the ring: libmpg123 copies its output into the free region, no staging buffer.
+        // Straight into the ring: the decoder writes its output into the free region, no staging buffer.
         let region = ring.writableRegions().first
         do {
             switch try track.decoder.decode(into: region) {
@@ -461,9 +461,11 @@ public final class DecodeWorker: @unchecked Sendable {
             return
         }
         do {
-            // Later tracks are decoded at the rate already in the ring (converted by libmpg123 when theirs
-            // differs), so the output's stream never has to change rate in the middle of a queue.
-            let decoder = try MP3Decoder(path: queue[start.index], outputRate: work.ringFormat?.sampleRate)
+            // The decoder is chosen by the file's content. Later MP3s are decoded at the rate already in the ring
+            // (converted by libmpg123 when theirs differs), so a queue of MP3s never changes the stream's rate; the
+            // other formats come at their own rate, and a change is announced like any other (`.formatChange`).
+            let decoder = try AudioFileKind.openDecoder(path: queue[start.index],
+                                                        outputRate: work.ringFormat?.sampleRate)
             if start.frame > 0 {
                 try decoder.seek(toFrame: start.frame)
             }

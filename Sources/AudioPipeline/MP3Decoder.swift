@@ -1,94 +1,11 @@
-// MP3Decoder: the one owner of one libmpg123 handle. It opens a file, settles the output format
-// (always 16-bit signed stereo at 44.1 or 48 kHz), reads the tags and decodes straight into the
+// MP3Decoder: the one owner of one libmpg123 handle, the AudioDecoder for MPEG audio. It opens a file, settles the
+// output format (always 16-bit signed stereo at 44.1 or 48 kHz), reads the tags and decodes straight into the
 // caller's buffer. No C type leaves this file.
 import CMPG123
 #if canImport(Glibc)
 import Glibc
 import TrackPaths
 #endif
-
-/// The PCM format the decoder delivers: always 16-bit signed, interleaved stereo.
-public struct AudioFormat: Equatable, Hashable, Sendable, CustomStringConvertible {
-    /// Frames per second.
-    public var sampleRate: Int
-    /// Interleaved channels per frame; the decoder always delivers 2 (mono is duplicated).
-    public var channels: Int
-
-    /// Creates a format; `channels` defaults to the decoder's stereo output.
-    public init(sampleRate: Int, channels: Int = 2) {
-        self.sampleRate = sampleRate
-        self.channels = channels
-    }
-
-    /// For example "44100 Hz, 2 ch, s16".
-    public var description: String { "\(sampleRate) Hz, \(channels) ch, s16" }
-}
-
-/// Title, artist and album from the file's ID3v2 tag, or its ID3v1 tag for fields v2 lacks.
-public struct TrackMetadata: Equatable, Sendable {
-    /// The track title, if tagged.
-    public var title: String?
-    /// The performing artist, if tagged.
-    public var artist: String?
-    /// The album, if tagged.
-    public var album: String?
-
-    /// Creates metadata; every field defaults to untagged.
-    public init(title: String? = nil, artist: String? = nil, album: String? = nil) {
-        self.title = title
-        self.artist = artist
-        self.album = album
-    }
-}
-
-/// Why a file could not be opened, decoded or positioned, with libmpg123's own wording.
-///
-/// The message never contains the file's path or tag text, so it can be logged as it is.
-public struct MPG123Error: Error, Equatable, Sendable, CustomStringConvertible {
-    /// What kind of failure this is.
-    public enum Kind: String, Equatable, Sendable {
-        /// The path is missing, unreadable or not a regular file.
-        case cannotOpen
-        /// The file has no bytes at all.
-        case empty
-        /// The file has bytes (for example only an ID3 tag) but no MPEG audio frames.
-        case noAudio
-        /// The data is not MPEG audio (random bytes, WAV, FLAC...): no frame sync was found.
-        case notMPEGAudio
-        /// The audio's format cannot be delivered as 16-bit stereo at 44.1 or 48 kHz.
-        case unsupportedFormat
-        /// Decoding failed part-way, or made no progress for too long.
-        case decodeFailed
-        /// A seek was refused.
-        case seekFailed
-        /// libmpg123 itself failed (no handle, bad parameter): not the file's fault.
-        case libraryFailure
-    }
-
-    /// What kind of failure this is.
-    public var kind: Kind
-    /// A human-readable reason, from `mpg123_strerror` / `mpg123_plain_strerror` or the decoder.
-    public var message: String
-
-    /// Creates an error of `kind` with `message`.
-    public init(kind: Kind, message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    /// For example "notMPEGAudio: Failed to find valid MPEG data within limit on resync.".
-    public var description: String { "\(kind.rawValue): \(message)" }
-}
-
-/// The outcome of one `MP3Decoder.decode(into:)` call.
-public enum DecodeStep: Equatable, Sendable {
-    /// This many frames were written at the start of the buffer.
-    case frames(Int)
-    /// Frames from now on are in this format (a stream that changes format mid-way); nothing written.
-    case formatChanged(AudioFormat)
-    /// The track is over; nothing written. Further calls keep returning `.finished` until a seek.
-    case finished
-}
 
 /// Decodes one MPEG audio file (layer III, and I/II as libmpg123 allows) to 16-bit stereo PCM.
 ///
@@ -97,7 +14,7 @@ public enum DecodeStep: Equatable, Sendable {
 /// (LAME/Info tag) trimming is on, so frame 0 is the first real sample of the track.
 ///
 /// Not thread-safe: use an instance from one thread at a time (the decode worker's).
-public final class MP3Decoder {
+public final class MP3Decoder: AudioDecoder {
     /// The output rates accepted without conversion.
     public static let nativeOutputRates = [44_100, 48_000]
 
@@ -143,7 +60,7 @@ public final class MP3Decoder {
     /// What to report on the next `decode(into:)` call before decoding further.
     private enum HeldStep {
         case formatChanged(AudioFormat)
-        case failure(MPG123Error)
+        case failure(DecodeError)
     }
 
     /// Opens the file at `path`, settles the output format and reads the tags.
@@ -154,19 +71,19 @@ public final class MP3Decoder {
     ///
     /// With `outputRate` (44100 or 48000) every track is delivered at that rate, converted by libmpg123 when
     /// its own rate differs: a queue then plays on one stream, with no gap for a rate change between tracks.
-    public init(path: TrackPath, outputRate: Int? = nil) throws(MPG123Error) {
+    public init(path: TrackPath, outputRate: Int? = nil) throws(DecodeError) {
         guard libraryReady else {
-            throw MPG123Error(kind: .libraryFailure, message: "mpg123_init failed")
+            throw DecodeError(kind: .libraryFailure, message: "mpg123_init failed")
         }
         try Self.checkIsReadableFile(path)
 
         var creationError: Int32 = MPG123_OK.rawValue
         guard let newHandle = mpg123_new(nil, &creationError) else {
-            throw MPG123Error(kind: .libraryFailure, message: Self.plainMessage(creationError))
+            throw DecodeError(kind: .libraryFailure, message: Self.plainMessage(creationError))
         }
         handle = newHandle
 
-        do throws(MPG123Error) {
+        do throws(DecodeError) {
             let rates = outputRate.map { [$0] } ?? Self.nativeOutputRates
             try Self.configure(newHandle, rates: rates)
             // With a rate conversion, libmpg123's gapless set-up walks every frame the LAME/Xing tag claims: a
@@ -175,11 +92,11 @@ public final class MP3Decoder {
             if outputRate != nil, Self.infoTagOverclaims(path) {
                 let ignoreTag = Int(MPG123_IGNORE_INFOFRAME.rawValue)
                 guard mpg123_param2(newHandle, Int32(MPG123_ADD_FLAGS.rawValue), ignoreTag, 0) == MPG123_OK.rawValue
-                else { throw MPG123Error(kind: .libraryFailure, message: Self.handleMessage(newHandle)) }
+                else { throw DecodeError(kind: .libraryFailure, message: Self.handleMessage(newHandle)) }
             }
             // The raw bytes: a name that is not UTF-8 opens as it is.
             if path.withCString({ mpg123_open(newHandle, $0) }) != MPG123_OK.rawValue {
-                throw MPG123Error(kind: .cannotOpen, message: Self.handleMessage(newHandle))
+                throw DecodeError(kind: .cannotOpen, message: Self.handleMessage(newHandle))
             }
             let opened = try Self.detectFormat(newHandle, rates: rates)
             format = opened.format
@@ -195,7 +112,7 @@ public final class MP3Decoder {
     }
 
     /// Opens the file at the path spelled by `path` (its UTF-8 bytes); see `init(path: TrackPath, outputRate:)`.
-    public convenience init(path: String, outputRate: Int? = nil) throws(MPG123Error) {
+    public convenience init(path: String, outputRate: Int? = nil) throws(DecodeError) {
         try self.init(path: TrackPath(path), outputRate: outputRate)
     }
 
@@ -210,7 +127,7 @@ public final class MP3Decoder {
     /// (the frames before were all delivered), or `.finished`. A truncated file simply finishes.
     /// Throws `.decodeFailed` (or `.unsupportedFormat`) when the data stops decoding; once the
     /// frames decoded before the failure have been delivered.
-    public func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(MPG123Error) -> DecodeStep {
+    public func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep {
         precondition(buffer.count >= FrameRing.samplesPerFrame, "decode needs room for at least one frame")
         if let held = heldStep {
             heldStep = nil
@@ -276,10 +193,10 @@ public final class MP3Decoder {
     /// Moves to output frame `frame` of the track (sample-accurate), so the next decode starts there.
     ///
     /// Frames beyond the end leave the decoder finished; negative frames mean 0.
-    public func seek(toFrame frame: Int) throws(MPG123Error) {
+    public func seek(toFrame frame: Int) throws(DecodeError) {
         let result = mpg123_seek(handle, off_t(max(0, frame)), SEEK_SET)
         if result < 0 {
-            throw MPG123Error(kind: .seekFailed, message: Self.handleMessage(handle))
+            throw DecodeError(kind: .seekFailed, message: Self.handleMessage(handle))
         }
         heldStep = nil
         finished = false
@@ -288,57 +205,25 @@ public final class MP3Decoder {
 
     // MARK: - Opening
 
-    /// Fails early, with the system's reason, for paths libmpg123 would open but not read (directories).
-    private static func checkIsReadableFile(_ path: TrackPath) throws(MPG123Error) {
-        var info = stat()
-        if path.withCString({ stat($0, &info) }) != 0 {
-            throw MPG123Error(kind: .cannotOpen, message: String(cString: strerror(errno)))
-        }
-        if (info.st_mode & S_IFMT) == S_IFDIR {
-            throw MPG123Error(kind: .cannotOpen, message: "Is a directory, not an audio file")
-        }
-        // FIFOs and devices could block or never end; a music file is a regular file.
-        if (info.st_mode & S_IFMT) != S_IFREG {
-            throw MPG123Error(kind: .cannotOpen, message: "Not a regular file")
-        }
-        if path.withCString({ access($0, R_OK) }) != 0 {
-            throw MPG123Error(kind: .cannotOpen, message: String(cString: strerror(errno)))
-        }
-        if info.st_size == 0 {
-            throw MPG123Error(kind: .empty, message: "The file is empty (0 bytes)")
-        }
-        try rejectOtherContainers(path)
-    }
-
-    /// Refuses files that announce another format in their first bytes. libmpg123 can find a false frame
-    /// header inside PCM samples and play a burst of noise before giving up, so these never reach it.
-    private static func rejectOtherContainers(_ path: TrackPath) throws(MPG123Error) {
-        let descriptor = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
-        guard descriptor >= 0 else {
-            throw MPG123Error(kind: .cannotOpen, message: String(cString: strerror(errno)))
-        }
-        defer { close(descriptor) }
-        var magic = [UInt8](repeating: 0, count: 4)
-        guard read(descriptor, &magic, 4) == 4 else { return }
-        let signatures: [(bytes: [UInt8], name: String)] = [
-            (Array("RIFF".utf8), "a RIFF/WAV file"), (Array("fLaC".utf8), "a FLAC file"),
-            (Array("OggS".utf8), "an Ogg file"), (Array("FORM".utf8), "an AIFF file"),
-        ]
-        if let match = signatures.first(where: { $0.bytes == magic }) {
-            throw MPG123Error(kind: .notMPEGAudio, message: "The file is \(match.name), not MPEG audio")
+    /// Fails early, with the system's reason, for paths libmpg123 would open but not read (directories), and refuses
+    /// files whose first bytes announce another format (`AudioFileKind.identify`).
+    private static func checkIsReadableFile(_ path: TrackPath) throws(DecodeError) {
+        let kind = try AudioFileKind.identify(path)
+        guard kind == .mp3 else {
+            throw DecodeError(kind: .notMPEGAudio, message: "The file is \(kind.displayName), not MPEG audio")
         }
     }
 
     /// Sets the handle's flags and the table of output formats it may choose from.
-    private static func configure(_ handle: OpaquePointer, rates: [Int]) throws(MPG123Error) {
+    private static func configure(_ handle: OpaquePointer, rates: [Int]) throws(DecodeError) {
         // ADD_FLAGS, never FLAGS: replacing the defaults loses flags libmpg123 needs to resync and
         // to set up the output for damaged files.
         let flags = Int(MPG123_QUIET.rawValue | MPG123_GAPLESS.rawValue)
         guard mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), flags, 0) == MPG123_OK.rawValue else {
-            throw MPG123Error(kind: .libraryFailure, message: handleMessage(handle))
+            throw DecodeError(kind: .libraryFailure, message: handleMessage(handle))
         }
         guard mpg123_format_none(handle) == MPG123_OK.rawValue else {
-            throw MPG123Error(kind: .libraryFailure, message: handleMessage(handle))
+            throw DecodeError(kind: .libraryFailure, message: handleMessage(handle))
         }
         // Only stereo is allowed, so mono streams are duplicated into both channels by libmpg123.
         // Only these rates are allowed, so any other native rate goes through its resampler.
@@ -346,13 +231,13 @@ public final class MP3Decoder {
             let accepted = mpg123_format(handle, rate, Int32(MPG123_STEREO.rawValue),
                                          Int32(MPG123_ENC_SIGNED_16.rawValue))
             guard accepted == MPG123_OK.rawValue else {
-                throw MPG123Error(kind: .libraryFailure, message: handleMessage(handle))
+                throw DecodeError(kind: .libraryFailure, message: handleMessage(handle))
             }
         }
     }
 
     /// Parses up to the first audio frame and returns the output format libmpg123 settled on.
-    private static func detectFormat(_ handle: OpaquePointer, rates: [Int]) throws(MPG123Error)
+    private static func detectFormat(_ handle: OpaquePointer, rates: [Int]) throws(DecodeError)
         -> (format: AudioFormat, nativeRate: Int) {
         var rate = 0
         var channels: Int32 = 0
@@ -364,9 +249,9 @@ public final class MP3Decoder {
             // The end came before any frame: either a file holding only tags, or data in which the
             // resync search ran out of file before its limit (random bytes can do that).
             if mpg123_meta_check(handle) & MPG123_ID3 != 0 {
-                throw MPG123Error(kind: .noAudio, message: "The file holds ID3 tags but no MPEG audio frames")
+                throw DecodeError(kind: .noAudio, message: "The file holds ID3 tags but no MPEG audio frames")
             }
-            throw MPG123Error(kind: .notMPEGAudio, message: "No MPEG audio frames found in the file")
+            throw DecodeError(kind: .notMPEGAudio, message: "No MPEG audio frames found in the file")
         }
         if result != MPG123_OK.rawValue {
             if mpg123_errcode(handle) == MPG123_BAD_OUTFORMAT.rawValue {
@@ -379,7 +264,7 @@ public final class MP3Decoder {
     }
 
     /// The format libmpg123 decodes to now, checked against what this decoder promises.
-    private static func currentFormat(_ handle: OpaquePointer) throws(MPG123Error) -> AudioFormat {
+    private static func currentFormat(_ handle: OpaquePointer) throws(DecodeError) -> AudioFormat {
         var rate = 0
         var channels: Int32 = 0
         var encoding: Int32 = 0
@@ -392,12 +277,12 @@ public final class MP3Decoder {
     /// Turns libmpg123's format triple into an `AudioFormat`, refusing anything unexpected.
     private static func validated(
         rate: Int, channels: Int32, encoding: Int32, rates: [Int]
-    ) throws(MPG123Error) -> AudioFormat {
+    ) throws(DecodeError) -> AudioFormat {
         // The format table allows nothing else; this guards against a library that ignores it.
         guard rates.contains(rate),
               channels == Int32(MPG123_STEREO.rawValue),
               encoding == Int32(MPG123_ENC_SIGNED_16.rawValue) else {
-            throw MPG123Error(kind: .unsupportedFormat,
+            throw DecodeError(kind: .unsupportedFormat,
                               message: "libmpg123 chose \(rate) Hz, \(channels) channels, encoding \(encoding)")
         }
         return AudioFormat(sampleRate: rate, channels: Int(channels))
@@ -411,12 +296,12 @@ public final class MP3Decoder {
     }
 
     /// The error for a stream whose rate can be neither kept nor converted.
-    private static func unsupportedRate(_ nativeRate: Int?) -> MPG123Error {
+    private static func unsupportedRate(_ nativeRate: Int?) -> DecodeError {
         let rateText = nativeRate.map { "\($0) Hz" } ?? "Its sample rate"
         let reason = canConvertRates
             ? "cannot be converted to 44100 Hz by libmpg123"
             : "needs conversion to 44100 Hz, and this libmpg123 was built without its resampler"
-        return MPG123Error(kind: .unsupportedFormat,
+        return DecodeError(kind: .unsupportedFormat,
                            message: "\(rateText) is not 44100 or 48000 Hz and \(reason)")
     }
 
@@ -508,7 +393,7 @@ public final class MP3Decoder {
     // MARK: - Errors and progress
 
     /// Counts calls that yield nothing, so garbage that never decodes cannot keep a caller looping.
-    private func noteProgress(frames: Int) throws(MPG123Error) {
+    private func noteProgress(frames: Int) throws(DecodeError) {
         if frames > 0 {
             callsWithoutProgress = 0
             return
@@ -516,22 +401,22 @@ public final class MP3Decoder {
         callsWithoutProgress += 1
         if callsWithoutProgress > Self.progressLimit {
             finished = true
-            throw MPG123Error(kind: .decodeFailed,
+            throw DecodeError(kind: .decodeFailed,
                               message: "No audio decoded after \(Self.progressLimit) attempts; giving up")
         }
     }
 
     /// The typed error for a failed open-time parse or decode call.
-    private static func decodingError(_ handle: OpaquePointer, result: Int32) -> MPG123Error {
+    private static func decodingError(_ handle: OpaquePointer, result: Int32) -> DecodeError {
         let code = result == MPG123_ERR.rawValue ? mpg123_errcode(handle) : result
         let message = result == MPG123_ERR.rawValue ? handleMessage(handle) : plainMessage(result)
         switch code {
         case MPG123_RESYNC_FAIL.rawValue, MPG123_OUT_OF_SYNC.rawValue:
-            return MPG123Error(kind: .notMPEGAudio, message: message)
+            return DecodeError(kind: .notMPEGAudio, message: message)
         case MPG123_BAD_OUTFORMAT.rawValue:
-            return MPG123Error(kind: .unsupportedFormat, message: message)
+            return DecodeError(kind: .unsupportedFormat, message: message)
         default:
-            return MPG123Error(kind: .decodeFailed, message: message)
+            return DecodeError(kind: .decodeFailed, message: message)
         }
     }
 

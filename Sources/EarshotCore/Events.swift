@@ -87,9 +87,13 @@ public enum OutputLossReason: Hashable, Sendable, CustomStringConvertible {
 public enum TrackFailure: Hashable, Sendable, CustomStringConvertible {
     /// The file could not be opened or read (missing, a directory, no permission, deleted).
     case unreadable
-    /// The file holds no MPEG audio at all (empty, random bytes, another format, a tag only).
+    /// The file holds no audio Earshot plays at all (empty, random bytes, a format other than MP3, FLAC, Ogg Vorbis
+    /// and Opus, a tag only).
     case notMPEGAudio
-    /// MPEG audio in a sample format Earshot cannot play.
+    /// The file announces FLAC or Ogg, but the headers that must follow are missing or damaged (an Opus file with no
+    /// OpusHead), or the Ogg stream is neither Vorbis nor Opus.
+    case badHeaders
+    /// Audio in a sample format Earshot cannot play.
     case unsupportedFormat
     /// Decoding failed part-way (corrupt data).
     case decodeFailed
@@ -99,6 +103,7 @@ public enum TrackFailure: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .unreadable: return "unreadable"
         case .notMPEGAudio: return "notMPEGAudio"
+        case .badHeaders: return "badHeaders"
         case .unsupportedFormat: return "unsupportedFormat"
         case .decodeFailed: return "decodeFailed"
         }

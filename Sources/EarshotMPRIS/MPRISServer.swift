@@ -50,6 +50,8 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
     private let handler: @Sendable (MPRISCommand) -> MPRISReply
     private let positionProvider: @Sendable () -> Int64
     private let busAddress: String?
+    /// The MIME types `SupportedMimeTypes` lists; set once in `init`.
+    private let supportedMimeTypes: [String]
     private let connectionChanged: @Sendable (MPRISConnectionChange) -> Void
     /// The C vtables' userdata: this object (unretained) and the three entry points. Freed in deinit.
     private let callbacks: UnsafeMutablePointer<EarshotMPRISCallbacks>
@@ -74,13 +76,16 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
     /// when nil to the user's session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`).
     /// `handler` answers clients' requests on the bus thread; `positionProvider` gives the position in
     /// microseconds when a client reads `Position`. `connectionChanged` hears of connections made and lost (on the
-    /// calling thread for the first, on the bus thread later), for the owner's log.
+    /// calling thread for the first, on the bus thread later), for the owner's log. `supportedMimeTypes` is what the
+    /// player plays (the decoders' list, which this adapter does not know by itself).
     public init(
-        busAddress: String? = nil, connectionChanged: @escaping @Sendable (MPRISConnectionChange) -> Void = { _ in },
+        busAddress: String? = nil, supportedMimeTypes: [String] = [],
+        connectionChanged: @escaping @Sendable (MPRISConnectionChange) -> Void = { _ in },
         positionProvider: @escaping @Sendable () -> Int64 = { 0 },
         handler: @escaping @Sendable (MPRISCommand) -> MPRISReply
     ) {
         self.busAddress = busAddress
+        self.supportedMimeTypes = supportedMimeTypes
         self.connectionChanged = connectionChanged
         self.positionProvider = positionProvider
         self.handler = handler
@@ -472,7 +477,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
             case (Self.rootInterface, "Identity"): try writer.string("Earshot")
             case (Self.rootInterface, "DesktopEntry"): try writer.string("earshot")
             case (Self.rootInterface, "SupportedUriSchemes"): try writer.strings(["file"])
-            case (Self.rootInterface, "SupportedMimeTypes"): try writer.strings(["audio/mpeg"])
+            case (Self.rootInterface, "SupportedMimeTypes"): try writer.strings(supportedMimeTypes)
             case (Self.playerInterface, "PlaybackStatus"): try writer.string(published.playbackStatus.rawValue)
             case (Self.playerInterface, "LoopStatus"): try writer.string("None")
             case (Self.playerInterface, "Rate"), (Self.playerInterface, "MinimumRate"),

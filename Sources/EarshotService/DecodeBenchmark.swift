@@ -1,4 +1,5 @@
-// Decoding alone, as fast as possible: what `scripts/bench` compares with `mpg123 -t`.
+// Decoding alone, as fast as possible, with the decoder the file's content calls for: what `scripts/bench` compares
+// with `mpg123 -t`.
 import AudioPipeline
 import Dispatch
 import FoundationEssentials
@@ -16,9 +17,9 @@ public enum DecodeBenchmark {
     }
 
     /// Opens `path` and decodes all of it.
-    public static func run(path: TrackPath) throws(MPG123Error) -> Result {
+    public static func run(path: TrackPath) throws(DecodeError) -> Result {
         let started = DispatchTime.now().uptimeNanoseconds
-        let decoder = try MP3Decoder(path: path)
+        let decoder = try AudioFileKind.openDecoder(path: path)
         let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 65_536 * 2)
         defer { buffer.deallocate() }
         var frames = 0

@@ -257,7 +257,8 @@ extension Player {
             dispatch(.queueRestored(trackCount: saved.queue.count, index: saved.trackIndex))
             guard rules.playback == .paused(.restored) else { return }
             // The saved position is in milliseconds; the decoder needs frames at the track's output rate.
-            let rate = (try? MP3Decoder(path: saved.queue[saved.trackIndex]))?.format.sampleRate ?? 44_100
+            let track = saved.queue[saved.trackIndex]
+            let rate = (try? AudioFileKind.openDecoder(path: track))?.format.sampleRate ?? 44_100
             reposition(to: TrackPosition(trackIndex: saved.trackIndex,
                                          frame: saved.positionMilliseconds * rate / 1000, sampleRate: rate))
             log.record("state", ["restored": "queue", "tracks": "\(saved.queue.count)"])

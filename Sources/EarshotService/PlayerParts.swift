@@ -81,10 +81,11 @@ extension Player {
     }
 
     /// The rulebook's name for why the decoder could not play a track.
-    static func failure(of kind: MPG123Error.Kind) -> TrackFailure {
+    static func failure(of kind: DecodeError.Kind) -> TrackFailure {
         switch kind {
         case .cannotOpen: return .unreadable
         case .empty, .noAudio, .notMPEGAudio: return .notMPEGAudio
+        case .badHeaders: return .badHeaders
         case .unsupportedFormat: return .unsupportedFormat
         case .decodeFailed, .seekFailed, .libraryFailure: return .decodeFailed
         }

@@ -1,4 +1,5 @@
 // Starting the player: the control socket, MPRIS, signals, and the run loop (the player arms its own timer).
+import AudioPipeline
 import Dispatch
 import EarshotMPRIS
 import FoundationEssentials
@@ -42,7 +43,7 @@ public enum PlayerService {
         var mpris: MPRISServer?
         if withMPRIS {
             let candidate = MPRISServer(
-                connectionChanged: { change in log.record(change) }, positionProvider: { positionCell.load() }
+                supportedMimeTypes: AudioFileKind.mimeTypes, connectionChanged: { change in log.record(change) }, positionProvider: { positionCell.load() }
             ) { command in
                 let slot = ReplySlot(timeoutReply: MPRISReply.refused("the player did not answer in time"))
                 inbox.yield(.mpris(command, slot))

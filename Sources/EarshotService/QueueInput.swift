@@ -5,6 +5,7 @@
 // Everything here works on bytes (TrackPath), never on Strings: a file name need not be UTF-8, and
 // FileManager would hand such a name back with U+FFFD in place of its bytes, naming another file.
 // Directories are read with opendir/readdir, and files are told apart with stat(2).
+import AudioPipeline
 import FoundationEssentials
 import Glibc
 import TrackPaths
@@ -30,7 +31,7 @@ public enum QueueInput {
                 expansion.problems.append("\(name.displayText): no such file or directory")
             case .directory:
                 let found = audioFiles(under: path)
-                if found.isEmpty { expansion.problems.append("\(name.displayText): no .mp3 files in this directory") }
+                if found.isEmpty { expansion.problems.append("\(name.displayText): no music files in this directory") }
                 expansion.paths += found
             case .other where hasSuffix(path, ".m3u") || hasSuffix(path, ".m3u8"):
                 let listed = playlist(at: path)
@@ -96,14 +97,15 @@ public enum QueueInput {
         (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
     }
 
-    /// Every `.mp3` below `directory`, in natural order ("2 x" before "10 x"), directories in order too.
+    /// Every music file below `directory` (named with one of `AudioFileKind.fileExtensions`), in natural order
+    /// ("2 x" before "10 x"), directories in order too.
     static func audioFiles(under directory: TrackPath) -> [TrackPath] {
         var files: [TrackPath] = []
         for name in entryNames(in: directory).sorted(by: naturallyBefore) where name.first != UInt8(ascii: ".") {
             guard let path = TrackPath(bytes: directory.bytes + [UInt8(ascii: "/")] + name) else { continue }
             switch kind(of: path) {
             case .directory: files += audioFiles(under: path)
-            case .other where hasSuffix(path, ".mp3"): files.append(path)
+            case .other where AudioFileKind.fileExtensions.contains(where: { hasSuffix(path, $0) }): files.append(path)
             case .other, nil: continue
             }
         }

@@ -140,9 +140,9 @@ enum CommandLineHelp {
         let lines: [String] = [
             usageLine,
             "  or:  earshot --help | --version",
-            "A polite background music player for the Linux desktop: it plays MP3 files through the session's",
-            "sound server (PulseAudio or PipeWire), pauses for phone calls and when its output device goes away,",
-            "and never starts by itself. 'earshot serve' is the service; the other verbs control it.",
+            "A polite background music player for the Linux desktop: it plays MP3, FLAC, Ogg Vorbis and Opus files",
+            "through the session's sound server (PulseAudio or PipeWire), pauses for phone calls and when its output",
+            "device goes away, and never starts by itself. 'earshot serve' is the service; the other verbs control it.",
             "",
             "Verbs:",
         ] + table(verbs) + [

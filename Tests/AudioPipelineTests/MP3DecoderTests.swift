@@ -199,7 +199,7 @@ struct MP3DecoderTests {
                 case .formatChanged: continue
                 case .finished: break decoding
                 }
-            } catch let error as MPG123Error {
+            } catch let error as DecodeError {
                 #expect(error.kind == .decodeFailed)
                 #expect(!error.message.isEmpty)
                 break decoding
@@ -233,7 +233,7 @@ enum RefusedFile: String, CaseIterable, CustomStringConvertible {
     var description: String { rawValue }
 
     /// The error kind the decoder must report.
-    var expectedKind: MPG123Error.Kind {
+    var expectedKind: DecodeError.Kind {
         switch self {
         case .empty: .empty
         case .randomBytes, .fewRandomBytes, .moreRandomBytes, .wave: .notMPEGAudio

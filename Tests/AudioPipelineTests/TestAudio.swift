@@ -63,7 +63,7 @@ enum TestAudio {
     }
 
     /// Decodes the whole file, returning the interleaved samples and the format seen at the end.
-    static func decodeAll(_ decoder: MP3Decoder, chunkFrames: Int = 4096) throws -> [Int16] {
+    static func decodeAll(_ decoder: any AudioDecoder, chunkFrames: Int = 4096) throws -> [Int16] {
         var samples: [Int16] = []
         var chunk = [Int16](repeating: 0, count: chunkFrames * 2)
         while true {

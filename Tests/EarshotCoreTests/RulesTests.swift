@@ -351,6 +351,16 @@ struct RulesTests {
         }
     }
 
+    @Test("Rule 14: a FLAC or Ogg file with bad headers is skipped like any failure, its kind kept as badHeaders")
+    func rule14BadHeaders() {
+        var store = RuleStore(Given.playing)
+        store.send(.trackFailed(index: 0, failure: .badHeaders, next: 1), commands: []) {
+            $0.queue.index = 1
+            $0.lastFailure = FailedTrack(index: 0, failure: .badHeaders)
+        }
+        #expect(TrackFailure.badHeaders.description == "badHeaders")
+    }
+
     @Test("Rule 14: a later track failing while the current one plays only records the failure")
     func rule14LaterTrackFailed() {
         var store = RuleStore(Given.playing)

@@ -166,6 +166,23 @@ struct MPRISTests {
         #expect(result.standardError.contains("the queue is empty"))
     }
 
+    @Test("SupportedMimeTypes lists the types the server was given: the player's formats")
+    func supportedMimeTypes() throws {
+        let bus = try PrivateSessionBus()
+        let types = ["audio/mpeg", "audio/flac", "audio/ogg", "audio/vorbis", "audio/opus"]
+        let server = MPRISServer(busAddress: bus.address, supportedMimeTypes: types) { _ in .done }
+        try server.start()
+        defer { server.stop() }
+        let busctl = try ProcessRunner.requireTool("busctl", package: "systemd")
+        let result = try bus.run(busctl, [
+            "--address=\(bus.address)", "--", "get-property", MPRISServer.busName, MPRISServer.objectPath,
+            MPRISServer.rootInterface, "SupportedMimeTypes",
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+                == #"as 5 "audio/mpeg" "audio/flac" "audio/ogg" "audio/vorbis" "audio/opus""#)
+    }
+
     @Test("SetPosition and Seek reach the player; a stale track id is ignored")
     func seeking() throws {
         let (bus, server, player, _) = try startServer()

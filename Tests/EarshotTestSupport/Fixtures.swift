@@ -125,6 +125,140 @@ public enum Fixtures {
         }
     }
 
+    /// The formats Earshot plays, as the fixtures encode them.
+    public enum Format: String, CaseIterable, Sendable {
+        /// MPEG-1 layer III by LAME, constant bit rate, with its LAME tag.
+        case mp3
+        /// FLAC by `flac` (lossless).
+        case flac
+        /// Ogg Vorbis by `oggenc`.
+        case vorbis
+        /// Ogg Opus by `opusenc` (whose output always plays at 48 kHz).
+        case opus
+
+        /// The usual file name extension.
+        public var fileExtension: String {
+            switch self {
+            case .mp3: return "mp3"
+            case .flac: return "flac"
+            case .vorbis: return "ogg"
+            case .opus: return "opus"
+            }
+        }
+    }
+
+    /// A sine at `frequency` Hz encoded as `format`; like `tone(...)` for MP3, which it calls for `.mp3`.
+    public static func tone(
+        _ format: Format, frequency: Double = 440, seconds: Double, rate: Int = sampleRate, channels: Int = 2
+    ) throws -> URL {
+        if format == .mp3 {
+            return try tone(frequency: frequency, seconds: seconds, rate: rate, channels: channels)
+        }
+        let name = "tone-\(frequency)Hz-\(seconds)s-\(rate)-\(channels)ch.\(format.fileExtension)"
+        return try file(named: name) { output in
+            let wav = output.appendingPathExtension("wav")
+            defer { try? FileManager.default.removeItem(at: wav) }
+            try sox(rate: rate, channels: channels, into: wav,
+                    ["synth", "\(seconds)", "sine", "\(frequency)", "gain", "-6"])
+            try encode(wav, as: format, into: output)
+        }
+    }
+
+    /// One recording of tones one after another (each `segments` item a frequency in Hz and a length in seconds), at
+    /// `rate`, cut at the segment boundaries into one file per segment, each encoded as `format`: consecutive files
+    /// are consecutive stretches of one recording, as a live album's tracks, and must play with no gap between.
+    /// The second value is the recording itself, uncut (a WAV).
+    public static func cutRecording(
+        _ segments: [(frequency: Double, seconds: Double)], as format: Format, rate: Int = sampleRate
+    ) throws -> (tracks: [URL], whole: URL) {
+        let key = stableHash(segments.map { "\($0.frequency):\($0.seconds)" }.joined(separator: ",") + "@\(rate)")
+        let whole = try file(named: "recording-\(key).wav") { output in
+            var parts: [URL] = []
+            defer { parts.forEach { try? FileManager.default.removeItem(at: $0) } }
+            for (index, segment) in segments.enumerated() {
+                let part = output.deletingPathExtension().appendingPathExtension("part\(index).wav")
+                try sox(rate: rate, into: part, ["synth", "\(segment.seconds)", "sine", "\(segment.frequency)",
+                                                 "gain", "-6"])
+                parts.append(part)
+            }
+            try ProcessRunner.runChecked("sox", parts.map(\.path) + [output.path], timeout: .seconds(120))
+        }
+        var tracks: [URL] = []
+        var startFrame = 0
+        for (index, segment) in segments.enumerated() {
+            let frames = Int((segment.seconds * Double(rate)).rounded())
+            let track = try file(named: "recording-\(key)-\(index).\(format.fileExtension)") { output in
+                let cut = output.appendingPathExtension("wav")
+                defer { try? FileManager.default.removeItem(at: cut) }
+                try ProcessRunner.runChecked(
+                    "sox", [whole.path, cut.path, "trim", "\(startFrame)s", "\(frames)s"], timeout: .seconds(120))
+                try encode(cut, as: format, into: output)
+            }
+            tracks.append(track)
+            startFrame += frames
+        }
+        return (tracks, whole)
+    }
+
+    /// Encodes the WAV `input` as `format` into `output`, with the format's reference encoder (LAME for MP3).
+    public static func encode(_ input: URL, as format: Format, into output: URL, tags: [String: String] = [:]) throws {
+        switch format {
+        case .mp3:
+            let options = tags.sorted { $0.key < $1.key }.flatMap { ["--tv", "\($0.key)=\($0.value)"] }
+            try lame(input, into: output, rate: wavSampleRate(of: input), extraArguments: options)
+        case .flac:
+            _ = try ProcessRunner.requireTool("flac", package: "flac")
+            let options = tags.sorted { $0.key < $1.key }.flatMap { ["-T", "\($0.key)=\($0.value)"] }
+            try ProcessRunner.runChecked("flac", ["-s", "-f"] + options + ["-o", output.path, input.path],
+                                         timeout: .seconds(120))
+        case .vorbis:
+            _ = try ProcessRunner.requireTool("oggenc", package: "vorbis-tools")
+            let options = tags.sorted { $0.key < $1.key }.flatMap { ["-c", "\($0.key)=\($0.value)"] }
+            try ProcessRunner.runChecked("oggenc", ["-Q", "-q", "4"] + options + ["-o", output.path, input.path],
+                                         timeout: .seconds(120))
+        case .opus:
+            _ = try ProcessRunner.requireTool("opusenc", package: "opus-tools")
+            let options = tags.sorted { $0.key < $1.key }.flatMap { ["--comment", "\($0.key)=\($0.value)"] }
+            try ProcessRunner.runChecked(
+                "opusenc", ["--quiet", "--bitrate", "96"] + options + [input.path, output.path], timeout: .seconds(120))
+        }
+    }
+
+    /// The byte ranges of the Ogg pages at the start of `data`, in order, as far as whole page headers go.
+    public static func oggPageRanges(_ data: [UInt8]) -> [Range<Int>] {
+        var pages: [Range<Int>] = []
+        var offset = 0
+        while offset + 27 <= data.count, data[offset..<offset + 4].elementsEqual("OggS".utf8) {
+            let segments = Int(data[offset + 26])
+            guard offset + 27 + segments <= data.count else { break }
+            let body = data[(offset + 27)..<(offset + 27 + segments)].reduce(0) { $0 + Int($1) }
+            pages.append(offset..<min(data.count, offset + 27 + segments + body))
+            offset += 27 + segments + body
+        }
+        return pages
+    }
+
+    /// The FLAC file `flac` with its STREAMINFO total-samples field (36 bits ending at byte 26) set to `change(old)`:
+    /// a header that lies about the length.
+    public static func patchingFLACTotalSamples(_ flac: Data, _ change: (Int) -> Int) -> Data {
+        var bytes = [UInt8](flac)
+        let field = 18..<26
+        let packed = bytes[field].reduce(0) { $0 << 8 | Int($1) }
+        let mask = (1 << 36) - 1
+        let patched = (packed & ~mask) | (change(packed & mask) & mask)
+        for (index, position) in field.enumerated() {
+            bytes[position] = UInt8(truncatingIfNeeded: patched >> (8 * (7 - index)))
+        }
+        return Data(bytes)
+    }
+
+    /// The sample rate of the WAV `file`, from its header.
+    private static func wavSampleRate(of file: URL) throws -> Int {
+        let bytes = [UInt8](try Data(contentsOf: file).prefix(28))
+        guard bytes.count == 28 else { throw ToolkitError("\(file.lastPathComponent) is not a WAV file") }
+        return (24..<28).reversed().reduce(0) { $0 << 8 | Int(bytes[$1]) }
+    }
+
     /// A file named like an MP3 that holds `bytes` pseudo-random bytes (no MP3 frames): undecodable.
     public static func undecodable(bytes: Int = 16_384) throws -> URL {
         try file(named: "undecodable-\(bytes).mp3") { output in

@@ -337,7 +337,7 @@ struct BadFilesTests {
 private enum Expectation {
     /// Plays for `seconds` (within the range), with no skip report.
     case played(seconds: ClosedRange<Double>)
-    /// Reported as skipped with one of `kinds` (MPG123Error kinds), and nothing of it heard.
+    /// Reported as skipped with one of `kinds` (DecodeError kinds), and nothing of it heard.
     case skipped(kinds: Set<String>)
     /// Plays for `seconds`, then reported as skipped with `kind` (damage that stops decoding part-way).
     case playedThenSkipped(seconds: ClosedRange<Double>, kind: String)
@@ -527,8 +527,9 @@ private struct BadFileMaker {
         let wave = try synthesize(rate: 44_100, channels: 2, named: "pcm")
         // The decoder recognises the RIFF signature before libmpg123 could find a false frame sync in the PCM.
         try add("a WAV named .mp3", "wave.mp3", try Data(contentsOf: wave), .skipped(kinds: ["notMPEGAudio"]))
-        try add("a FLAC named .mp3", "flac.mp3", try convert(wave, to: "flac"), .skipped(kinds: notMPEG))
-        try add("an Ogg Vorbis named .mp3", "ogg.mp3", try convert(wave, to: "ogg"), .skipped(kinds: notMPEG))
+        // A name that lies: the content decides, so these play as the FLAC and the Ogg Vorbis they are.
+        try add("a FLAC named .mp3", "flac.mp3", try convert(wave, to: "flac"), .played(seconds: played))
+        try add("an Ogg Vorbis named .mp3", "ogg.mp3", try convert(wave, to: "ogg"), .played(seconds: played))
         let title = Self.id3Frame("TIT2", [0] + Array("\(Self.contentMarker) tag only title".utf8))
         try add("an ID3v2 tag only", "tag only.mp3", Self.id3v2Tag([title]), .skipped(kinds: ["noAudio"]))
         try add("10 MB embedded picture", "big picture.mp3", Self.withBigPicture(base, generator: &generator),
@@ -556,6 +557,7 @@ private struct BadFileMaker {
                 try Self.patchingXingFrameCount(vbr) { max(1, $0 / 3) }, .played(seconds: played))
         try add("VBR with a Xing frame count far too large", "xing large.mp3",
                 try Self.patchingXingFrameCount(vbr) { $0 * 1000 }, .played(seconds: played))
+        try addNewFormatFiles(add, played: played)
         let directory = folder.appendingPathComponent("\(Self.nameMarker) directory.mp3", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try add("a directory", "directory.mp3", nil, .skipped(kinds: ["cannotOpen"]))
@@ -573,6 +575,44 @@ private struct BadFileMaker {
         files.append(BadFile(label: "a 4000-byte path", path: try makeLongPath(base, bytes: 4000),
                              expectation: .played(seconds: played)))
         return files
+    }
+
+    /// The damaged FLAC, Ogg Vorbis and Opus files (issue 15), each added with `add`.
+    private func addNewFormatFiles(
+        _ add: (String, String, Data?, Expectation) throws -> Void, played: ClosedRange<Double>
+    ) throws {
+        let flac = try encode(.flac)
+        // flac leaves 8 KB of padding after the headers, so half the bytes hold well under half the audio.
+        try add("a truncated FLAC", "truncated.flac", flac.prefix(flac.count / 2),
+                .playedThenSkipped(seconds: 0.05...0.3, kind: "decodeFailed"))
+        try add("a FLAC whose STREAMINFO claims twice its length", "liar.flac",
+                Fixtures.patchingFLACTotalSamples(flac) { $0 * 2 },
+                .playedThenSkipped(seconds: played, kind: "decodeFailed"))
+        // Long enough for several audio pages: the one broken in the middle is lost, the rest plays.
+        let longSeconds = 4.0
+        var vorbis = [UInt8](try encode(.vorbis, seconds: longSeconds))
+        let pages = Fixtures.oggPageRanges(vorbis)
+        guard pages.count > 4 else { throw ToolkitError("the Vorbis file has \(pages.count) pages") }
+        let broken = pages[pages.count / 2]
+        for index in (broken.lowerBound + 30)..<broken.upperBound { vorbis[index] = 0x55 }
+        try add("an Ogg Vorbis with a broken page in the middle", "broken page.ogg", Data(vorbis),
+                .playedThenSkipped(seconds: (longSeconds - 2.2)...(longSeconds - 0.5), kind: "decodeFailed"))
+        let opus = [UInt8](try encode(.opus))
+        let opusPages = Fixtures.oggPageRanges(opus)
+        guard opusPages.count > 2 else { throw ToolkitError("the Opus file has \(opusPages.count) pages") }
+        try add("an Opus with no OpusHead", "no head.opus", Data(opus[opusPages[1].lowerBound...]),
+                .skipped(kinds: ["badHeaders"]))
+        let comment = work.appendingPathComponent("huge comment.txt")
+        let commentLine = "COMMENT=\(Self.contentMarker)" + String(repeating: "x", count: 8 << 20) + "\n"
+        try Data(commentLine.utf8).write(to: comment)
+        let plainVorbis = work.appendingPathComponent("plain.ogg")
+        try encode(.vorbis).write(to: plainVorbis)
+        let hugeComment = folder.appendingPathComponent("\(Self.nameMarker) huge comment.ogg")
+        try ProcessRunner.runChecked("vorbiscomment", ["-w", "-c", comment.path, plainVorbis.path, hugeComment.path])
+        try add("an Ogg Vorbis with an 8 MB comment header", "huge comment.ogg", nil, .played(seconds: played))
+        try add("an MP3 named .flac", "mp3.flac", try encode(rate: 44_100, channels: 2, [], named: "named-flac"),
+                .played(seconds: played))
+        try add("an Opus named .mp3", "opus.mp3", Data(opus), .played(seconds: played))
     }
 
     /// Removes what Foundation's recursive removal cannot: the non-UTF-8 name.
@@ -616,11 +656,13 @@ private struct BadFileMaker {
     // MARK: Audio sources
 
     /// A 16-bit WAV of the bad files' tone.
-    private func synthesize(rate: Int, channels: Int, named name: String) throws -> URL {
+    private func synthesize(
+        rate: Int, channels: Int, seconds: Double = BadFilesTests.badSeconds, named name: String
+    ) throws -> URL {
         let wav = work.appendingPathComponent("\(name).wav")
         try ProcessRunner.runChecked("sox", [
             "-n", "-r", "\(rate)", "-c", "\(channels)", "-b", "16", "-e", "signed-integer", wav.path,
-            "synth", "\(BadFilesTests.badSeconds)", "sine", "\(BadFilesTests.badFrequency)", "gain", "-6",
+            "synth", "\(seconds)", "sine", "\(BadFilesTests.badFrequency)", "gain", "-6",
         ])
         return wav
     }
@@ -631,6 +673,15 @@ private struct BadFileMaker {
         let mp3 = work.appendingPathComponent("\(name).mp3")
         try ProcessRunner.runChecked("lame", ["--quiet", "--noreplaygain"] + options + [wav.path, mp3.path])
         return try Data(contentsOf: mp3)
+    }
+
+    /// The bad files' tone (`seconds` long) encoded as `format` by its reference encoder.
+    private func encode(_ format: Fixtures.Format, seconds: Double = BadFilesTests.badSeconds) throws -> Data {
+        let name = "\(format.rawValue)-\(seconds)s"
+        let wav = try synthesize(rate: 44_100, channels: 2, seconds: seconds, named: name)
+        let output = work.appendingPathComponent("\(name).\(format.fileExtension)")
+        try Fixtures.encode(wav, as: format, into: output)
+        return try Data(contentsOf: output)
     }
 
     /// `wav` converted by sox to `type` (flac, ogg).

@@ -108,6 +108,62 @@ struct PlaybackTests {
         }
     }
 
+    /// One queue of every format, each as a gapless pair cut from one recording, in this order; the tones are 300 Hz
+    /// apart, so 10 ms windows tell them apart.
+    static let formatQueue: [(format: Fixtures.Format, frequencies: [Double])] = [
+        (.mp3, [400, 700]), (.flac, [1000, 1300]), (.vorbis, [1600, 1900]), (.opus, [2200, 2500]),
+    ]
+    /// How long each track of `formatQueue` lasts, in seconds.
+    static let formatTrackSeconds = 0.6
+
+    @Test("a queue of MP3, FLAC, Vorbis and Opus plays in order, each pair cut from one recording joined with no gap")
+    func everyFormatInOneQueue() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                var files: [URL] = []
+                for (format, frequencies) in Self.formatQueue {
+                    let cut = try Fixtures.cutRecording(
+                        frequencies.map { (frequency: $0, seconds: Self.formatTrackSeconds) }, as: format)
+                    for (index, track) in cut.tracks.enumerated() {
+                        // Names that do not say the format: the content decides.
+                        files.append(try Fixtures.copy(track, to: scratch, named: "track \(files.count + 1)-\(index)"))
+                    }
+                }
+                let run = try await playToEnd(files, in: scratch)
+                #expect(run.status == 0, "exit status; log:\n\(run.player.standardError)")
+                let recording = run.headphones
+                guard let heard = recording.audibleRanges().first.map({ $0.lowerBound..<recording.duration }) else {
+                    Issue.record("nothing was heard; log:\n\(run.player.standardError)")
+                    return
+                }
+                // Every track's tone is heard, in queue order, for its length.
+                var previousEnd = heard.lowerBound
+                for (format, frequencies) in Self.formatQueue {
+                    let first = recording.toneRanges(atFrequency: frequencies[0], amplitude: 0.2, within: heard)
+                    let second = recording.toneRanges(atFrequency: frequencies[1], amplitude: 0.2, within: heard)
+                    guard let start = first.first?.lowerBound, let seam = first.last?.upperBound,
+                          let end = second.last?.upperBound else {
+                        Issue.record("\(format): a tone of the pair was not heard (\(first), \(second))")
+                        continue
+                    }
+                    #expect(start >= previousEnd - 0.03, "\(format) began at \(start) s, before the track before ended")
+                    #expect(abs(seam - start - Self.formatTrackSeconds) <= 0.03,
+                            "\(format): the seam is \(seam - start) s after the pair's start")
+                    #expect(abs(end - seam - Self.formatTrackSeconds) <= 0.03,
+                            "\(format): the second track lasted \(end - seam) s")
+                    let seamSilence = recording.longestSilence(within: (seam - 0.1)..<(seam + 0.1))
+                    report("longest silence at the \(format) seam", seamSilence * 1000)
+                    #expect(seamSilence <= 0.005, "\(format): \(seamSilence * 1000) ms of silence at the seam")
+                    let middle = (seam + 0.2)..<(seam + 0.4)
+                    let frequency = try #require(recording.dominantFrequency(in: middle))
+                    #expect(abs(frequency - frequencies[1]) <= 2, "\(format): second track at \(frequency) Hz")
+                    previousEnd = end
+                }
+                #expect(run.speakers.audibleMilliseconds == 0)
+            }
+        }
+    }
+
     @Test("--sink speakers plays on speakers only")
     func sinkOption() async throws {
         try await TestEnvironment.withExclusiveSoundServer {

@@ -1,11 +1,13 @@
-// libFuzzer target for the decoder fed arbitrary bytes: `MP3Decoder` (libmpg123) opening, decoding and
-// seeking a file holding the input. Not a SwiftPM target: scripts/fuzz compiles it with
-// Sources/AudioPipeline/MP3Decoder.swift and FrameRing.swift and the CMPG123 module map.
+// libFuzzer target for the decoders fed arbitrary bytes: the decoder the input's signature chooses
+// (`AudioFileKind.openDecoder`: MP3Decoder on libmpg123, SndfileDecoder on libsndfile for FLAC, Ogg Vorbis and Opus)
+// opening, decoding and seeking a file holding the input. Not a SwiftPM target: scripts/fuzz compiles it with the
+// decoders' sources in Sources/AudioPipeline, FrameRing.swift and the CMPG123 and CSndfile module maps.
 //
 // libmpg123 reads files by path, so each input is written to one scratch file (in $EARSHOT_FUZZ_TMPDIR, else
 // /tmp) first. Besides "never crash or hang", it checks the decoder's promises: whole frames that fit the
 // buffer, stereo at an accepted rate, and error messages that never contain the file's path.
 import Glibc
+import TrackPaths
 
 /// The scratch file every input is written to; one per fuzzing process.
 private let scratchPath: String = {
@@ -38,22 +40,22 @@ private func writeScratchFile(_ bytes: UnsafeBufferPointer<UInt8>) {
 }
 
 /// Checks an error's promises: a message, and never the path of the file.
-private func check(_ error: MPG123Error) {
+private func check(_ error: DecodeError) {
     require(!error.message.isEmpty, "an error without a message")
     require(!error.description.contains(scratchPath), "an error message contains the file's path")
 }
 
 /// Decodes up to `maximumCalls` steps into `buffer`, checking each; returns whether the track ended (or failed).
 @discardableResult
-private func decode(_ decoder: MP3Decoder, into buffer: UnsafeMutableBufferPointer<Int16>, maximumCalls: Int) -> Bool {
+private func decode(_ decoder: any AudioDecoder, into buffer: UnsafeMutableBufferPointer<Int16>, maximumCalls: Int) -> Bool {
     for _ in 0..<maximumCalls {
         do {
             switch try decoder.decode(into: buffer) {
             case .frames(let count):
                 require(count > 0 && count * FrameRing.samplesPerFrame <= buffer.count, "bad frame count \(count)")
             case .formatChanged(let format):
-                require(format.channels == 2 && MP3Decoder.nativeOutputRates.contains(format.sampleRate),
-                             "a format change to \(format)")
+                require(decoder is MP3Decoder && format.channels == 2
+                            && MP3Decoder.nativeOutputRates.contains(format.sampleRate), "a format change to \(format)")
             case .finished:
                 return true
             }
@@ -67,16 +69,21 @@ private func decode(_ decoder: MP3Decoder, into buffer: UnsafeMutableBufferPoint
 
 /// Opens the scratch file (at its own rate, or converted to `outputRate`), decodes and seeks it.
 private func exercise(outputRate: Int?, buffer: UnsafeMutableBufferPointer<Int16>, fullDecode: Bool) {
-    let decoder: MP3Decoder
+    let decoder: any AudioDecoder
     do {
-        decoder = try MP3Decoder(path: scratchPath, outputRate: outputRate)
+        decoder = try AudioFileKind.openDecoder(path: TrackPath(scratchPath), outputRate: outputRate)
     } catch {
         check(error)
         return
     }
     require(decoder.format.channels == 2, "opened as \(decoder.format)")
-    require(outputRate.map { decoder.format.sampleRate == $0 }
+    // libmpg123 delivers the asked-for rate, or one of its native ones; libsndfile the file's own, which is positive.
+    if decoder is MP3Decoder {
+        require(outputRate.map { decoder.format.sampleRate == $0 }
                     ?? MP3Decoder.nativeOutputRates.contains(decoder.format.sampleRate), "opened as \(decoder.format)")
+    } else {
+        require(decoder.format.sampleRate > 0, "opened as \(decoder.format)")
+    }
     _ = decoder.metadata
     if fullDecode {
         let ended = decode(decoder, into: buffer, maximumCalls: callLimit)

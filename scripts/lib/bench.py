@@ -918,6 +918,11 @@ def print_table(results):
     if decode:
         lines.append(f"decode a 300 s file: earshot {decode['earshotCpuSeconds']:.3f} CPU s, `mpg123 -t` "
                      f"{decode['mpg123CpuSeconds']:.3f} CPU s: {decode['throughputRatio']:.2f}x mpg123's throughput")
+    references = {"flac": "`flac -d`", "vorbis": "`oggdec`", "opus": "`opusdec`"}
+    for name, entry in results.get("formatDecode", {}).items():
+        lines.append(f"decode the same as {name}: earshot {entry['earshotCpuSeconds']:.3f} CPU s, "
+                     f"{references.get(name, name)} {entry['referenceCpuSeconds']:.3f} CPU s: "
+                     f"{entry['throughputRatio']:.2f}x its throughput")
     if "error" in queue:
         lines.append(f"earshot serve with a {queue.get('tracks', '?')}-track queue: {queue['error']}")
     else:
@@ -999,6 +1004,8 @@ def main():
     parser.add_argument("--other-unplugs", type=int, default=4)
     parser.add_argument("--output", required=True)
     parser.add_argument("--decode", help="CPU seconds of `earshot decode` and `mpg123 -t` on one file")
+    parser.add_argument("--format-decode", action="append", default=[],
+                        help="FORMAT, then CPU seconds of `earshot decode` and of the format's reference decoder")
     parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups")
     parser.add_argument("--sweep", help="the buffer sweep instead: Earshot's target latencies (ms), comma-separated")
     parser.add_argument("--sweep-report", nargs="+", metavar="JSON",
@@ -1058,6 +1065,11 @@ def main():
         earshot_decode, mpg123_decode = (float(x) for x in args.decode.split())
         results["decode"] = {"earshotCpuSeconds": earshot_decode, "mpg123CpuSeconds": mpg123_decode,
                              "throughputRatio": round(mpg123_decode / earshot_decode, 3)}
+    for entry in args.format_decode:
+        name, earshot_seconds, reference_seconds = entry.split()
+        results.setdefault("formatDecode", {})[name] = {
+            "earshotCpuSeconds": float(earshot_seconds), "referenceCpuSeconds": float(reference_seconds),
+            "throughputRatio": round(float(reference_seconds) / max(float(earshot_seconds), 1e-6), 3)}
     for key, empty in (("unplug", {"windowMs": 0, "leakedMs": {}}), ("call", {"callSeconds": 0, "players": {}}),
                        ("cpu", {}), ("stress", {"minutes": 0, "targetLatencyMs": 0, "players": {}}),
                        ("startup", {}), ("queue", {"error": "not measured"}), ("wakeups", {})):

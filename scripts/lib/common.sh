@@ -28,7 +28,8 @@ build_packages() {
 # for the sanitizer runs of the same suites): the private PulseAudio with pactl/paplay/parec, sox, lame, its MP3
 # format and mpg123 for test audio, a private dbus-daemon and playerctl for the MPRIS tests, and systemd.
 test_packages() {
-    printf '%s\n' pulseaudio pulseaudio-utils lame sox libsox-fmt-mp3 mpg123 dbus-daemon dbus-bin playerctl systemd
+    printf '%s\n' pulseaudio pulseaudio-utils lame sox libsox-fmt-mp3 mpg123 flac vorbis-tools opus-tools dbus-daemon \
+        dbus-bin playerctl systemd
 }
 
 # ensure_build_packages [PKG...]: ensure_packages with what the build needs (build_packages) plus PKG...
