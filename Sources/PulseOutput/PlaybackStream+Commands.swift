@@ -68,6 +68,8 @@ extension PlaybackStream {
                 deliver(.commandFailed(.flush))
             }
             track(sent)
+            // A flush leaves libpulse without a write index until the server next reports timing.
+            requestTimingLocked()
         }
     }
 
@@ -202,8 +204,8 @@ extension PlaybackStream {
         switch command {
         case .cork:
             acknowledge(corked: true)
-            // The timing libpulse asked for as it sent the cork may still be on its way: ask again and report the
-            // cork with its answer (the reply comes after any earlier one, so the timing is fresh either way).
+            // Report the cork with fresh timing: the server answers this request after the cork, so the position
+            // read on `.corked` is where the listener stopped (PipeWire's last timing before it can be off).
             guard let stream, isReadyLocked, let update = pa_stream_update_timing_info(stream, { _, _, userdata in
                 PlaybackStream.owner(userdata)?.deliver(.corked)
             }, Unmanaged.passUnretained(self).toOpaque()) else {
@@ -213,6 +215,7 @@ extension PlaybackStream {
             track(update)
         case .uncork:
             acknowledge(corked: false)
+            startTimingUpdatesLocked()
             deliver(.uncorked)
         case .flush:
             deliver(.flushed)
@@ -227,6 +230,7 @@ extension PlaybackStream {
             playingSinceNanoseconds = PlaybackStream.uptimeNanoseconds()
         } else if corked {
             playingSinceNanoseconds = 0
+            stopTimingUpdatesLocked()
         }
         acknowledgedCorked = corked
     }

@@ -31,11 +31,16 @@ extension PlaybackStream {
         pa_stream_set_event_callback(stream, { _, name, _, userdata in
             PlaybackStream.owner(userdata)?.serverEvent(name)
         }, me)
+        // Started, underflow and a move change how far the server is behind our writes: fresh timing follows each.
         pa_stream_set_started_callback(stream, { _, userdata in
-            PlaybackStream.owner(userdata)?.deliver(.started)
+            guard let owner = PlaybackStream.owner(userdata) else { return }
+            owner.requestTimingLocked()
+            owner.deliver(.started)
         }, me)
         pa_stream_set_underflow_callback(stream, { _, userdata in
-            PlaybackStream.owner(userdata)?.serverRanDry()
+            guard let owner = PlaybackStream.owner(userdata) else { return }
+            owner.requestTimingLocked()
+            owner.serverRanDry()
         }, me)
     }
 
@@ -53,6 +58,8 @@ extension PlaybackStream {
             currentSinkIndex = validIndex(pa_stream_get_device_index(stream))
             currentSinkName = string(pa_stream_get_device_name(stream))
             currentSinkInputIndex = validIndex(pa_stream_get_index(stream))
+            // One reading while still corked, so the position is known before anything plays.
+            requestTimingLocked()
             deliver(.ready(sinkName: currentSinkName, sinkInputIndex: currentSinkInputIndex))
         case PA_STREAM_FAILED:
             let error = PulseError.lastError(of: connection.context, step: "stream")
@@ -64,6 +71,7 @@ extension PlaybackStream {
 
     private func moved(_ stream: OpaquePointer) {
         let oldSinkIndex = currentSinkIndex
+        requestTimingLocked()
         currentSinkIndex = validIndex(pa_stream_get_device_index(stream))
         currentSinkName = string(pa_stream_get_device_name(stream))
         guard let oldSinkIndex, let context = connection.context else {

@@ -1,6 +1,13 @@
 // What the stream reports of itself (see PlaybackStream.swift): the position the listener has heard, its latency,
 // its counters, the sink it plays on and the buffer the server granted. Each read takes the mainloop lock briefly and
-// never waits for the server: libpulse interpolates the timing between the server's automatic updates.
+// never waits for the server: libpulse interpolates the timing between the updates the stream asks for (below).
+//
+// Timing is asked for only while the stream plays: a timer starts at each acknowledged uncork, every 200 ms, and
+// stops at the cork; single requests follow the events that change the server's distance from our writes (ready,
+// flush, started, underflow, a move) and the cork itself (`.corked` is delivered with that answer). A paused stream
+// causes no traffic at all. The cadence was measured: at once a second libpulse's interpolated position fell behind
+// what was heard (playerctl saw 0.04 s of progress in a second), at 200 ms and below it kept up; libpulse's own
+// automatic updates, which this replaces, also ran while corked, every 1.5 s or so.
 
 import CPulse
 
@@ -107,4 +114,48 @@ extension PlaybackStream {
         return heard <= readAtFlush ? heardAtFlush : heard
     }
 
+    // MARK: - Timing requests (lock held)
+
+    /// How often a playing stream asks for timing, in microseconds.
+    static let timingInterval: pa_usec_t = 200_000
+
+    /// Asks the server for its timing once; libpulse records the answer and interpolates from it. Lock held.
+    func requestTimingLocked() {
+        guard let stream, isReadyLocked else { return }
+        track(pa_stream_update_timing_info(stream, nil, nil))
+    }
+
+    /// Asks for timing now and then on the timer, while playing. Lock held.
+    func startTimingUpdatesLocked() {
+        guard let context = connection.context, isReadyLocked else { return }
+        requestTimingLocked()
+        let due = pa_rtclock_now() + Self.timingInterval
+        if let timingTimer {
+            pa_context_rttime_restart(context, timingTimer, due)
+            return
+        }
+        timingTimer = pa_context_rttime_new(context, due, { _, _, _, userdata in
+            PlaybackStream.owner(userdata)?.timingTimerFired()
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Disables the timer (kept for the next uncork). Lock held.
+    func stopTimingUpdatesLocked() {
+        guard let timingTimer, let context = connection.context else { return }
+        // An invalid time (PA_USEC_INVALID, all ones) disables a libpulse timer.
+        pa_context_rttime_restart(context, timingTimer, pa_usec_t.max)
+    }
+
+    /// Frees the timer; at close, so its callback never runs for a stream that is gone. Lock held.
+    func freeTimingTimerLocked() {
+        guard let timingTimer else { return }
+        self.timingTimer = nil
+        pa_threaded_mainloop_get_api(connection.mainloop)?.pointee.time_free(timingTimer)
+    }
+
+    private func timingTimerFired() {
+        guard let timingTimer, let context = connection.context, isReadyLocked, !acknowledgedCorked else { return }
+        requestTimingLocked()
+        pa_context_rttime_restart(context, timingTimer, pa_rtclock_now() + Self.timingInterval)
+    }
 }

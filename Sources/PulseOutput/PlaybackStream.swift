@@ -90,6 +90,8 @@ public final class PlaybackStream: @unchecked Sendable {
     var pendingOperations: [OpaquePointer] = []
     /// The drain in progress (`drain()`), until it completes or is cancelled.
     var drainOperation: OpaquePointer?
+    /// The timer that asks the server for timing while the stream plays (+Timing); disabled while corked.
+    var timingTimer: OpaquePointer?
 
     /// Creates the stream on `connection` and sends its connection (corked) to `sinkName` or the default sink. Does
     /// not wait: the `.ready` notice says it is connected, `.failed` that the server refused it (no such sink, for
@@ -183,8 +185,10 @@ public final class PlaybackStream: @unchecked Sendable {
         )
         let flags = pa_stream_flags_t(
             rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue
-                | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_START_CORKED.rawValue
+                | PA_STREAM_START_CORKED.rawValue
         )
+        // No AUTO_TIMING_UPDATE: libpulse would ask the server for timing every 1.5 s even while corked, waking
+        // the process all through a pause. The stream asks for timing itself, only while playing (+Timing).
         guard pa_stream_connect_playback(newStream, sinkName, &buffer, flags, nil, nil) >= 0 else {
             let error = PulseError.lastError(of: context, step: "connect stream")
             closeLocked()
@@ -196,6 +200,7 @@ public final class PlaybackStream: @unchecked Sendable {
     func closeLocked() {
         connection.unregister(self)
         cancelDrainLocked()
+        freeTimingTimerLocked()
         for operation in pendingOperations {
             if pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
                 pa_operation_cancel(operation)
