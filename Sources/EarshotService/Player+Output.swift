@@ -22,11 +22,9 @@ extension Player {
         return true
     }
 
-    /// A reconnection attempt's connection arrived: when still current it is the connection now, and the rules hear
-    /// that the output appeared (they never resume by themselves on that).
-    func reconnected(_ server: ConnectedServer, generation: Int) {
-        // A result for an older generation (a connection was made meanwhile) is dropped with its connection.
-        guard let finished = link.reconnected(server, generation: generation) else { return }
+    /// A reconnection attempt's connection is the current one now (`OutputLink.reconnected`): the rules hear that
+    /// the output appeared (they never resume by themselves on that).
+    func reconnected(_ server: ConnectedServer, after finished: Reconnection) {
         noteRealtime(of: server)
         // Not waited for: the answer arrives as `.serverInfoChanged`.
         try? server.connection.requestServerInfo()

@@ -177,7 +177,9 @@ actor Player {
             guard link.isCurrent(streamGeneration: generation) else { return }
             inventoryArrived(inventory, for: purpose)
         case .reconnected(let server, let generation):
-            reconnected(server, generation: generation)
+            // A result for an older generation (a connection was made meanwhile) is dropped with its connection.
+            guard let finished = link.reconnected(server, generation: generation) else { return }
+            reconnected(server, after: finished)
         case .reconnectFailed(let generation):
             guard generation == link.connectionGeneration else { return }
             link.attemptFailed()
