@@ -7,8 +7,9 @@
 // synchronous inside the actor (no suspension points), so no two inputs ever interleave.
 //
 // The actor is written in three files: this one (its state, the inbox loop, the rules and the commands), Player+Output
-// (connecting, opening and closing the stream through its `OutputLink`, and the notices from the server and the decoder) and Player+Control (time, control
-// requests, the queue, persistence and MPRIS). Its members are therefore internal rather than private; nothing
+// (connecting, opening and closing the stream through its `OutputLink`, and the notices from the server and the
+// decoder) and Player+Control (time, control requests, the queue, persistence and MPRIS); its inputs are listed in
+// PlayerParts. Its members are therefore internal rather than private; nothing
 // outside the actor can reach them anyway, since the actor isolates them.
 import AudioPipeline
 import EarshotCore

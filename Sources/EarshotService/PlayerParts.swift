@@ -1,5 +1,5 @@
-// What the player is made of besides its actor: how it was started, the connections it makes, and the names the
-// rulebook gives to what the decoder and the clock report.
+// What the player is made of besides its actor: the inputs its inbox carries, how it was started, the connections it
+// makes, and the names the rulebook gives to what the decoder and the clock report.
 import AudioPipeline
 import EarshotCore
 import EarshotMPRIS
