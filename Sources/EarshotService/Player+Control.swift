@@ -179,9 +179,8 @@ extension Player {
             positionMilliseconds: positionMilliseconds, durationMilliseconds: durationMilliseconds,
             output: PlayerReport.Output(
                 sinkName: stream?.sinkName, streamOpen: stream != nil,
-                underruns: underrunsOfClosedStreams + (stream?.underrunCount ?? 0),
-                serverUnderflows: serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0),
-                serverName: serverName, realtime: realtime?.outcome, realtimeThread: realtime?.threadID),
+                underruns: link.underruns, serverUnderflows: link.serverUnderflows, serverName: link.serverName,
+                realtime: link.realtime?.outcome, realtimeThread: link.realtime?.threadID),
             slowestHandlingMicros: slowestHandlingMicros)
     }
 
@@ -191,12 +190,10 @@ extension Player {
         settleAtHeardPosition()
         saveState()
         mpris?.stop()
-        reconnectTimer.disarm()
         try? stream?.cork()
         closeStream()
         worker.stop()
-        connection?.disconnect()
-        connection = nil
+        link.disconnect()
         if case .foreground = mode {
             exitCode = signal == SIGINT ? 130 : 0
         } else {

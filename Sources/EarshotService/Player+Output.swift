@@ -12,36 +12,31 @@ extension Player {
 
     /// Connects to the sound server (blocking, with libpulse's timeout) and subscribes to its changes.
     func connect() -> Bool {
-        // The generation only moves on success: a failed attempt must not orphan a reconnection attempt under way,
-        // whose result is then still current.
-        let generation = connectionGeneration + 1
+        let generation = link.nextConnectionGeneration
         guard let server = Self.makeConnection(generation: generation, inbox: inbox) else { return false }
-        let candidate = server.connection
-        connectionGeneration = generation
-        connection = candidate
+        link.connected(server, generation: generation)
         noteRealtime(of: server)
-        // A reconnection attempt still under way belongs to an older generation: its result is dropped, and a later
-        // loss starts a new reconnection.
-        reconnection = nil
-        reconnectTimer.disarm()
         // Not waited for: the answer arrives as `.serverInfoChanged`.
-        try? candidate.requestServerInfo()
+        try? server.connection.requestServerInfo()
         log.record("server", ["state": "connected"])
         return true
     }
 
-    /// Remembers and logs how the new connection's mainloop thread is scheduled.
-    func noteRealtime(of server: ConnectedServer) {
-        realtime = (server.realtime, server.threadID)
-        log.record("realtime", ["thread": "mainloop", "scheduling": server.realtime.description])
+    /// A reconnection attempt's connection is the current one now (`OutputLink.reconnected`): the rules hear that
+    /// the output appeared (they never resume by themselves on that).
+    func reconnected(_ server: ConnectedServer, after finished: Reconnection) {
+        noteRealtime(of: server)
+        // Not waited for: the answer arrives as `.serverInfoChanged`.
+        try? server.connection.requestServerInfo()
+        let waited = (ContinuousClock.now - finished.since).components
+        log.record("server", ["state": "connected", "attempts": "\(finished.attempts)",
+                              "afterMs": "\(waited.seconds * 1000 + waited.attoseconds / 1_000_000_000_000_000)"])
+        dispatch(.outputAppeared)
     }
 
-    /// What opening a stream has to remember until the stream is open.
-    struct StreamOpening {
-        /// The format the stream was opened for.
-        let format: AudioFormat
-        /// The sink it was sent to; nil for the server's default. A named sink that refuses falls back to the default.
-        let sinkName: String?
+    /// Logs how the new connection's mainloop thread is scheduled (the link keeps it for status).
+    func noteRealtime(of server: ConnectedServer) {
+        log.record("realtime", ["thread": "mainloop", "scheduling": server.realtime.description])
     }
 
     /// What an inventory (`requestInventory`) was asked for.
@@ -63,8 +58,7 @@ extension Player {
     /// Sends the open of a stream on `sinkName` (nil: the default sink); a named sink that libpulse refuses at once
     /// falls back to the default sink here, one that the server refuses later does so in `streamOpenFailed`.
     func openStream(on connection: PulseConnection, format: AudioFormat, sinkName: String?) {
-        streamGeneration += 1
-        let generation = streamGeneration
+        let generation = link.newStreamGeneration()
         let inbox = self.inbox
         let properties = StreamProperties(mediaRole: configuration.mediaRole, mediaName: title(of: heard?.trackIndex))
         let opened: PlaybackStream
@@ -79,8 +73,7 @@ extension Player {
             dispatch(.outputCommandFailed)
             return
         }
-        stream = opened
-        streamOpening = StreamOpening(format: format, sinkName: sinkName)
+        link.opened(opened, for: StreamOpening(format: format, sinkName: sinkName))
         disarmWatchdog()
         if queueEndRingFrame != nil { opened.setEndOfData(true) }
     }
@@ -92,7 +85,7 @@ extension Player {
     func streamConnected() {
         guard let stream, streamOpening != nil else { return }
         if rules.volumePercent != 100 { try? stream.setVolume(percent: rules.volumePercent) }
-        let generation = streamGeneration
+        let generation = link.streamGeneration
         let inbox = self.inbox
         do {
             try connection?.requestInventory { inventory in
@@ -121,7 +114,7 @@ extension Player {
         for source in inventory.sources { translator.sourceChanged(source) }
         for capture in inventory.sourceOutputs { translator.sourceOutputChanged(capture) }
         for card in inventory.cards { dispatchAll(translator.cardChanged(card, at: monotonicMoment())) }
-        streamOpening = nil
+        link.openingFinished()
         // A playing player's stream is uncorked next (`uncorkWhenDecoded`).
         dispatch(.streamOpened)
     }
@@ -129,13 +122,10 @@ extension Player {
     /// The server refused the stream before it was ready (`.failed` while opening): a named sink falls back to the
     /// default one; otherwise the open failed, which the rules hear as a failed output command.
     func streamOpenFailed(_ opening: StreamOpening) {
-        stream?.close()
-        stream = nil
-        streamOpening = nil
+        link.openFailed()
         if opening.sinkName != nil, let connection {
             return openStream(on: connection, format: opening.format, sinkName: nil)
         }
-        streamGeneration += 1
         log.record("output", ["command": "openStream", "error": "failed"])
         dispatch(.outputCommandFailed)
     }
@@ -237,7 +227,7 @@ extension Player {
 
     /// Lists the server's sinks, to tell the translator which sink our stream is on now (`ourSinkListed`).
     func followOurSink() {
-        let generation = streamGeneration
+        let generation = link.streamGeneration
         let inbox = self.inbox
         do {
             try connection?.requestInventory(.sinks) { inventory in
@@ -261,13 +251,7 @@ extension Player {
 
     /// Closes our stream (keeping its underrun count).
     func closeStream() {
-        guard let closing = stream else { return }
-        underrunsOfClosedStreams += closing.underrunCount
-        serverUnderflowsOfClosedStreams += closing.serverUnderflowCount
-        closing.close()
-        stream = nil
-        streamOpening = nil
-        streamGeneration += 1
+        guard link.closeStream() else { return }
         // No acknowledgement comes from a closed stream; a flush that waited for one is carried out without the
         // stream (the ring is emptied here).
         corkInFlight = false
@@ -484,7 +468,7 @@ extension Player {
             // Port changes are classified by the translator from whole sink snapshots (`sinkChanged`).
             break
         case .serverInfoChanged(let info):
-            serverName = info.displayName
+            link.serverName = info.displayName
         case .failed, .terminated:
             serverLost(at: now)
         case .sinkAdded(let sink):
@@ -520,10 +504,7 @@ extension Player {
         // failed: the position is what was heard when the server went away, not at the last tick (up to 50 ms ago).
         if let position = currentHeardPosition() { listening.settle(at: position) }
         closeStream()
-        connection = nil
-        realtime = nil
-        serverName = nil
-        connectionGeneration += 1
+        link.lost()
         let repositionsBefore = repositionCount
         dispatch(.outputLost(.serverLost))
         restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
@@ -532,25 +513,14 @@ extension Player {
         if rules.interruptions.contains(.serverCorkRequest) {
             dispatch(.interruptionEnded(.serverCorkRequest, resumeAllowed: false, at: now))
         }
-        startReconnecting()
-    }
-
-    /// Starts reconnecting: the first attempt after `Reconnection.firstDelay`, each later one after a longer wait.
-    func startReconnecting() {
-        guard reconnection == nil else { return }
-        reconnection = Reconnection(since: .now)
-        reconnectTimer.arm(after: Reconnection.firstDelay)
+        link.startReconnecting()
     }
 
     /// Makes one connection attempt. libpulse's connect waits until the context is ready or has failed (up to the
     /// connection's timeout), and subscribing waits for the server's reply: the attempt runs on a thread of its own,
     /// so the owner does not wait, and its outcome comes back through the inbox (`.reconnected`, `.reconnectFailed`).
     func attemptReconnection() {
-        guard var attempt = reconnection, !attempt.isUnderWay else { return }
-        attempt.isUnderWay = true
-        attempt.attempts += 1
-        reconnection = attempt
-        let generation = connectionGeneration
+        guard let generation = link.beginAttempt() else { return }
         let inbox = self.inbox
         SystemThread.start(named: "earshot-connect") {
             if let server = Player.makeConnection(generation: generation, inbox: inbox) {
@@ -559,14 +529,5 @@ extension Player {
                 inbox.yield(.reconnectFailed(generation: generation))
             }
         }
-    }
-
-    /// The attempt found no server: the next one waits longer (doubling, up to `Reconnection.longestDelay`).
-    func reconnectionAttemptFailed() {
-        guard var attempt = reconnection, attempt.isUnderWay else { return }
-        attempt.isUnderWay = false
-        attempt.delay = min(attempt.delay * 2, Reconnection.longestDelay)
-        reconnection = attempt
-        reconnectTimer.arm(after: attempt.delay)
     }
 }

@@ -7,8 +7,9 @@
 // synchronous inside the actor (no suspension points), so no two inputs ever interleave.
 //
 // The actor is written in three files: this one (its state, the inbox loop, the rules and the commands), Player+Output
-// (the connection, the stream and the notices from the server and the decoder) and Player+Control (time, control
-// requests, the queue, persistence and MPRIS). Its members are therefore internal rather than private; nothing
+// (connecting, opening and closing the stream through its `OutputLink`, and the notices from the server and the
+// decoder) and Player+Control (time, control requests, the queue, persistence and MPRIS); its inputs are listed in
+// PlayerParts. Its members are therefore internal rather than private; nothing
 // outside the actor can reach them anyway, since the actor isolates them.
 import AudioPipeline
 import EarshotCore
@@ -25,31 +26,6 @@ actor Player {
     /// The actor's own thread (see `OwnerThread`): the owner reacts to a notice as soon as it is enqueued.
     nonisolated let ownerThread = OwnerThread(name: "earshot-owner")
     nonisolated var unownedExecutor: UnownedSerialExecutor { ownerThread.asUnownedSerialExecutor() }
-
-    /// Everything that can happen to the player, in one ordered stream.
-    enum Input: Sendable {
-        case decode(DecodeNotice)
-        case stream(StreamNotice, generation: Int)
-        case connection(ConnectionNotice, generation: Int)
-        /// The lists asked for with `requestInventory`, for the stream of that generation.
-        case inventory(ServerInventory, purpose: InventoryPurpose, generation: Int)
-        case reconnected(ConnectedServer, generation: Int)
-        /// A connection attempt made while the server was away failed; the next one waits for the timer.
-        case reconnectFailed(generation: Int)
-        /// The reconnection's timer went off: time for the next connection attempt.
-        case reconnectDue(arming: Int)
-        case tick(arming: Int)
-        case request(ControlRequest, ReplySlot<String>)
-        case mpris(MPRISCommand, ReplySlot<MPRISReply>)
-        case shutdown(signal: Int32)
-    }
-
-    /// What is known of a track once the decoder opened it.
-    struct TrackInfo {
-        var format: AudioFormat
-        var lengthFrames: Int?
-        var metadata: TrackMetadata
-    }
 
     let configuration: PlayerConfiguration
     let mode: PlayerMode
@@ -69,23 +45,15 @@ actor Player {
     var tracks: [Int: TrackInfo] = [:]
     var workerLoaded = false
 
-    var connection: PulseConnection?
-    /// The scheduling of the connection's mainloop thread (the one that feeds the server), and its thread id.
-    var realtime: (outcome: RealtimeOutcome, threadID: Int32?)?
-    var connectionGeneration = 0
-    /// While the server is away: the reconnection under way (nil while connected).
-    var reconnection: Reconnection?
-    var serverName: String?
-    var stream: PlaybackStream?
-    /// While the stream is being opened (sent, and not yet reported to the rules as open): what the open needs.
-    var streamOpening: StreamOpening?
+    /// The connection and the stream, and how they are replaced (see `OutputLink`).
+    var link: OutputLink
+    var connection: PulseConnection? { link.connection }
+    var stream: PlaybackStream? { link.stream }
+    var streamOpening: StreamOpening? { link.streamOpening }
     /// A cork was sent and its acknowledgement has not arrived yet.
     var corkInFlight = false
     /// The rules' flush waits for that acknowledgement (`flushWhenCorked`).
     var flushAwaitsCork = false
-    var streamGeneration = 0
-    var underrunsOfClosedStreams = 0
-    var serverUnderflowsOfClosedStreams = 0
 
     /// Where the listener is, from the ring frames the stream's timing names (see `HeardPosition`).
     var listening = HeardPosition()
@@ -117,8 +85,6 @@ actor Player {
     var watchdogArmed = false
     /// The tick's timer, armed only while playing (see `TickTimer`).
     let tickTimer: TickTimer
-    /// The reconnection's timer, armed only while the server is away and no attempt is under way.
-    let reconnectTimer: TickTimer
     /// When the state was last saved (or found unchanged).
     var lastSave = ContinuousClock.now
     /// What MPRIS was last told, so that it is told only changes.
@@ -146,7 +112,7 @@ actor Player {
         ring = FrameRing(minimumCapacity: 131_072)
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
         tickTimer = TickTimer { arming in inbox.yield(.tick(arming: arming)) }
-        reconnectTimer = TickTimer { arming in inbox.yield(.reconnectDue(arming: arming)) }
+        link = OutputLink(reconnectTimer: TickTimer { arming in inbox.yield(.reconnectDue(arming: arming)) })
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(
@@ -171,7 +137,7 @@ actor Player {
             if !connect() {
                 // The service waits for the server to appear.
                 log.record("server", ["state": "unavailable", "action": "waiting"])
-                startReconnecting()
+                link.startReconnecting()
             }
             restoreSavedState()
         }
@@ -184,10 +150,8 @@ actor Player {
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
                 finishProgressLine()
-                let underruns = underrunsOfClosedStreams + (stream?.underrunCount ?? 0)
-                let underflows = serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0)
-                log.record("service", ["state": "finished", "underruns": "\(underruns)",
-                                       "serverUnderflows": "\(underflows)"])
+                log.record("service", ["state": "finished", "underruns": "\(link.underruns)",
+                                       "serverUnderflows": "\(link.serverUnderflows)"])
                 return exitCode
             }
         }
@@ -205,34 +169,25 @@ actor Player {
         switch input {
         case .decode(let notice): decoderNoticed(notice)
         case .stream(let notice, let generation):
-            guard generation == streamGeneration, stream != nil else { return }
+            guard link.isCurrent(streamGeneration: generation) else { return }
             streamNoticed(notice)
         case .connection(let notice, let generation):
-            guard generation == connectionGeneration, connection != nil else { return }
+            guard link.isCurrent(connectionGeneration: generation) else { return }
             connectionNoticed(notice)
         case .inventory(let inventory, let purpose, let generation):
-            guard generation == streamGeneration, stream != nil else { return }
+            guard link.isCurrent(streamGeneration: generation) else { return }
             inventoryArrived(inventory, for: purpose)
         case .reconnected(let server, let generation):
             // A result for an older generation (a connection was made meanwhile) is dropped with its connection.
-            guard generation == connectionGeneration, let finished = reconnection else { return }
-            reconnection = nil
-            reconnectTimer.disarm()
-            connection = server.connection
-            noteRealtime(of: server)
-            // Not waited for: the answer arrives as `.serverInfoChanged`.
-            try? server.connection.requestServerInfo()
-            let waited = (ContinuousClock.now - finished.since).components
-            log.record("server", ["state": "connected", "attempts": "\(finished.attempts)",
-                                  "afterMs": "\(waited.seconds * 1000 + waited.attoseconds / 1_000_000_000_000_000)"])
-            dispatch(.outputAppeared)
+            guard let finished = link.reconnected(server, generation: generation) else { return }
+            reconnected(server, after: finished)
         case .reconnectFailed(let generation):
-            guard generation == connectionGeneration else { return }
-            reconnectionAttemptFailed()
+            guard generation == link.connectionGeneration else { return }
+            link.attemptFailed()
             return
         case .reconnectDue(let arming):
             // A stale delivery (the timer was disarmed as it went off: the server is back) has no work.
-            guard reconnectTimer.wentOff(arming: arming) else { return }
+            guard link.reconnectTimer.wentOff(arming: arming) else { return }
             attemptReconnection()
             return
         case .tick(let arming):
@@ -318,7 +273,7 @@ actor Player {
         case .openStream:
             if connection == nil && !connect() {
                 // Still no server: the output is lost for that reason, and the reconnection carries on.
-                startReconnecting()
+                link.startReconnecting()
                 dispatch(.outputLost(.serverLost))
                 return
             }

@@ -1,7 +1,8 @@
-// What the player is made of besides its actor: how it was started, the connections it makes, and the names the
-// rulebook gives to what the decoder and the clock report.
+// What the player is made of besides its actor: the inputs its inbox carries, how it was started, the connections it
+// makes, and the names the rulebook gives to what the decoder and the clock report.
 import AudioPipeline
 import EarshotCore
+import EarshotMPRIS
 import FoundationEssentials
 import Glibc
 import PulseOutput
@@ -16,6 +17,33 @@ struct ConnectedServer: Sendable {
     let realtime: RealtimeOutcome
     /// The kernel thread id of its mainloop thread, when it could be found.
     let threadID: Int32?
+}
+
+extension Player {
+    /// Everything that can happen to the player, in one ordered stream.
+    enum Input: Sendable {
+        case decode(DecodeNotice)
+        case stream(StreamNotice, generation: Int)
+        case connection(ConnectionNotice, generation: Int)
+        /// The lists asked for with `requestInventory`, for the stream of that generation.
+        case inventory(ServerInventory, purpose: InventoryPurpose, generation: Int)
+        case reconnected(ConnectedServer, generation: Int)
+        /// A connection attempt made while the server was away failed; the next one waits for the timer.
+        case reconnectFailed(generation: Int)
+        /// The reconnection's timer went off: time for the next connection attempt.
+        case reconnectDue(arming: Int)
+        case tick(arming: Int)
+        case request(ControlRequest, ReplySlot<String>)
+        case mpris(MPRISCommand, ReplySlot<MPRISReply>)
+        case shutdown(signal: Int32)
+    }
+
+    /// What is known of a track once the decoder opened it.
+    struct TrackInfo {
+        var format: AudioFormat
+        var lengthFrames: Int?
+        var metadata: TrackMetadata
+    }
 }
 
 /// How the player was started.

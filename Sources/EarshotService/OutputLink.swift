@@ -1,0 +1,173 @@
+// The player's link to the sound server: the connection and its generation, the reconnection while the server is
+// away (and when its timer is armed), the stream and its generation, and what the streams closed so far counted.
+//
+// It holds lifetime and mechanics only. What to do when the server goes or the stream dies (pause, flush, resume)
+// is the rulebook's; the player asks this type to connect, forget, open and close, and feeds the outcomes to the
+// rules. It lives inside the player's actor and is used only there. Generations tag every notice a connection or
+// stream sends to the inbox, so a notice from one that was replaced since is told apart and dropped.
+import AudioPipeline
+import FoundationEssentials
+import PulseOutput
+import RealtimeScheduling
+
+/// What opening a stream has to remember until the stream is open.
+struct StreamOpening {
+    /// The format the stream was opened for.
+    let format: AudioFormat
+    /// The sink it was sent to; nil for the server's default. A named sink that refuses falls back to the default.
+    let sinkName: String?
+}
+
+/// The connection and the stream the player plays through, and how they are replaced.
+struct OutputLink {
+    /// The reconnection's timer, armed only while the server is away and no attempt is under way.
+    let reconnectTimer: TickTimer
+
+    private(set) var connection: PulseConnection?
+    /// The scheduling of the connection's mainloop thread (the one that feeds the server), and its thread id.
+    private(set) var realtime: (outcome: RealtimeOutcome, threadID: Int32?)?
+    /// Tags the current connection's notices; moves on with every connection made and every one lost.
+    private(set) var connectionGeneration = 0
+    /// While the server is away: the reconnection under way (nil while connected).
+    private(set) var reconnection: Reconnection?
+    /// The server's name, as its answer to `requestServerInfo` gave it.
+    var serverName: String?
+
+    private(set) var stream: PlaybackStream?
+    /// While the stream is being opened (sent, and not yet reported to the rules as open): what the open needs.
+    private(set) var streamOpening: StreamOpening?
+    /// Tags the current stream's notices; moves on with every stream opened, failed or closed.
+    private(set) var streamGeneration = 0
+    private var underrunsOfClosedStreams = 0
+    private var serverUnderflowsOfClosedStreams = 0
+
+    init(reconnectTimer: TickTimer) {
+        self.reconnectTimer = reconnectTimer
+    }
+
+    // MARK: The connection
+
+    /// The generation a connection made now is tagged with. It becomes current only when the connection succeeds
+    /// (`connected`): a failed attempt must not orphan a reconnection attempt under way, whose result is then still
+    /// current.
+    var nextConnectionGeneration: Int { connectionGeneration + 1 }
+
+    /// Whether a notice tagged `generation` comes from the current connection.
+    func isCurrent(connectionGeneration generation: Int) -> Bool {
+        generation == connectionGeneration && connection != nil
+    }
+
+    /// A connection made on the owner (`connect`) is the current one now. A reconnection attempt still under way
+    /// belongs to an older generation: its result is dropped, and a later loss starts a new reconnection.
+    mutating func connected(_ server: ConnectedServer, generation: Int) {
+        connectionGeneration = generation
+        connection = server.connection
+        realtime = (server.realtime, server.threadID)
+        reconnection = nil
+        reconnectTimer.disarm()
+    }
+
+    /// A reconnection attempt's connection: when it is for the current generation and the reconnection is still under
+    /// way, it becomes the current connection and the finished reconnection is returned; otherwise (a connection
+    /// was made meanwhile) nil, and the attempt's connection is dropped with its result.
+    mutating func reconnected(_ server: ConnectedServer, generation: Int) -> Reconnection? {
+        guard generation == connectionGeneration, let finished = reconnection else { return nil }
+        reconnection = nil
+        reconnectTimer.disarm()
+        connection = server.connection
+        realtime = (server.realtime, server.threadID)
+        return finished
+    }
+
+    /// The server went away: the connection and what was known of it are forgotten, and notices still on their way
+    /// from it are dropped. The stream is closed first (`closeStream`).
+    mutating func lost() {
+        connection = nil
+        realtime = nil
+        serverName = nil
+        connectionGeneration += 1
+    }
+
+    /// Starts reconnecting, unless a reconnection is under way: the first attempt after `Reconnection.firstDelay`.
+    mutating func startReconnecting() {
+        guard reconnection == nil else { return }
+        reconnection = Reconnection(since: .now)
+        reconnectTimer.arm(after: Reconnection.firstDelay)
+    }
+
+    /// Starts the attempt that is due, and returns the generation its outcome is tagged with; nil when there is no
+    /// reconnection or an attempt is already under way (one at a time).
+    mutating func beginAttempt() -> Int? {
+        guard var attempt = reconnection, !attempt.isUnderWay else { return nil }
+        attempt.isUnderWay = true
+        attempt.attempts += 1
+        reconnection = attempt
+        return connectionGeneration
+    }
+
+    /// The attempt under way found no server: the next one waits longer (doubling, up to `Reconnection.longestDelay`).
+    mutating func attemptFailed() {
+        guard var attempt = reconnection, attempt.isUnderWay else { return }
+        attempt.isUnderWay = false
+        attempt.delay = min(attempt.delay * 2, Reconnection.longestDelay)
+        reconnection = attempt
+        reconnectTimer.arm(after: attempt.delay)
+    }
+
+    /// Ends the connection for good (the service stops). The stream is closed first (`closeStream`).
+    mutating func disconnect() {
+        reconnectTimer.disarm()
+        connection?.disconnect()
+        connection = nil
+    }
+
+    // MARK: The stream
+
+    /// Whether a notice tagged `generation` comes from the current stream.
+    func isCurrent(streamGeneration generation: Int) -> Bool {
+        generation == streamGeneration && stream != nil
+    }
+
+    /// Moves the stream generation on for a stream about to be opened, and returns it: the tag of its notices.
+    mutating func newStreamGeneration() -> Int {
+        streamGeneration += 1
+        return streamGeneration
+    }
+
+    /// The stream sent for `opening` is the current one, still opening.
+    mutating func opened(_ opened: PlaybackStream, for opening: StreamOpening) {
+        stream = opened
+        streamOpening = opening
+    }
+
+    /// The stream is open and the rules may hear of it: it is no longer opening.
+    mutating func openingFinished() {
+        streamOpening = nil
+    }
+
+    /// The server refused the stream before it was ready: it is closed and forgotten (it played nothing, so it
+    /// counted nothing).
+    mutating func openFailed() {
+        stream?.close()
+        stream = nil
+        streamOpening = nil
+        streamGeneration += 1
+    }
+
+    /// Closes the stream, keeping its underrun counts. Returns false when there was none.
+    mutating func closeStream() -> Bool {
+        guard let closing = stream else { return false }
+        underrunsOfClosedStreams += closing.underrunCount
+        serverUnderflowsOfClosedStreams += closing.serverUnderflowCount
+        closing.close()
+        stream = nil
+        streamOpening = nil
+        streamGeneration += 1
+        return true
+    }
+
+    /// The write callbacks that found the ring empty, in every stream so far.
+    var underruns: Int { underrunsOfClosedStreams + (stream?.underrunCount ?? 0) }
+    /// The server's underflow reports, in every stream so far.
+    var serverUnderflows: Int { serverUnderflowsOfClosedStreams + (stream?.serverUnderflowCount ?? 0) }
+}
