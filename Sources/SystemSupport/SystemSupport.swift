@@ -8,8 +8,9 @@ import Glibc
 /// A pthread mutex (what NSLock was). Not Synchronization's Mutex: ThreadSanitizer on Linux sees pthread mutexes
 /// and reports races through Mutex that are not there.
 public final class Lock: @unchecked Sendable {
-    // Allocated once and never moved: a pthread mutex must stay at one address while it is in use.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    // Allocated once and never moved: a pthread mutex must stay at one address while it is in use. `Condition` waits
+    // on it too.
+    fileprivate let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     /// An unlocked mutex.
     public init() {
@@ -43,55 +44,35 @@ public final class Lock: @unchecked Sendable {
 
 /// A pthread mutex with its condition variable (what NSCondition was): `wait` releases the mutex while it sleeps.
 public final class Condition: @unchecked Sendable {
-    // Both allocated once and never moved, as pthreads requires while they are in use.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    // The mutex is a `Lock`'s; the condition is allocated once and never moved, as pthreads requires while in use.
+    private let mutex = Lock()
     private let condition: UnsafeMutablePointer<pthread_cond_t>
 
-    /// An unlocked mutex and its condition, timed on the monotonic clock (immune to changes of the wall clock).
+    /// An unlocked mutex and its condition.
     public init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
         condition = .allocate(capacity: 1)
         condition.initialize(to: pthread_cond_t())
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
+        pthread_cond_init(condition, nil)
     }
 
     deinit {
         pthread_cond_destroy(condition)
         condition.deallocate()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
     }
 
     /// Takes the mutex, waiting for it.
     public func lock() {
-        pthread_mutex_lock(mutex)
+        mutex.lock()
     }
 
     /// Releases the mutex.
     public func unlock() {
-        pthread_mutex_unlock(mutex)
+        mutex.unlock()
     }
 
     /// Sleeps until signalled (or woken spuriously: callers loop on their predicate). Mutex held.
     public func wait() {
-        pthread_cond_wait(condition, mutex)
-    }
-
-    /// Sleeps until signalled or `nanoseconds` have passed; false when the time ran out. Mutex held.
-    @discardableResult
-    public func wait(nanoseconds: Int64) -> Bool {
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let total = Int64(deadline.tv_nsec) + max(nanoseconds, 0)
-        deadline.tv_sec += Int(total / 1_000_000_000)
-        deadline.tv_nsec = Int(total % 1_000_000_000)
-        return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
+        pthread_cond_wait(condition, mutex.mutex)
     }
 
     /// Wakes one waiter.
