@@ -23,7 +23,8 @@ public struct AudioFormat: Equatable, Hashable, Sendable, CustomStringConvertibl
     public var description: String { "\(sampleRate) Hz, \(channels) ch, s16" }
 }
 
-/// Title, artist and album from the file's tags (ID3v2 or ID3v1 for MP3, Vorbis comments for FLAC, Vorbis, Opus).
+/// What a file's tags say (ID3v2 or ID3v1 for MP3, Vorbis comments and PICTURE blocks for FLAC, Vorbis, Opus), as
+/// Earshot's own readers find it (`ID3v2Tags`, `FLACTags`, `OggTags`).
 public struct TrackMetadata: Equatable, Sendable {
     /// The track title, if tagged.
     public var title: String?
@@ -31,12 +32,25 @@ public struct TrackMetadata: Equatable, Sendable {
     public var artist: String?
     /// The album, if tagged.
     public var album: String?
+    /// The album's artist (ID3 TPE2, Vorbis ALBUMARTIST), if tagged.
+    public var albumArtist: String?
+    /// The track's number on its album: "3/12" is 3.
+    public var trackNumber: Int?
+    /// The cover picture (the front cover if tagged as one, else the first picture).
+    public var cover: CoverPicture?
+    /// Why an embedded picture was not taken (too large, malformed), when none was: no path, no tag text.
+    public var coverProblem: String?
 
     /// Creates metadata; every field defaults to untagged.
-    public init(title: String? = nil, artist: String? = nil, album: String? = nil) {
+    public init(title: String? = nil, artist: String? = nil, album: String? = nil, albumArtist: String? = nil,
+                trackNumber: Int? = nil, cover: CoverPicture? = nil, coverProblem: String? = nil) {
         self.title = title
         self.artist = artist
         self.album = album
+        self.albumArtist = albumArtist
+        self.trackNumber = trackNumber
+        self.cover = cover
+        self.coverProblem = coverProblem
     }
 }
 
@@ -105,7 +119,7 @@ public protocol AudioDecoder: AnyObject {
     /// The track's length in output frames as its headers tell it when opened, if they do; a truncated file decodes
     /// to fewer.
     var lengthFrames: Int? { get }
-    /// The track's title, artist and album.
+    /// The track's tags and cover picture.
     var metadata: TrackMetadata { get }
     /// The output frame the next `decode(into:)` starts at.
     var positionFrame: Int { get }

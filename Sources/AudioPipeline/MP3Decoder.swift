@@ -34,7 +34,7 @@ public final class MP3Decoder: AudioDecoder {
     /// A truncated file decodes to fewer frames than this; compare with `positionFrame` at the end.
     public let lengthFrames: Int?
 
-    /// The track's title, artist and album.
+    /// The track's tags and cover picture (ID3v2, completed from ID3v1).
     public let metadata: TrackMetadata
 
     /// The output frame the next `decode(into:)` starts at.
@@ -98,11 +98,12 @@ public final class MP3Decoder: AudioDecoder {
             if path.withCString({ mpg123_open(newHandle, $0) }) != MPG123_OK.rawValue {
                 throw DecodeError(kind: .cannotOpen, message: Self.handleMessage(newHandle))
             }
-            let opened = try Self.detectFormat(newHandle, rates: rates)
+            let tag = Self.readID3v2(path)
+            let opened = try Self.detectFormat(newHandle, rates: rates, hasID3v2: tag.hasTag)
             format = opened.format
             nativeSampleRate = opened.nativeRate
             lengthFrames = Self.measureLength(newHandle)
-            metadata = Self.readMetadata(newHandle)
+            metadata = Self.readMetadata(newHandle, id3v2: tag.metadata)
         } catch {
             // The handle is ours from the start; deinit does not run for a failed init.
             mpg123_close(newHandle)
@@ -217,8 +218,9 @@ public final class MP3Decoder: AudioDecoder {
     /// Sets the handle's flags and the table of output formats it may choose from.
     private static func configure(_ handle: OpaquePointer, rates: [Int]) throws(DecodeError) {
         // ADD_FLAGS, never FLAGS: replacing the defaults loses flags libmpg123 needs to resync and
-        // to set up the output for damaged files.
-        let flags = Int(MPG123_QUIET.rawValue | MPG123_GAPLESS.rawValue)
+        // to set up the output for damaged files. SKIP_ID3V2: libmpg123 would read the whole ID3v2 tag into memory
+        // (a 50 MB cover with it); ID3v2Tags reads what is wanted of it instead.
+        let flags = Int(MPG123_QUIET.rawValue | MPG123_GAPLESS.rawValue | MPG123_SKIP_ID3V2.rawValue)
         guard mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), flags, 0) == MPG123_OK.rawValue else {
             throw DecodeError(kind: .libraryFailure, message: handleMessage(handle))
         }
@@ -237,7 +239,7 @@ public final class MP3Decoder: AudioDecoder {
     }
 
     /// Parses up to the first audio frame and returns the output format libmpg123 settled on.
-    private static func detectFormat(_ handle: OpaquePointer, rates: [Int]) throws(DecodeError)
+    private static func detectFormat(_ handle: OpaquePointer, rates: [Int], hasID3v2: Bool) throws(DecodeError)
         -> (format: AudioFormat, nativeRate: Int) {
         var rate = 0
         var channels: Int32 = 0
@@ -248,7 +250,7 @@ public final class MP3Decoder: AudioDecoder {
         if result == MPG123_DONE.rawValue {
             // The end came before any frame: either a file holding only tags, or data in which the
             // resync search ran out of file before its limit (random bytes can do that).
-            if mpg123_meta_check(handle) & MPG123_ID3 != 0 {
+            if hasID3v2 || mpg123_meta_check(handle) & MPG123_ID3 != 0 {
                 throw DecodeError(kind: .noAudio, message: "The file holds ID3 tags but no MPEG audio frames")
             }
             throw DecodeError(kind: .notMPEGAudio, message: "No MPEG audio frames found in the file")
@@ -314,7 +316,8 @@ public final class MP3Decoder: AudioDecoder {
     private static func infoTagOverclaims(_ path: TrackPath) -> Bool {
         guard let probe = mpg123_new(nil, nil) else { return false }
         defer { mpg123_delete(probe) }
-        guard mpg123_param2(probe, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0)
+        let probeFlags = Int(MPG123_QUIET.rawValue | MPG123_SKIP_ID3V2.rawValue)
+        guard mpg123_param2(probe, Int32(MPG123_ADD_FLAGS.rawValue), probeFlags, 0)
             == MPG123_OK.rawValue, mpg123_format_all(probe) == MPG123_OK.rawValue,
             path.withCString({ mpg123_open(probe, $0) }) == MPG123_OK.rawValue
         else { return false }
@@ -347,31 +350,32 @@ public final class MP3Decoder: AudioDecoder {
 
     // MARK: - Tags
 
-    /// Reads title, artist and album, preferring ID3v2 (UTF-8 from libmpg123) over ID3v1 (Latin-1).
-    private static func readMetadata(_ handle: OpaquePointer) -> TrackMetadata {
-        var version1: UnsafeMutablePointer<mpg123_id3v1>?
-        var version2: UnsafeMutablePointer<mpg123_id3v2>?
-        guard mpg123_id3(handle, &version1, &version2) == MPG123_OK.rawValue else { return TrackMetadata() }
-        var metadata = TrackMetadata()
-        if let tag = version2?.pointee {
-            metadata.title = text(of: tag.title)
-            metadata.artist = text(of: tag.artist)
-            metadata.album = text(of: tag.album)
-        }
-        if let tag = version1?.pointee {
-            metadata.title = metadata.title ?? latin1Text(tag.title)
-            metadata.artist = metadata.artist ?? latin1Text(tag.artist)
-            metadata.album = metadata.album ?? latin1Text(tag.album)
-        }
-        return metadata
+    /// The ID3v2 tag at the start of the file, read by `ID3v2Tags` (nothing when the file cannot be read).
+    private static func readID3v2(_ path: TrackPath) -> (metadata: TrackMetadata, hasTag: Bool) {
+        let descriptor = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
+        guard descriptor >= 0 else { return (TrackMetadata(), false) }
+        defer { close(descriptor) }
+        guard let source = TagSource(descriptor: descriptor, path: path) else { return (TrackMetadata(), false) }
+        return ID3v2Tags.read(source)
     }
 
-    /// The first string of an ID3v2 text field (fields may hold several, separated by NUL), or nil if blank.
-    private static func text(of field: UnsafeMutablePointer<mpg123_string>?) -> String? {
-        guard let field, let start = field.pointee.p, field.pointee.fill > 0 else { return nil }
-        let bytes = UnsafeRawBufferPointer(start: start, count: field.pointee.fill)
-        let firstString = bytes.prefix { $0 != 0 }
-        return nonBlank(String(decoding: firstString, as: UTF8.self))
+    /// The ID3v2 fields, completed from ID3v1 (Latin-1, read by libmpg123 from the file's last 128 bytes).
+    private static func readMetadata(_ handle: OpaquePointer, id3v2: TrackMetadata) -> TrackMetadata {
+        var metadata = id3v2
+        var version1: UnsafeMutablePointer<mpg123_id3v1>?
+        var version2: UnsafeMutablePointer<mpg123_id3v2>?
+        guard mpg123_id3(handle, &version1, &version2) == MPG123_OK.rawValue, let tag = version1?.pointee else {
+            return metadata
+        }
+        metadata.title = metadata.title ?? latin1Text(tag.title)
+        metadata.artist = metadata.artist ?? latin1Text(tag.artist)
+        metadata.album = metadata.album ?? latin1Text(tag.album)
+        // ID3v1.1: a zero at comment byte 28 makes byte 29 the track number.
+        let comment = withUnsafeBytes(of: tag.comment) { Array($0) }
+        if metadata.trackNumber == nil, comment.count == 30, comment[28] == 0, comment[29] != 0 {
+            metadata.trackNumber = Int(comment[29])
+        }
+        return metadata
     }
 
     /// An ID3v1 fixed-width field (NUL- or space-padded Latin-1), or nil if blank.

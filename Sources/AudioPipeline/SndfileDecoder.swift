@@ -23,7 +23,7 @@ public final class SndfileDecoder: AudioDecoder {
     /// The track's length in frames as the file's headers tell it (STREAMINFO, the last granule position).
     public let lengthFrames: Int?
 
-    /// The track's title, artist and album, from its Vorbis comments.
+    /// The track's tags and cover, from its Vorbis comments and PICTURE blocks.
     public let metadata: TrackMetadata
 
     /// The output frame the next `decode(into:)` starts at.
@@ -74,7 +74,7 @@ public final class SndfileDecoder: AudioDecoder {
             lengthFrames = info.frames > 0 && info.frames < Int64(Int32.max) * 64 ? Int(info.frames) : nil
             let granuleFrames = kind == .flac ? nil : Self.lastGranuleFrames(descriptor, opus: kind == .opus)
             promisedFrames = [lengthFrames, granuleFrames].compactMap { $0 }.max()
-            metadata = Self.readMetadata(opened)
+            metadata = Self.readMetadata(descriptor, path: path, kind: kind)
             // Lossy decoders produce floats that may exceed full scale: clip them instead of letting them wrap.
             sf_command(opened, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
         } catch {
@@ -206,14 +206,10 @@ public final class SndfileDecoder: AudioDecoder {
         }
     }
 
-    /// Title, artist and album from the file's Vorbis comments, as libsndfile reads them (UTF-8).
-    private static func readMetadata(_ handle: OpaquePointer) -> TrackMetadata {
-        func text(_ field: Int32) -> String? {
-            guard let value = sf_get_string(handle, field) else { return nil }
-            let trimmed = String(cString: value).drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }
-            return trimmed.isEmpty ? nil : String(trimmed.reversed())
-        }
-        return TrackMetadata(title: text(Int32(SF_STR_TITLE)), artist: text(Int32(SF_STR_ARTIST)),
-                             album: text(Int32(SF_STR_ALBUM)))
+    /// The tags and cover from the file's metadata blocks (FLAC) or comment header (Ogg), read by Earshot's own
+    /// reader through `descriptor` with `pread`, which leaves libsndfile's offset alone.
+    private static func readMetadata(_ descriptor: Int32, path: TrackPath, kind: AudioFileKind) -> TrackMetadata {
+        guard let source = TagSource(descriptor: descriptor, path: path) else { return TrackMetadata() }
+        return kind == .flac ? FLACTags.read(source) : OggTags.read(source, opus: kind == .opus)
     }
 }
