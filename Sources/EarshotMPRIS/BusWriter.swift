@@ -41,6 +41,11 @@ struct BusWriter {
         try check(sd_bus_message_append_basic(message, BusType.boolean, &flag))
     }
 
+    func int32(_ value: Int32) throws(Failure) {
+        var number = value
+        try check(sd_bus_message_append_basic(message, BusType.int32, &number))
+    }
+
     func int64(_ value: Int64) throws(Failure) {
         var number = value
         try check(sd_bus_message_append_basic(message, BusType.int64, &number))

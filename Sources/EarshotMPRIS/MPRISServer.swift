@@ -532,6 +532,21 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
                     try writer.string(album)
                 }
             }
+            if let albumArtist = snapshot.albumArtist {
+                try writer.entry("xesam:albumArtist", "as") { () throws(BusWriter.Failure) in
+                    try writer.strings([albumArtist])
+                }
+            }
+            if let number = snapshot.trackNumber, let value = Int32(exactly: number) {
+                try writer.entry("xesam:trackNumber", BusType.int32) { () throws(BusWriter.Failure) in
+                    try writer.int32(value)
+                }
+            }
+            if let art = snapshot.artPath {
+                try writer.entry("mpris:artUrl", BusType.string) { () throws(BusWriter.Failure) in
+                    try writer.string(art.fileURI)
+                }
+            }
             if let path = snapshot.filePath {
                 try writer.entry("xesam:url", BusType.string) { () throws(BusWriter.Failure) in
                     try writer.string(path.fileURI)

@@ -65,6 +65,12 @@ public struct MPRISSnapshot: Equatable, Sendable {
     public var artists: [String]
     /// `xesam:album`.
     public var album: String?
+    /// `xesam:albumArtist` (published as a one-element list).
+    public var albumArtist: String?
+    /// `xesam:trackNumber`.
+    public var trackNumber: Int?
+    /// The cover picture's file, published as `mpris:artUrl` (a `file://` URI, percent-escaped).
+    public var artPath: TrackPath?
     /// The current file's absolute path, published as `xesam:url` (a `file://` URI, percent-escaped, so valid
     /// UTF-8 whatever the name's bytes).
     public var filePath: TrackPath?
@@ -86,7 +92,8 @@ public struct MPRISSnapshot: Equatable, Sendable {
     /// A snapshot; the defaults describe a stopped player with nothing queued.
     public init(
         playbackStatus: PlaybackStatus = .stopped, trackId: String? = nil, title: String? = nil,
-        artists: [String] = [], album: String? = nil, filePath: TrackPath? = nil, lengthMicroseconds: Int64? = nil,
+        artists: [String] = [], album: String? = nil, albumArtist: String? = nil, trackNumber: Int? = nil,
+        artPath: TrackPath? = nil, filePath: TrackPath? = nil, lengthMicroseconds: Int64? = nil,
         volume: Double = 1.0, canGoNext: Bool = false, canGoPrevious: Bool = false, canPlay: Bool = false,
         canPause: Bool = false, canSeek: Bool = false
     ) {
@@ -95,6 +102,9 @@ public struct MPRISSnapshot: Equatable, Sendable {
         self.title = title
         self.artists = artists
         self.album = album
+        self.albumArtist = albumArtist
+        self.trackNumber = trackNumber
+        self.artPath = artPath
         self.filePath = filePath
         self.lengthMicroseconds = lengthMicroseconds
         self.volume = volume
@@ -116,6 +126,7 @@ public struct MPRISSnapshot: Equatable, Sendable {
     func metadataDiffers(from other: MPRISSnapshot) -> Bool {
         trackId != other.trackId || title != other.title || artists != other.artists || album != other.album
             || filePath != other.filePath || lengthMicroseconds != other.lengthMicroseconds
+            || albumArtist != other.albumArtist || trackNumber != other.trackNumber || artPath != other.artPath
     }
 
     /// The `org.mpris.MediaPlayer2.Player` properties whose values differ from `old`, in a fixed order.

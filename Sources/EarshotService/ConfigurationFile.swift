@@ -295,6 +295,11 @@ enum XDGDirectory {
         absolute(environment["XDG_STATE_HOME"]) ?? home(environment: environment) + "/.local/state"
     }
 
+    /// `$XDG_CACHE_HOME`, or `~/.cache`.
+    static func cacheHome(environment: [String: String]) -> String {
+        absolute(environment["XDG_CACHE_HOME"]) ?? home(environment: environment) + "/.cache"
+    }
+
     /// `$HOME`, or the password database's home directory when it is unset (as under some service managers).
     static func home(environment: [String: String]) -> String {
         if let home = absolute(environment["HOME"]) { return home }

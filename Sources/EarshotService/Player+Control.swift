@@ -176,6 +176,7 @@ extension Player {
     func report() -> PlayerReport {
         PlayerReport(
             rules: rules, paths: paths, queueGeneration: queueGeneration, metadata: tracks[rules.queue.index]?.metadata,
+            artFile: tracks[rules.queue.index]?.artFile,
             positionMilliseconds: positionMilliseconds, durationMilliseconds: durationMilliseconds,
             output: PlayerReport.Output(
                 sinkName: stream?.sinkName, streamOpen: stream != nil,

@@ -6,6 +6,7 @@ import FoundationEssentials
 import Glibc
 import SystemSupport
 import PulseOutput
+import TrackPaths
 
 extension Player {
     // MARK: Output
@@ -327,10 +328,21 @@ extension Player {
 
     // MARK: Notices
 
-    func decoderNoticed(_ notice: DecodeNotice) {
+    func decoderNoticed(_ notice: DecodeNotice, cover: CoverArtOutcome?) {
         switch notice {
         case .trackStarted(let index, _, let format, let lengthFrames, let metadata):
-            tracks[index] = TrackInfo(format: format, lengthFrames: lengthFrames, metadata: metadata)
+            var artFile: TrackPath?
+            switch cover {
+            case .stored(let path): artFile = path
+            case .skipped(let reason):
+                // Once per track, not at every seek; the reason names no path and no tag text.
+                if tracks[index] == nil {
+                    StandardStream.writeError("earshot: track \(index + 1) of \(paths.count): cover art skipped: "
+                        + reason + "\n")
+                }
+            case nil: break
+            }
+            tracks[index] = TrackInfo(format: format, lengthFrames: lengthFrames, metadata: metadata, artFile: artFile)
             // What is known of a track is kept near the cursor only (the one before it for `previous`, and those the
             // decoder has opened ahead), so a long queue played through does not keep every track's tags.
             if tracks.count > 32 {

@@ -110,7 +110,12 @@ actor Player {
         self.inbox = inbox
         // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
         ring = FrameRing(minimumCapacity: 131_072)
-        worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
+        // The cover picture is stored on the decode thread, which may wait for the disk; the owner never does.
+        let artCache = CoverArtCache(environment: ProcessInfo.processInfo.environment)
+        worker = DecodeWorker(ring: ring) { notice in
+            let settled = artCache.settle(notice)
+            inbox.yield(.decode(settled.notice, cover: settled.cover))
+        }
         tickTimer = TickTimer { arming in inbox.yield(.tick(arming: arming)) }
         link = OutputLink(reconnectTimer: TickTimer { arming in inbox.yield(.reconnectDue(arming: arming)) })
         decisions = DecisionLoop(
@@ -167,7 +172,7 @@ actor Player {
 
     func handle(_ input: Input) {
         switch input {
-        case .decode(let notice): decoderNoticed(notice)
+        case .decode(let notice, let cover): decoderNoticed(notice, cover: cover)
         case .stream(let notice, let generation):
             guard link.isCurrent(streamGeneration: generation) else { return }
             streamNoticed(notice)

@@ -22,7 +22,8 @@ struct ConnectedServer: Sendable {
 extension Player {
     /// Everything that can happen to the player, in one ordered stream.
     enum Input: Sendable {
-        case decode(DecodeNotice)
+        /// A notice of the decode thread, with what became of a started track's cover picture.
+        case decode(DecodeNotice, cover: CoverArtOutcome?)
         case stream(StreamNotice, generation: Int)
         case connection(ConnectionNotice, generation: Int)
         /// The lists asked for with `requestInventory`, for the stream of that generation.
@@ -43,6 +44,8 @@ extension Player {
         var format: AudioFormat
         var lengthFrames: Int?
         var metadata: TrackMetadata
+        /// The track's cover picture in the art cache, once stored.
+        var artFile: TrackPath?
     }
 }
 

@@ -36,6 +36,8 @@ struct PlayerReport {
     var queueGeneration: Int
     /// The current track's tags, once the decoder opened it.
     var metadata: TrackMetadata?
+    /// The current track's cover picture in the art cache, once stored.
+    var artFile: TrackPath? = nil
     /// The position heard in the current track, in milliseconds.
     var positionMilliseconds: Int
     /// The current track's length in milliseconds, when known.
@@ -120,6 +122,9 @@ struct PlayerReport {
             title: hasTrack ? metadata?.title : nil,
             artists: hasTrack ? (metadata?.artist).map { [$0] } ?? [] : [],
             album: hasTrack ? metadata?.album : nil,
+            albumArtist: hasTrack ? metadata?.albumArtist : nil,
+            trackNumber: hasTrack ? metadata?.trackNumber : nil,
+            artPath: hasTrack ? artFile : nil,
             filePath: path,
             lengthMicroseconds: lengthMicroseconds,
             volume: Double(rules.volumePercent) / 100,
