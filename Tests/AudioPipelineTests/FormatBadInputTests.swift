@@ -150,3 +150,92 @@ struct FormatBadInputTests {
         #expect(flac.error == nil && flac.frames == 22_050, "\(flac)")
     }
 }
+
+/// Cover pictures that are too large or malformed (issue 15): each is reported with its reason and skipped, and the
+/// track plays in full.
+@Suite("Cover pictures: bad input")
+struct CoverBadInputTests {
+    /// `flac` with `block` (a metadata block's type and body) inserted after STREAMINFO, which is never the last.
+    func inserting(type: UInt8, _ body: [UInt8], into flac: Data) -> Data {
+        let length = body.count
+        let header = [type, UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+        var bytes = [UInt8](flac)
+        bytes.insert(contentsOf: header + body, at: 4 + 4 + 34)
+        return Data(bytes)
+    }
+
+    /// Decodes `path` in full and returns its metadata, checking that every frame of the 1 s tone played.
+    func playsInFull(_ path: String, frames: ClosedRange<Int> = 44_000...44_200) throws -> TrackMetadata {
+        let outcome = DecodeOutcome.of(path)
+        #expect(outcome.error == nil, "\(outcome)")
+        #expect(frames.contains(outcome.frames), "\(outcome.frames) frames")
+        return try AudioFileKind.openDecoder(path: TrackPath(path)).metadata
+    }
+
+    @Test("an MP3 with a 50 MB picture plays; the picture is skipped as too large, by its length")
+    func fiftyMegabytePictureInMP3() throws {
+        let mp3 = try Data(contentsOf: try Fixtures.tone(seconds: 1))
+        let pictureLength = 50 << 20
+        let head = [3] + Array("image/jpeg".utf8) + [0, 3, 0]
+        let frameSize = head.count + pictureLength
+        let frame = Array("APIC".utf8) + [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: frameSize >> $0) } + [0, 0]
+        let tagSize = frame.count + frameSize
+        let tagHeader = Array("ID3".utf8) + [3, 0, 0] + [21, 14, 7, 0].map { UInt8((tagSize >> $0) & 0x7F) }
+        // The picture's 50 MB are a hole in a sparse file: written without being held here either.
+        let path = try TestAudio.file("picture-50MB.mp3") { path in
+            _ = FileManager.default.createFile(atPath: path, contents: Data(tagHeader + frame + head))
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            try handle.seek(toOffset: UInt64(tagHeader.count + tagSize))
+            try handle.write(contentsOf: mp3)
+            try handle.close()
+        }
+        let tags = try playsInFull(path, frames: 44_000...44_200)
+        #expect(tags.cover == nil)
+        #expect(tags.coverProblem?.hasPrefix("picture too large") == true, "\(String(describing: tags.coverProblem))")
+    }
+
+    @Test("a FLAC with a 15 MB PICTURE block (a block's most is 16 MiB) plays; the picture is skipped as too large")
+    func largePictureInFLAC() throws {
+        let flac = try Data(contentsOf: try Fixtures.tone(.flac, frequency: 440, seconds: 1))
+        let picture = [UInt8](repeating: 0x5A, count: 15 << 20)
+        let path = try TestAudio.bytesFile("picture-15MB.flac",
+                                           [UInt8](inserting(type: 6, Fixtures.flacPictureStructure(picture), into: flac)))
+        let tags = try playsInFull(path)
+        #expect(tags.cover == nil)
+        #expect(tags.coverProblem?.hasPrefix("picture too large") == true, "\(String(describing: tags.coverProblem))")
+    }
+
+    @Test("a FLAC PICTURE block whose picture length runs past the block: skipped as malformed, refused by libFLAC")
+    func pictureLengthBeyondItsBlock() throws {
+        let flac = try Data(contentsOf: try Fixtures.tone(.flac, frequency: 440, seconds: 1))
+        let lying = Fixtures.flacPictureStructure(Array(repeating: 1, count: 100), dataLength: 50 << 20)
+        let bytes = [UInt8](inserting(type: 6, lying, into: flac))
+        let tags = FLACTags.read(TagSource(bytes: bytes))
+        #expect(tags.cover == nil)
+        #expect(tags.coverProblem?.hasPrefix("malformed picture block") == true)
+        // libFLAC checks PICTURE blocks too, and refuses the whole file: reported for its headers, no crash.
+        let outcome = DecodeOutcome.of(try TestAudio.bytesFile("picture-lying.flac", bytes))
+        #expect(outcome.error?.kind == .badHeaders, "\(outcome)")
+    }
+
+    @Test("an Ogg Vorbis METADATA_BLOCK_PICTURE that is not base64 is skipped as malformed")
+    func badBase64InVorbis() throws {
+        let wav = try Fixtures.toneWAV(frequency: 440, seconds: 1)
+        let url = Fixtures.directory.appendingPathComponent("picture-bad-base64.ogg")
+        try Fixtures.encode(wav, as: .vorbis, into: url, tags: ["METADATA_BLOCK_PICTURE": "not*base64!", "TITLE": "T"])
+        let tags = try playsInFull(url.path)
+        #expect(tags.title == "T")
+        #expect(tags.cover == nil)
+        #expect(tags.coverProblem == "malformed picture comment (bad base64)")
+    }
+
+    @Test("a picture structure whose lengths lie, in memory, is skipped and never crashes", arguments: [0, 1, 7, 40])
+    func truncatedPictureStructure(cut: Int) {
+        let whole = Fixtures.flacPictureStructure(Array(repeating: 2, count: 50))
+        var range = TagRange(TagSource(bytes: Array(whole.prefix(cut))), start: 0, count: cut)
+        var findings = TagFindings()
+        VorbisComments.readPicture(&range, into: &findings)
+        #expect(findings.result.cover == nil)
+        #expect(findings.result.coverProblem != nil)
+    }
+}

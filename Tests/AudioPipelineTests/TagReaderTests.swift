@@ -1,0 +1,101 @@
+// Earshot's own tag readers (ID3v2Tags, FLACTags, OggTags): title, album artist, track number and the cover picture
+// from files made by each format's own tools, read through the decoders as the player reads them; and the readers'
+// pieces (base64, ID3 text encodings, Ogg packets spread over pages) on bytes built here.
+import EarshotTestSupport
+import Foundation
+import Testing
+@testable import AudioPipeline
+import TrackPaths
+
+@Suite("Tags and cover pictures")
+struct TagReaderTests {
+    /// Opens `url` as the player does and returns its metadata.
+    func metadata(of url: URL) throws -> TrackMetadata {
+        try AudioFileKind.openDecoder(path: TrackPath(url.path)).metadata
+    }
+
+    @Test("each format's tools write title, album artist, track number and a cover the decoders find",
+          arguments: Fixtures.Format.allCases)
+    func taggedByTheFormatsTools(format: Fixtures.Format) throws {
+        let picture = Fixtures.fakePicture(count: 3_000, seed: 15 + UInt64(format.rawValue.count))
+        let url = try Fixtures.coverTagged(format, picture: picture, name: "tagged-\(format.rawValue).\(format.rawValue)",
+                                           title: "Song ü", albumArtist: "Various Ärtists", trackNumber: "3/12")
+        let tags = try metadata(of: url)
+        #expect(tags.title == "Song ü")
+        #expect(tags.albumArtist == "Various Ärtists")
+        #expect(tags.trackNumber == 3)
+        #expect(tags.coverProblem == nil)
+        let cover = try #require(tags.cover, "no cover in the \(format.rawValue) file")
+        #expect(cover.mimeType == "image/png")
+        #expect(cover.byteCount == picture.count)
+        #expect(cover.load() == picture, "the cover's bytes differ from the embedded picture")
+        // Pictures stored as they are in the file are described by place, not held in memory.
+        if format == .flac || format == .mp3 {
+            guard case .inFile = cover.bytes else { Issue.record("\(format.rawValue): picture held in memory"); return }
+        }
+    }
+
+    @Test("an Opus comment header spread over several Ogg pages gives its whole picture")
+    func opusPictureOverManyPages() throws {
+        let picture = Fixtures.fakePicture(count: 200_000, seed: 99)
+        let url = try Fixtures.coverTagged(.opus, picture: picture, name: "tagged-big.opus", title: "Big",
+                                           albumArtist: "Band", trackNumber: "12")
+        let bytes = [UInt8](try Data(contentsOf: url))
+        #expect(Fixtures.oggPageRanges(bytes).count > 4)
+        let tags = try metadata(of: url)
+        #expect(tags.cover?.load() == picture)
+        #expect(tags.trackNumber == 12)
+        #expect(tags.title == "Big")
+    }
+
+    @Test("base64 decodes strictly")
+    func base64() {
+        #expect(Base64.decode(Array("aGVsbG8=".utf8)) == Array("hello".utf8))
+        #expect(Base64.decode(Array("aGVsbG8h".utf8)) == Array("hello!".utf8))
+        #expect(Base64.decode(Array("aGVsbA==".utf8)) == Array("hell".utf8))
+        #expect(Base64.decode(Array("aGVsbG8".utf8)) == nil)
+        #expect(Base64.decode(Array("aGV*bG8=".utf8)) == nil)
+        #expect(Base64.decode(Array("a===".utf8)) == nil)
+    }
+
+    @Test("ID3v2 text in Latin-1, UTF-16 with either byte order, UTF-16BE and UTF-8; track numbers")
+    func id3TextEncodings() {
+        #expect(ID3v2Tags.firstString([0xE9, 0x74, 0xE9, 0, 0x41][...], encoding: 0).text == "été")
+        #expect(ID3v2Tags.firstString([0xFF, 0xFE, 0x41, 0, 0x42, 0, 0, 0][...], encoding: 1).text == "AB")
+        #expect(ID3v2Tags.firstString([0xFE, 0xFF, 0, 0x41, 0, 0x42][...], encoding: 1).text == "AB")
+        #expect(ID3v2Tags.firstString([0, 0x41, 0, 0][...], encoding: 2) == ("A", 4, true))
+        #expect(ID3v2Tags.firstString(Array("Ü".utf8)[...], encoding: 3) == ("Ü", 2, false))
+        #expect(TagText.trackNumber("3/12") == 3)
+        #expect(TagText.trackNumber("07") == 7)
+        #expect(TagText.trackNumber("x") == nil)
+        #expect(TagText.trackNumber("0") == nil)
+        #expect(ID3v2Tags.resynchronised([0xFF, 0x00, 0xE0, 0xFF, 0x00, 0x00]) == [0xFF, 0xE0, 0xFF, 0x00])
+    }
+
+    @Test("an ID3v2.4 tag built by hand: album artist, track number, and a picture in an unsynchronised frame")
+    func id3v24ByHand() {
+        func syncsafe(_ value: Int) -> [UInt8] { [21, 14, 7, 0].map { UInt8((value >> $0) & 0x7F) } }
+        func frame(_ id: String, _ body: [UInt8], flags: UInt8 = 0) -> [UInt8] {
+            Array(id.utf8) + syncsafe(body.count) + [0, flags] + body
+        }
+        let picture: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3]
+        // Unsynchronisation puts a zero after every 0xFF: the reader takes it out again.
+        let stored = ID3v2TagsTestBytes.unsynchronise([3] + Array("image/jpeg".utf8) + [0, 3, 0] + picture)
+        let frames = frame("TPE2", [3] + Array("Album Band".utf8)) + frame("TRCK", [0] + Array("5/9".utf8))
+            + frame("APIC", stored, flags: 0x02)
+        let tag = Array("ID3".utf8) + [4, 0, 0] + syncsafe(frames.count) + frames
+        let (tags, hasTag) = ID3v2Tags.read(TagSource(bytes: tag))
+        #expect(hasTag)
+        #expect(tags.albumArtist == "Album Band")
+        #expect(tags.trackNumber == 5)
+        #expect(tags.cover == CoverPicture(mimeType: "image/jpeg", byteCount: picture.count, bytes: .inline(picture)))
+    }
+}
+
+/// Byte helpers for the hand-built tags.
+enum ID3v2TagsTestBytes {
+    /// `bytes` unsynchronised: a zero after every 0xFF.
+    static func unsynchronise(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.flatMap { $0 == 0xFF ? [0xFF, 0] : [$0] }
+    }
+}
