@@ -33,6 +33,8 @@ final class ServiceHarness: Sendable {
     let stateHome: URL
     /// `XDG_CONFIG_HOME`.
     let configHome: URL
+    /// `XDG_CACHE_HOME` (the cover-art cache is `earshot/art` in it).
+    let cacheHome: URL
     /// The session bus the service and playerctl use.
     let bus: PrivateSessionBus
     /// The address the bus printed when it started (with its guid), which every service and playerctl gets: after a
@@ -56,6 +58,7 @@ final class ServiceHarness: Sendable {
             "EARSHOT_SOCKET": socketPath,
             "XDG_STATE_HOME": stateHome.path,
             "XDG_CONFIG_HOME": configHome.path,
+            "XDG_CACHE_HOME": cacheHome.path,
             // The default log level: what a user's journal would hold.
             "EARSHOT_LOG": "",
         ]
@@ -71,6 +74,7 @@ final class ServiceHarness: Sendable {
         }
         stateHome = root.appendingPathComponent("state", isDirectory: true)
         configHome = root.appendingPathComponent("config", isDirectory: true)
+        cacheHome = root.appendingPathComponent("cache", isDirectory: true)
         for folder in [stateHome, configHome] {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
