@@ -1,0 +1,35 @@
+// libFuzzer target for Earshot's own tag readers fed arbitrary bytes in memory: the ID3v2 reader, the FLAC metadata
+// block reader and the Ogg comment-header reader (Vorbis and Opus forms), each on every input, with the picture each
+// finds loaded. Not a SwiftPM target: scripts/fuzz compiles it with Sources/AudioPipeline's sources.
+//
+// Besides "never crash or hang", it checks the readers' promises: a picture is never over the limit, its bytes are
+// exactly its length, and a problem is given only when no picture was taken.
+
+/// Stops the process with `message` when `condition` is false (fatalError keeps its message in -O builds).
+private func require(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
+}
+
+/// Checks what one reader found.
+private func check(_ metadata: TrackMetadata) {
+    if let cover = metadata.cover {
+        require(cover.byteCount > 0 && cover.byteCount <= CoverPicture.maximumBytes, "a picture over the limit")
+        require(cover.load()?.count == cover.byteCount, "a picture whose bytes are not its length")
+        require(metadata.coverProblem == nil, "a picture and a problem at once")
+    }
+    if let number = metadata.trackNumber { require(number > 0, "a track number below 1") }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzTagReaders(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    // The readers look for their own signatures; the input is also offered behind each, so that every reader
+    // reaches its structures and not just its signature check.
+    let id3 = ID3v2Tags.read(TagSource(bytes: bytes))
+    check(id3.metadata)
+    check(FLACTags.read(TagSource(bytes: bytes)))
+    check(FLACTags.read(TagSource(bytes: Array("fLaC".utf8) + bytes)))
+    check(OggTags.read(TagSource(bytes: bytes), opus: false))
+    check(OggTags.read(TagSource(bytes: bytes), opus: true))
+    return 0
+}
