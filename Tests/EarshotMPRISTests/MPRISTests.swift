@@ -70,8 +70,8 @@ struct MPRISTests {
     /// A paused player on track 3 with full metadata, able to do everything.
     static let track = MPRISSnapshot(
         playbackStatus: .paused, trackId: MPRISSnapshot.trackId(3), title: "Blue in Green",
-        artists: ["Miles Davis", "Bill Evans"], album: "Kind of Blue",
-        filePath: "/music/Kind of Blue/03 Blue in Green.mp3",
+        artists: ["Miles Davis", "Bill Evans"], album: "Kind of Blue", albumArtist: "Miles Davis", trackNumber: 3,
+        artPath: "/cache/earshot/art/ab cd.jpg", filePath: "/music/Kind of Blue/03 Blue in Green.mp3",
         lengthMicroseconds: 337_000_000, volume: 0.8, canGoNext: true, canGoPrevious: true, canPlay: true,
         canPause: true, canSeek: true)
 
@@ -115,6 +115,9 @@ struct MPRISTests {
         #expect(try ctl("metadata", "xesam:url").standardOutput.trimmed
                     == "file:///music/Kind%20of%20Blue/03%20Blue%20in%20Green.mp3")
         #expect(try ctl("position").standardOutput.trimmed == "42.500000")
+        #expect(try ctl("metadata", "xesam:albumArtist").standardOutput.trimmed == "Miles Davis")
+        #expect(try ctl("metadata", "xesam:trackNumber").standardOutput.trimmed == "3")
+        #expect(try ctl("metadata", "mpris:artUrl").standardOutput.trimmed == "file:///cache/earshot/art/ab%20cd.jpg")
 
         #expect(try ctl("next").status == 0)
         #expect(player.received.last == .next)

@@ -35,9 +35,7 @@ extension Fixtures {
             let pictureFile = output.appendingPathExtension("png")
             defer { try? FileManager.default.removeItem(at: pictureFile) }
             try Data(picture).write(to: pictureFile)
-            try ProcessRunner.runChecked("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", "-e", "signed-integer",
-                                                 wav.path, "synth", "\(seconds)", "sine", "\(frequency)", "gain", "-6"],
-                                         timeout: .seconds(60))
+            try sox(rate: sampleRate, into: wav, ["synth", "\(seconds)", "sine", "\(frequency)", "gain", "-6"])
             defer { try? FileManager.default.removeItem(at: wav) }
             // TYPE|MIME|DESCRIPTION|WIDTHxHEIGHTxDEPTH|FILE: with the size given, the tools do not parse the picture.
             let spec = "3|image/png|cover|16x16x24|\(pictureFile.path)"

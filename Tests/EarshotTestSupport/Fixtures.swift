@@ -311,7 +311,7 @@ public enum Fixtures {
 
     /// Runs sox to synthesize 16-bit audio (stereo unless `channels` says) at `rate` Hz into `output`; `effects`
     /// starts with `synth`.
-    private static func sox(rate: Int, channels: Int = 2, into output: URL, _ effects: [String]) throws {
+    static func sox(rate: Int, channels: Int = 2, into output: URL, _ effects: [String]) throws {
         _ = try ProcessRunner.requireTool("sox", package: "sox")
         let arguments = ["-n", "-r", "\(rate)", "-c", "\(channels)", "-b", "16", "-e", "signed-integer", output.path]
         try ProcessRunner.runChecked("sox", arguments + effects, timeout: .seconds(120))
