@@ -46,7 +46,9 @@ enum ContentHash {
     }
 
     /// One 64-byte block into `state`; `words` is scratch space for the message schedule.
-    private static func compress(_ block: UnsafeBufferPointer<UInt8>, _ state: inout [UInt32], _ words: inout [UInt32]) {
+    private static func compress(
+        _ block: UnsafeBufferPointer<UInt8>, _ state: inout [UInt32], _ words: inout [UInt32]
+    ) {
         func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 { value >> count | value << (32 - count) }
         for index in 0..<16 {
             words[index] = UInt32(block[4 * index]) << 24 | UInt32(block[4 * index + 1]) << 16

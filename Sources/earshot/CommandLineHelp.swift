@@ -161,6 +161,7 @@ enum CommandLineHelp {
             ("$XDG_CONFIG_HOME/earshot/config.json",
              "configuration: an unknown key or a wrong value is an error naming the key (exit status 78)"),
             ("$XDG_STATE_HOME/earshot/state.json", "queue, track, position and volume, restored paused on start"),
+            ("$XDG_CACHE_HOME/earshot/art/", "cover pictures for MPRIS's mpris:artUrl, at most 64 MiB, oldest removed"),
         ]) + [
             "",
             "Environment:",

@@ -198,8 +198,8 @@ struct CoverBadInputTests {
     func largePictureInFLAC() throws {
         let flac = try Data(contentsOf: try Fixtures.tone(.flac, frequency: 440, seconds: 1))
         let picture = [UInt8](repeating: 0x5A, count: 15 << 20)
-        let path = try TestAudio.bytesFile("picture-15MB.flac",
-                                           [UInt8](inserting(type: 6, Fixtures.flacPictureStructure(picture), into: flac)))
+        let withPicture = inserting(type: 6, Fixtures.flacPictureStructure(picture), into: flac)
+        let path = try TestAudio.bytesFile("picture-15MB.flac", [UInt8](withPicture))
         let tags = try playsInFull(path)
         #expect(tags.cover == nil)
         #expect(tags.coverProblem?.hasPrefix("picture too large") == true, "\(String(describing: tags.coverProblem))")

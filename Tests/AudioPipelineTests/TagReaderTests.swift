@@ -18,7 +18,8 @@ struct TagReaderTests {
           arguments: Fixtures.Format.allCases)
     func taggedByTheFormatsTools(format: Fixtures.Format) throws {
         let picture = Fixtures.fakePicture(count: 3_000, seed: 15 + UInt64(format.rawValue.count))
-        let url = try Fixtures.coverTagged(format, picture: picture, name: "tagged-\(format.rawValue).\(format.rawValue)",
+        let name = "tagged-\(format.rawValue).\(format.rawValue)"
+        let url = try Fixtures.coverTagged(format, picture: picture, name: name,
                                            title: "Song ü", albumArtist: "Various Ärtists", trackNumber: "3/12")
         let tags = try metadata(of: url)
         #expect(tags.title == "Song ü")

@@ -9,7 +9,8 @@ extension Fixtures {
     public static func fakePicture(count: Int, seed: UInt64) -> [UInt8] {
         var generator = SplitMix64(seed: seed)
         let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        return signature + (0..<max(0, count - signature.count)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        let rest = (0..<max(0, count - signature.count)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        return signature + rest
     }
 
     /// The FLAC PICTURE structure (picture type, MIME type, description, size fields, data) holding `picture`: what a
@@ -56,7 +57,8 @@ extension Fixtures {
                 _ = try ProcessRunner.requireTool("oggenc", package: "vorbis-tools")
                 let encoded = Data(flacPictureStructure(picture)).base64EncodedString()
                 try ProcessRunner.runChecked("oggenc", [
-                    "-Q", "-c", "TITLE=\(title)", "-c", "ALBUM ARTIST=\(albumArtist)", "-c", "TRACKNUMBER=\(trackNumber)",
+                    "-Q", "-c", "TITLE=\(title)", "-c", "ALBUM ARTIST=\(albumArtist)",
+                    "-c", "TRACKNUMBER=\(trackNumber)",
                     "-c", "METADATA_BLOCK_PICTURE=\(encoded)", "-o", output.path, wav.path,
                 ], timeout: .seconds(60))
             case .opus:
