@@ -6,6 +6,7 @@ import EarshotTestSupport
 import Foundation
 import PulseOutput
 import Synchronization
+import SystemSupport
 import Testing
 
 /// What to tell someone who ran the integration tests without the private sound server.
@@ -33,7 +34,7 @@ func connectToTestServer(
 
 /// Collects notices from the libpulse thread, with the moment each arrived, for tests to wait on.
 final class NoticeRecorder<Notice: Sendable & Equatable>: Sendable {
-    private let entries = Mutex<[(notice: Notice, at: ContinuousClock.Instant)]>([])
+    private let entries = LockedValue<[(notice: Notice, at: ContinuousClock.Instant)]>([])
 
     /// Records one notice; called on the libpulse thread, so it only appends.
     func record(_ notice: Notice) {
