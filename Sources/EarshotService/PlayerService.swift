@@ -78,7 +78,8 @@ public enum PlayerService {
         if case .service = mode { log.record("service", ["state": "started"]) }
         let done = DispatchSemaphore(value: 0)
         let result = ExitCodeBox()
-        Task {
+        // Started on the owner's thread and kept there (see `OwnerThread`): no hop through the cooperative pool.
+        Task(executorPreference: player.ownerThread) {
             result.code = await player.run(inputs: inputs)
             done.signal()
         }
