@@ -45,6 +45,9 @@ public final class MP3Decoder: AudioDecoder {
     /// The libmpg123 handle this object alone owns.
     private let handle: OpaquePointer
 
+    /// The file the handle reads, in large blocks (see MP3FileReader.swift); it outlives the handle's use of it.
+    private let reader: MP3FileReader
+
     /// A step libmpg123 reported together with frames, held back to report on the next call.
     private var heldStep: HeldStep?
 
@@ -95,7 +98,9 @@ public final class MP3Decoder: AudioDecoder {
                 else { throw DecodeError(kind: .libraryFailure, message: Self.handleMessage(newHandle)) }
             }
             // The raw bytes: a name that is not UTF-8 opens as it is.
-            if path.withCString({ mpg123_open(newHandle, $0) }) != MPG123_OK.rawValue {
+            reader = try MP3FileReader(path: path)
+            guard MP3FileReader.install(on: newHandle),
+                  mpg123_open_handle(newHandle, reader.handle) == MPG123_OK.rawValue else {
                 throw DecodeError(kind: .cannotOpen, message: Self.handleMessage(newHandle))
             }
             let tag = Self.readID3v2(path)
