@@ -125,8 +125,15 @@ public final class DecodeWorker: @unchecked Sendable {
     private var thread = pthread_t()
 
     /// The free space the worker waits for before decoding again: half the ring, so it wakes rarely (about every
-    /// 1.5 s with the player's ring) and writes in large chunks.
+    /// 1.5 s with the player's ring) and then writes half a ring, `chunkFrames` at a time, before it sleeps again.
     private let refillFrames: Int
+
+    /// The most frames one decode call writes before they are committed. Without a bound the first call after an
+    /// empty ring decoded a whole ring (3 s of audio, a millisecond or two of CPU on a loaded machine) before the
+    /// consumer saw any of it, and before `.buffered` could be announced: a start or a seek waited for all of it.
+    /// 16 384 frames (0.37 s at 44.1 kHz) are committed a few at a time instead; each call costs one lock and two
+    /// atomics, nothing beside the decoding.
+    static let chunkFrames = 16_384
 
     /// Markers are kept while they may still be asked about: this many frames behind the read index.
     private let markerRetentionFrames: Int
@@ -426,7 +433,8 @@ public final class DecodeWorker: @unchecked Sendable {
             return
         }
         // Straight into the ring: the decoder writes its output into the free region, no staging buffer.
-        let region = ring.writableRegions().first
+        let free = ring.writableRegions().first
+        let region = UnsafeMutableBufferPointer(rebasing: free.prefix(Self.chunkFrames * FrameRing.samplesPerFrame))
         do {
             switch try track.decoder.decode(into: region) {
             case .frames(let frames):
