@@ -16,6 +16,11 @@ struct StreamOpening {
     let format: AudioFormat
     /// The sink it was sent to; nil for the server's default. A named sink that refuses falls back to the default.
     let sinkName: String?
+    /// The server said the stream is ready (`.ready`).
+    var isReady = false
+    /// The inventory sent with the stream came back before `.ready` (or could not be sent): it is asked for again at
+    /// `.ready`, so that nothing the subscription reports in between is overwritten by an older list.
+    var listsAgainWhenReady = false
 }
 
 /// The connection and the stream the player plays through, and how they are replaced.
@@ -138,6 +143,16 @@ struct OutputLink {
     mutating func opened(_ opened: PlaybackStream, for opening: StreamOpening) {
         stream = opened
         streamOpening = opening
+    }
+
+    /// The server said the stream being opened is ready.
+    mutating func openingStreamReady() {
+        streamOpening?.isReady = true
+    }
+
+    /// The inventory sent with the stream being opened is of no use: it is asked for again when the stream is ready.
+    mutating func openingListsAgainWhenReady() {
+        streamOpening?.listsAgainWhenReady = true
     }
 
     /// The stream is open and the rules may hear of it: it is no longer opening.

@@ -77,31 +77,50 @@ extension Player {
         link.opened(opened, for: StreamOpening(format: format, sinkName: sinkName))
         disarmWatchdog()
         if queueEndRingFrame != nil { opened.setEndOfData(true) }
+        // Sent right behind the stream's creation, not after its `.ready`: one round trip to the server fewer before
+        // the first sound (see `streamConnected`).
+        requestOpeningInventory(failing: { link.openingListsAgainWhenReady() })
     }
 
-    /// The stream is connected (`.ready`): its settings are sent, and the server is listed for the translator (every
-    /// sink, for the devices behind a virtual sink of ours; the streams, for calls already in progress; sources,
-    /// capture streams and cards, for profile switches) before the rules hear that the stream is open, so that a
-    /// call already under way holds the music before it could be uncorked.
+    /// The stream is connected (`.ready`): its settings are sent. The server is listed for the translator (every sink,
+    /// for the devices behind a virtual sink of ours; the streams, for calls already in progress; sources, capture
+    /// streams and cards, for profile switches) before the rules hear that the stream is open, so that a call already
+    /// under way holds the music before it could be uncorked. The lists were asked for with the stream's creation;
+    /// a server answers in order (PulseAudio does), so they arrive after `.ready` and describe the server from the
+    /// stream's creation on, and everything after them comes through the subscription. Lists that came back before
+    /// `.ready` (pipewire-pulse may answer a creation late) are dropped and asked for again now, so that no older list
+    /// is laid over what the subscription reported meanwhile.
     func streamConnected() {
-        guard let stream, streamOpening != nil else { return }
+        guard let stream, let opening = streamOpening else { return }
+        link.openingStreamReady()
         if rules.volumePercent != 100 { try? stream.setVolume(percent: rules.volumePercent) }
+        if opening.listsAgainWhenReady {
+            requestOpeningInventory(failing: { streamDescribed(ServerInventory()) })
+        }
+    }
+
+    /// Asks for the lists a new stream's translator needs (`streamConnected`); `failing` runs when they cannot be sent.
+    func requestOpeningInventory(failing: () -> Void) {
         let generation = link.streamGeneration
         let inbox = self.inbox
-        do {
-            try connection?.requestInventory { inventory in
+        do throws(PulseError) {
+            guard let connection else { throw PulseError(code: .badState, step: "request inventory") }
+            try connection.requestInventory { inventory in
                 inbox.yield(.inventory(inventory, purpose: .streamOpened, generation: generation))
             }
         } catch {
             log.record("output", ["query": "inventory", "error": "\(error.code.rawValue)"])
-            streamDescribed(ServerInventory())
+            failing()
         }
     }
 
     /// Hands a listed inventory to what asked for it.
     func inventoryArrived(_ inventory: ServerInventory, for purpose: InventoryPurpose) {
         switch purpose {
-        case .streamOpened: streamDescribed(inventory)
+        case .streamOpened:
+            guard let opening = streamOpening else { return }
+            // Lists that came before the stream was ready are asked for again (see `streamConnected`).
+            if opening.isReady { streamDescribed(inventory) } else { link.openingListsAgainWhenReady() }
         case .followSink: ourSinkListed(inventory.sinks)
         }
     }
