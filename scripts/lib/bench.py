@@ -26,6 +26,7 @@ BYTES_PER_FRAME = 4
 SWEEP_START_HZ = 500.0
 SWEEP_RATE_HZ_PER_S = 250.0
 PHONE_HZ = (350.0, 440.0)
+STARTUP_ROUNDS = 11  # runs of each player for the start-up's median (an odd count: the median is one of them)
 AUDIBLE = 10  # 16-bit steps: about -70 dBFS, the toolkit's threshold; a null sink's silence is exact zeros
 
 PLAYERS = ["earshot", "mpg123", "mpv", "gst-play", "paplay"]
@@ -600,12 +601,18 @@ def server_underruns(lines, streams, sink):
 
 
 def measure_startup(bench, tracks, repetitions):
-    """Time from starting the command until the first audible sample on headphones.monitor (ms), REPETITIONS each."""
+    """Time from starting the command until the first audible sample on headphones.monitor (ms), REPETITIONS each.
+
+    The players take turns, one run each per round, and each round starts with the next player (a rotation), so
+    that a slow moment of the shared machine, or whatever the one before leaves behind, falls on every player alike;
+    the table shows each one's median. One run is noisy (a few ms either way: where the first sample lands in the
+    sink's rendering, and what else the two cores are doing), hence the many rounds."""
     layout()
     headphones = Recorder(bench.work, "headphones")
     results = {}
-    for _ in range(repetitions):
-        for player in bench.players:
+    for round_index in range(repetitions):
+        turn = round_index % len(bench.players)
+        for player in bench.players[turn:] + bench.players[:turn]:
             mark = headphones.frame_at(time.monotonic())
             process = bench.start(player, tracks["position_mp3"], tracks["position_wav"])
             # Searched from 100 ms before the mark (the sink is silent then: the last player stopped 0.5 s
@@ -856,6 +863,10 @@ def summary(results):
         row["wakeupsPaused"] = wakeups.get(f"{player}Paused")
         starts = results["startup"].get(player, [])
         row["startupMedianMs"] = round(statistics.median(starts), 1) if starts else None
+        # The spread beside the median: the first and third quartile of the runs.
+        quartiles = statistics.quantiles(starts, n=4) if len(starts) >= 2 else None
+        row["startupQuartilesMs"] = [round(quartiles[0], 1), round(quartiles[2], 1)] if quartiles else None
+        row["startupRuns"] = len(starts)
         rows.append(row)
     mpg_start = next((r["startupMedianMs"] for r in rows if r["player"] == "mpg123"), None)
     for row in rows:
@@ -901,6 +912,9 @@ def print_table(results):
     line("  same run: underruns Earshot counted", [fmt(r["stressOwnUnderruns"]) for r in rows])
     line("command -> first audible sample, median ms (ratio to mpg123)",
          [f"{fmt(r['startupMedianMs'])} ({fmt(r['startupRatio'], 'x')})" for r in rows])
+    line("  same: first / third quartile ms (runs)",
+         [f"{fmt((r['startupQuartilesMs'] or [None])[0])} / {fmt((r['startupQuartilesMs'] or [None, None])[1])} "
+          f"({r['startupRuns']})" for r in rows])
     seconds = results["wakeups"].get("seconds", 10)
     line(f"playing: voluntary context switches of all threads in {seconds} s",
          [fmt(r["wakeupsPlaying"]) for r in rows])
@@ -1043,7 +1057,7 @@ def main():
         results["call"] = measure_call(bench, tracks, tracks["phone_seconds"])
     if "startup" in only:
         log("command to first audible sample")
-        results["startup"] = measure_startup(bench, tracks, 5)
+        results["startup"] = measure_startup(bench, tracks, STARTUP_ROUNDS)
     if "queue" in only:
         log("earshot serve with a 10 000-track queue")
         results["queue"] = measure_big_queue(bench, tracks, 10_000)
