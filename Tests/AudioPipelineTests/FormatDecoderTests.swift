@@ -1,5 +1,5 @@
 // FLAC, Ogg Vorbis and Opus through SndfileDecoder, and the choice of decoder by content: exact lengths, gapless
-// joins of tracks cut from one recording, seek accuracy (within one frame for FLAC, 20 ms for the lossy formats),
+// joins of tracks cut from one recording, seeks (the track's own samples after each),
 // mono, and a worker queue that mixes all four formats and changes rate for Opus. Audio is made by the tests with
 // sox, flac, oggenc, opusenc and lame (Fixtures).
 import EarshotTestSupport
@@ -95,7 +95,7 @@ struct FormatDecoderTests {
         }
     }
 
-    @Test("a seek lands within one frame for FLAC and within 20 ms for Vorbis and Opus", arguments: sndfileFormats)
+    @Test("a seek lands on its frame and decodes the track's own samples there", arguments: sndfileFormats)
     func seekAccuracy(format: Fixtures.Format) throws {
         let path = try Fixtures.file(named: "sweep-noise-8s.\(format.fileExtension)") { output in
             let wav = output.appendingPathExtension("wav")
@@ -112,18 +112,29 @@ struct FormatDecoderTests {
         let decoder = try AudioFileKind.openDecoder(path: trackPath)
         let rate = playedRate(format)
         var buffer = [Int16](repeating: 0, count: 1_024 * 2)
-        for target in [1, rate / 3, 2 * rate + 17, 5 * rate + 4_321, 7 * rate] {
+        // Forty targets spread over the track besides the edge cases: before the decoder primed libsndfile's Vorbis
+        // seeks, four of these 45 decoded wrong for their first thousand frames or so, though they landed right.
+        let spread = (0..<40).map { 4_567 + $0 * (7 * rate / 40) }
+        for target in [1, rate / 3, 2 * rate + 17, 5 * rate + 4_321, 7 * rate] + spread {
             try decoder.seek(toFrame: target)
             #expect(decoder.positionFrame == target)
             let step = try buffer.withUnsafeMutableBufferPointer { try decoder.decode(into: $0) }
             #expect(step == .frames(1_024))
-            let landed = Self.bestOffset(of: buffer, in: reference, near: target, reach: rate / 20)
-            if format == .flac {
-                let identical = Array(reference[(2 * target)..<(2 * target + 2_048)]) == buffer
-                #expect(identical, "FLAC: the frames after a seek to \(target) are not the track's")
+            // The frames after the seek are the ones decoding from the start gives there: the same samples for
+            // FLAC, give or take rounding for the lossy formats. Only when they are not is the landing searched for,
+            // to say how far off it was (within 20 ms is the issue's bound for lossy formats; a wrongly decoded
+            // block fails even when it is near).
+            var largestDifference = 0
+            for index in 0..<2_048 {
+                largestDifference = max(largestDifference, abs(Int(reference[2 * target + index]) - Int(buffer[index])))
             }
-            let allowed = format == .flac ? 1 : rate / 50
-            #expect(abs(landed) <= allowed, "\(format): a seek to frame \(target) landed \(landed) frames off")
+            let tolerance = format == .flac ? 0 : 2
+            if largestDifference > tolerance {
+                let landed = Self.bestOffset(of: buffer, in: reference, near: target, reach: rate / 20)
+                let message = "\(format): after a seek to frame \(target) a sample is \(largestDifference) off the "
+                    + "track's; the best match is \(landed) frames away"
+                Issue.record(Comment(rawValue: message))
+            }
         }
         // Beyond the end the decoder is finished.
         try decoder.seek(toFrame: 9 * rate)
