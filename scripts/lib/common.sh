@@ -113,3 +113,27 @@ ensure_swift() {
     printf ' from swift.org, e.g. unpacked into /opt/swift)\n' >&2
     exit 1
 }
+
+# release_build_arguments: sets the array RELEASE_BUILD (the `swift build` arguments of the binary users install,
+# without --product or --show-bin-path), for scripts/package and scripts/bench, which must measure what ships:
+#   --static-swift-stdlib    the Swift runtime linked in, so the binary runs without a toolchain;
+#   -z now                   every symbol bound at start (Debian's "bindnow" hardening);
+#   lld (the toolchain's)    for the two options below, which gold lacks;
+#   -z pack-relative-relocs  the 880 KB of relative relocations a position-independent Swift binary carries, packed
+#                            into 7 KB (DT_RELR, glibc 2.36): the dynamic loader no longer reads them all at start;
+#   --symbol-ordering-file   the functions a run of the service executes, laid out together at the front of .text
+#                            (Config/earshot.order, made by scripts/order-file). The kernel maps a binary's code in
+#                            64 KiB windows around each page touched, so code used at start scattered over 9 MiB of
+#                            text made 6.4 MiB of it resident; together, about 3 MiB. A function missing from the file
+#                            (renamed since it was made) only stays where the linker put it: no warning, no failure.
+# EARSHOT_SCRATCH_PATH=DIR builds in DIR. EARSHOT_NO_ORDER=1 leaves the ordering out (scripts/order-file profiles
+# a binary built so, so that the file never depends on itself).
+release_build_arguments() {
+    RELEASE_BUILD=(-c release --static-swift-stdlib -Xlinker -z -Xlinker now
+        -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
+    if [ -z "${EARSHOT_NO_ORDER:-}" ]; then
+        RELEASE_BUILD+=(-Xlinker "--symbol-ordering-file=$_COMMON_ROOT/Config/earshot.order"
+            -Xlinker --no-warn-symbol-ordering)
+    fi
+    [ -z "${EARSHOT_SCRATCH_PATH:-}" ] || RELEASE_BUILD+=(--scratch-path "$EARSHOT_SCRATCH_PATH")
+}
