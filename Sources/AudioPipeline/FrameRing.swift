@@ -75,9 +75,13 @@ public final class FrameRing: @unchecked Sendable {
         }
         capacity = rounded
         mask = rounded - 1
-        storage = .allocate(capacity: rounded * Self.samplesPerFrame)
-        // Zeroed so that a reader of a region never sees uninitialised memory, even by mistake.
-        storage.initialize(repeating: 0, count: rounded * Self.samplesPerFrame)
+        // Zeroed so that a reader of a region never sees uninitialised memory, even by mistake; by calloc, which
+        // takes a block this large (512 KiB by default) from fresh pages the kernel zeroes when first written, so
+        // the ring costs no resident memory until audio is decoded into it (a service that has not played yet).
+        guard let zeroed = calloc(rounded * Self.samplesPerFrame, MemoryLayout<Int16>.stride) else {
+            fatalError("cannot allocate the frame ring (\(rounded) frames)")
+        }
+        storage = zeroed.bindMemory(to: Int16.self, capacity: rounded * Self.samplesPerFrame)
         spaceSemaphore = .allocate(capacity: 1)
         sem_init(spaceSemaphore, 0, 0)
     }
@@ -85,8 +89,8 @@ public final class FrameRing: @unchecked Sendable {
     deinit {
         sem_destroy(spaceSemaphore)
         spaceSemaphore.deallocate()
-        storage.deinitialize(count: capacity * Self.samplesPerFrame)
-        storage.deallocate()
+        // Int16 is trivial: nothing to deinitialise before the block goes back to calloc's allocator.
+        free(storage)
     }
 
     // MARK: - Totals
