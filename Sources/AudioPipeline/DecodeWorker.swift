@@ -149,8 +149,8 @@ public final class DecodeWorker: @unchecked Sendable {
 
     /// The controller's requests and the worker's acknowledgements.
     private struct ControlState {
-        /// The paths of the queue.
-        var queue: [TrackPath] = []
+        /// The paths of the queue (shared with the controller's copy until either changes).
+        var queue = TrackList()
         /// Where to (re)start decoding, set by `load` and `resumeProduction`, taken by the worker.
         var restart: StartPoint?
         /// The controller wants the worker parked.
@@ -219,7 +219,7 @@ public final class DecodeWorker: @unchecked Sendable {
     ///
     /// To drop what is buffered, call it between `pauseProduction()` and `resumeProduction`; while
     /// paused the new queue waits, and `resumeProduction` chooses where in it to start.
-    public func load(paths: [TrackPath], startIndex: Int = 0, startFrame: Int = 0) {
+    public func load(paths: TrackList, startIndex: Int = 0, startFrame: Int = 0) {
         control.lock()
         state.queue = paths
         state.restart = StartPoint(index: startIndex, frame: startFrame)
@@ -230,10 +230,10 @@ public final class DecodeWorker: @unchecked Sendable {
 
     /// Adds `paths` to the end of the queue without disturbing what is being decoded. A worker that had
     /// already finished the queue carries on with the first new track, right after what is in the ring.
-    public func append(paths: [TrackPath]) {
+    public func append(paths: TrackList) {
         guard !paths.isEmpty else { return }
         control.lock()
-        state.queue += paths
+        state.queue.append(contentsOf: paths)
         if let next = state.exhaustedAt, state.restart == nil {
             state.exhaustedAt = nil
             state.restart = StartPoint(index: next, frame: 0)
@@ -373,7 +373,7 @@ public final class DecodeWorker: @unchecked Sendable {
     ///
     /// Here the worker holds no uncommitted frames (every write is committed within one step), which
     /// is what makes a pause here quiescent.
-    private func checkpoint(_ work: inout WorkerState) -> [TrackPath]? {
+    private func checkpoint(_ work: inout WorkerState) -> TrackList? {
         control.lock()
         defer { control.unlock() }
         while true {
@@ -412,7 +412,7 @@ public final class DecodeWorker: @unchecked Sendable {
     }
 
     /// Does one unit of work: activate a track, open the next one, wait for space, or decode a chunk.
-    private func step(_ work: inout WorkerState, queue: [TrackPath]) {
+    private func step(_ work: inout WorkerState, queue: TrackList) {
         if let activation = work.awaitingActivation {
             // `checkpoint` returned, so the format change was acknowledged.
             work.awaitingActivation = nil
@@ -454,7 +454,7 @@ public final class DecodeWorker: @unchecked Sendable {
     }
 
     /// Opens the track at `start` and seeks; a failure is reported and the next track is tried.
-    private func open(_ start: StartPoint, queue: [TrackPath], _ work: inout WorkerState) {
+    private func open(_ start: StartPoint, queue: TrackList, _ work: inout WorkerState) {
         guard start.index >= 0, start.index < queue.count else {
             // The queue may have grown since `queue` was read: then try again with the longer one.
             control.lock()

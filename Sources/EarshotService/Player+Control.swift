@@ -206,7 +206,10 @@ extension Player {
 
     /// Replaces the queue with `newPaths`, playing them when `play`.
     func replaceQueue(with newPaths: [TrackPath], play: Bool) {
-        paths = newPaths
+        // The saved state's copy of the old queue goes first: it would otherwise live beside the new one until the
+        // save below, which is due anyway (the queue changed).
+        lastSaved = nil
+        paths = TrackList(newPaths)
         tracks = [:]
         queueGeneration += 1
         announcedTrack = nil
@@ -223,8 +226,12 @@ extension Player {
 
     /// Appends `newPaths` to the queue; decoding continues into them without a gap.
     func appendToQueue(_ newPaths: [TrackPath]) {
-        paths += newPaths
-        if workerLoaded { worker.append(paths: newPaths) }
+        let added = TrackList(newPaths)
+        // Released before growing the queue, which then grows in place instead of being copied beside the saved
+        // state's copy of it; the save below is due anyway (the queue changed).
+        lastSaved = nil
+        paths.append(contentsOf: added)
+        if workerLoaded { worker.append(paths: added) }
         if queueEndRingFrame != nil {
             queueEndRingFrame = nil
             // Withdrawing the end of the data cancels a drain: the queue's end is not reached after all, while a

@@ -41,7 +41,8 @@ actor Player {
     let decisions: DecisionLoop
     var rules: PlayerState { decisions.rules }
     var translator: ServerEventTranslator
-    var paths: [TrackPath] = []
+    /// The queue's paths, stored as bytes once (shared with the decode thread and the saved state).
+    var paths = TrackList()
     var tracks: [Int: TrackInfo] = [:]
     var workerLoaded = false
 

@@ -31,7 +31,7 @@ struct PlayerReport {
     /// The rulebook's state.
     var rules: PlayerState
     /// The queued files.
-    var paths: [TrackPath]
+    var paths: TrackList
     /// Bumped whenever the queue is replaced, so the track ids of a new queue differ from the old ones.
     var queueGeneration: Int
     /// The current track's tags, once the decoder opened it.

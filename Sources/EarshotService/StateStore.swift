@@ -24,8 +24,8 @@ public struct PersistedState: Codable, Equatable, Sendable {
 
     /// The format version of the file.
     public var version: Int
-    /// The queue, as file paths.
-    public var queue: [TrackPath]
+    /// The queue, as file paths (written as an array of paths).
+    public var queue: TrackList
     /// The index of the current track in `queue` (0 when the queue is empty).
     public var trackIndex: Int
     /// How far into the current track the listener was, in milliseconds.
@@ -35,7 +35,7 @@ public struct PersistedState: Codable, Equatable, Sendable {
 
     /// A state in the current format.
     public init(
-        queue: [TrackPath], trackIndex: Int, positionMilliseconds: Int, volumePercent: Int,
+        queue: TrackList, trackIndex: Int, positionMilliseconds: Int, volumePercent: Int,
         version: Int = PersistedState.currentVersion
     ) {
         self.version = version
@@ -64,15 +64,17 @@ extension PersistedState {
     /// JSONDecoder reads it back (TrackPath's lossless form: a string, or `{"base64": ...}` for other bytes).
     func jsonLine() -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(96 + queue.reduce(0) { $0 + $1.bytes.count + 3 })
+        // The queue's bytes read in place (TrackList.pathBytes), so a save makes no TrackPath per track.
+        out.reserveCapacity(96 + queue.indices.reduce(0) { $0 + queue.pathBytes(at: $1).count + 3 })
         out += #"{"positionMilliseconds":\#(positionMilliseconds),"queue":["#.utf8
-        for (index, path) in queue.enumerated() {
+        for index in queue.indices {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            if Self.isValidUTF8(path.bytes) {
-                Self.appendJSONString(path.bytes, to: &out)
+            let bytes = queue.pathBytes(at: index)
+            if Self.isValidUTF8(bytes) {
+                Self.appendJSONString(bytes, to: &out)
             } else {
                 out += #"{"base64":""#.utf8
-                out += Data(path.bytes).base64EncodedString().utf8
+                out += Data(bytes).base64EncodedString().utf8
                 out += #""}"#.utf8
             }
         }
@@ -82,7 +84,7 @@ extension PersistedState {
     }
 
     /// Whether `bytes` are valid UTF-8, checked without making a String of them.
-    private static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
+    private static func isValidUTF8(_ bytes: ArraySlice<UInt8>) -> Bool {
         var parser = Unicode.UTF8.ForwardParser()
         var iterator = bytes.makeIterator()
         while true {
@@ -95,7 +97,7 @@ extension PersistedState {
     }
 
     /// Appends valid UTF-8 `bytes` as a JSON string: quote, backslash and control characters escaped.
-    private static func appendJSONString(_ bytes: [UInt8], to out: inout [UInt8]) {
+    private static func appendJSONString(_ bytes: ArraySlice<UInt8>, to out: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for byte in bytes {

@@ -25,6 +25,12 @@ public struct TrackPath: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
         self.bytes = bytes
     }
 
+    /// The path made of `bytes` that are known to be a path (non-empty, no NUL): a TrackList's, which holds only
+    /// bytes it took from TrackPath values.
+    init(validBytes bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
     /// The path spelled by `text` (its UTF-8 bytes). A NUL in `text` ends the path there, as it would for open(2).
     public init(_ text: String) {
         bytes = Array(text.utf8.prefix { $0 != 0 })

@@ -95,7 +95,7 @@ struct DecodeWorkerTests {
         let log = NoticeLog()
         let worker = DecodeWorker(ring: ring) { log.append($0) }
         defer { worker.stop() }
-        worker.load(paths: [first, corrupt, last].map { TrackPath($0) }, startIndex: 0, startFrame: 0)
+        worker.load(paths: TrackList([first, corrupt, last].map { TrackPath($0) }), startIndex: 0, startFrame: 0)
 
         var heard: [Int16] = []
         let finished = eventually(within: 30) {

@@ -182,7 +182,7 @@ struct FormatDecoderTests {
             log.append(notice)
         }
         defer { worker.stop() }
-        worker.load(paths: files.map { TrackPath($0.path) })
+        worker.load(paths: TrackList(files.map { TrackPath($0.path) }))
         var heard: [Int16] = []
         var continued = false
         let finished = eventually(within: 30) {

@@ -14,7 +14,7 @@ struct PlayerReportTests {
         sinkName: "headphones", streamOpen: true, underruns: 2, serverUnderflows: 1, serverName: "pulseaudio 16.1",
         realtime: .schedFIFO(priority: 10), realtimeThread: 4242)
 
-    static func report(_ rules: PlayerState, paths: [TrackPath] = ["/music/a.mp3", "/music/b.mp3"]) -> PlayerReport {
+    static func report(_ rules: PlayerState, paths: TrackList = ["/music/a.mp3", "/music/b.mp3"]) -> PlayerReport {
         PlayerReport(
             rules: rules, paths: paths, queueGeneration: 3,
             metadata: TrackMetadata(title: "Blue in Green", artist: "Miles Davis", album: "Kind of Blue"),
