@@ -1,15 +1,16 @@
 // DecodeWorker with generated files: notice order, skipping a corrupt file, gapless seams, the
 // pause/discard/resume protocol, and the format-change hand-shake. The test thread is the consumer.
-import Foundation
-import Testing
 @testable import AudioPipeline
 import EarshotTestSupport
+import Foundation
+import SystemSupport
+import Testing
 import TrackPaths
 
 /// Collects notices from the worker thread for the test thread to inspect.
 final class NoticeLog: Sendable {
     /// Everything received, in order.
-    private let received = Locked<[DecodeNotice]>([])
+    private let received = LockedValue<[DecodeNotice]>([])
 
     /// Appends one notice (called on the worker thread).
     func append(_ notice: DecodeNotice) {

@@ -1,9 +1,10 @@
 // FrameRing: index arithmetic, the two-region views, the producer wake-up, and a two-thread stress
 // test that must stay clean under ThreadSanitizer (swift test --sanitize=thread --filter FrameRing).
-import Foundation
-import Testing
 @testable import AudioPipeline
 import EarshotTestSupport
+import Foundation
+import SystemSupport
+import Testing
 
 /// The ring's arithmetic, views and wake-up, single- and two-threaded.
 @Suite("FrameRing")
@@ -173,7 +174,7 @@ struct FrameRingTests {
     func twoThreadStress() throws {
         let totalFrames = 20_000_000
         let ring = FrameRing(minimumCapacity: 1_024)
-        let outcome = Locked<(frames: Int, firstMismatch: Int?)>((0, nil))
+        let outcome = LockedValue<(frames: Int, firstMismatch: Int?)>((0, nil))
         let finished = DispatchSemaphore(value: 0)
 
         let producer = Thread {

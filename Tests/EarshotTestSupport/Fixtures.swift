@@ -8,6 +8,7 @@
 // sweep's band, so that analysis can tell music and call apart on one sink.
 
 import Foundation
+import SystemSupport
 
 /// Test audio files, generated on demand with sox and lame and cached for the life of the test process.
 ///
@@ -289,7 +290,7 @@ public enum Fixtures {
 
     /// The fixtures made so far, by file name. Generation happens under the lock, so one fixture is made
     /// once even when tests ask for it at the same time.
-    private static let made = Locked<Set<String>>([])
+    private static let made = LockedValue<Set<String>>([])
 
     /// Returns the fixture called `name`, running `make` with its path first if this process has not made it.
     ///

@@ -15,10 +15,9 @@
 // After its sink is unloaded a recorder on PulseAudio keeps running on the default source (silence),
 // faster than real time: the part of its recording after the unplug is silent and not on the wall clock.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+import Glibc
+import SystemSupport
 
 /// What one sink played while it was recorded: 32-bit float samples in -1...1 and their timing.
 public struct Recording: Sendable {
@@ -283,7 +282,7 @@ private final class RecorderTiming: Sendable {
     }
 
     /// The observations so far.
-    private let state = Locked(State())
+    private let state = LockedValue(State())
 
     /// Records that the file held `bytes` bytes at `instant`: sample 0 was rendered `bytes` worth of audio earlier.
     func observe(bytes: Int, at instant: ContinuousClock.Instant) {

@@ -5,13 +5,13 @@
 // file can still be read after the child was killed. Children are started with posix_spawn, never with
 // Foundation's Process: on Linux every Process leaks itself and what it holds (swift-corelibs-foundation
 // SR-12551), which the AddressSanitizer run's leak check reports, and it hands the child the test thread's
-// signal mask (see `ChildProcess`). Locks are NSLock, not Synchronization's Mutex: ThreadSanitizer on Linux
-// cannot see Mutex's futex hand-offs and would report false races in the sanitizer runs, which use this file.
+// signal mask (see `ChildProcess`). Locks are NSLock or SystemSupport's LockedValue, not Synchronization's Mutex:
+// ThreadSanitizer on Linux cannot see Mutex's futex hand-offs and would report false races in the sanitizer runs,
+// which use this file.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+import Glibc
+import SystemSupport
 
 /// An error raised by the test toolkit; its message says what failed and how to fix it.
 public struct ToolkitError: Error, CustomStringConvertible {
@@ -356,27 +356,6 @@ public func waitUntil(
             throw ToolkitError("timed out after \(timeout) waiting until \(description)")
         }
         try await Task.sleep(for: interval)
-    }
-}
-
-/// A value shared between threads behind an NSLock (not Mutex: see the top of this file).
-public final class Locked<Value>: @unchecked Sendable {
-    // Unchecked Sendable: `value` is only touched inside `lock`.
-    /// Guards `value`.
-    private let lock = NSLock()
-    /// The protected value.
-    private var value: Value
-
-    /// Wraps `value`.
-    public init(_ value: Value) {
-        self.value = value
-    }
-
-    /// Runs `body` with exclusive access to the value.
-    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }
 

@@ -2,10 +2,9 @@
 // the real command-line clients (playerctl, busctl, dbus-monitor) run against it. A missing dbus-daemon is a
 // failure, never a skip.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+import Glibc
+import SystemSupport
 
 /// A private session bus: `dbus-daemon --session --nofork --print-address`, on a fixed socket in a test's folder
 /// (so that it can be restarted at the same address).
@@ -19,7 +18,7 @@ public final class PrivateSessionBus: Sendable {
     /// The dbus-daemon executable.
     private let daemonPath: String
     /// The daemon running now.
-    private let daemon: Locked<ChildProcess>
+    private let daemon: LockedValue<ChildProcess>
 
     /// Starts a daemon listening on a socket in `directory` (a fresh folder of this process if `nil`) and waits
     /// until it prints its address.
@@ -33,7 +32,7 @@ public final class PrivateSessionBus: Sendable {
         self.directory = directory
         socket = directory.appendingPathComponent("bus").path
         address = "unix:path=\(socket)"
-        daemon = Locked(try Self.launch(daemonPath, address: address))
+        daemon = LockedValue(try Self.launch(daemonPath, address: address))
     }
 
     deinit {

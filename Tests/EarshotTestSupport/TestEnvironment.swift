@@ -5,10 +5,9 @@
 // loudly: a skipped test reads as a pass, and a test that fell back to the user's real server would
 // play through real speakers.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+import Glibc
+import SystemSupport
 
 /// The environment the tests run in: sound server, temporary folders, exclusive access.
 public enum TestEnvironment {
@@ -96,7 +95,7 @@ public enum SoundServerKind: Sendable, Equatable {
 }
 
 /// The kind of the server at `PULSE_SERVER`, once asked (it does not change when the server restarts).
-private let knownSoundServerKind = Locked<SoundServerKind?>(nil)
+private let knownSoundServerKind = LockedValue<SoundServerKind?>(nil)
 
 /// The process-private temporary folder; created on first use and removed when the process exits.
 private let processTemporaryDirectoryURL: URL = {
