@@ -77,14 +77,15 @@ public enum Fixtures {
         }
     }
 
-    /// A 44.1 kHz stereo MP3 whose content tells the track position: the linear sweep described at the top.
+    /// A 44.1 kHz stereo file whose content tells the track position: the linear sweep described at the top,
+    /// encoded as `format` (MP3 by default) by that format's encoder (`encode(_:as:into:tags:)`).
     ///
     /// Decoded with gapless handling, sample `n` of it is the sweep at `n / 44100` s, exactly as in
-    /// `positionTrackWAV(seconds:)`. Analyse it with `Recording.trackPosition(atTime:)`.
-    public static func positionTrack(seconds: Double) throws -> URL {
+    /// `positionTrackWAV(seconds:)` (FLAC bit for bit). Analyse it with `Recording.trackPosition(atTime:)`.
+    public static func positionTrack(seconds: Double, format: Format = .mp3) throws -> URL {
         let wav = try positionTrackWAV(seconds: seconds)
-        return try file(named: "position-\(seconds)s.mp3") { output in
-            try lame(wav, into: output, rate: sampleRate)
+        return try file(named: "position-\(seconds)s.\(format.fileExtension)") { output in
+            try encode(wav, as: format, into: output)
         }
     }
 

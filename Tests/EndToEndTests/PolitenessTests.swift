@@ -33,16 +33,18 @@ struct PolitenessTests {
     // MARK: Scaffolding
 
     /// Runs `body` with the server to itself, a scratch folder, and both sinks recorded from before the player
-    /// starts; `body` gets the scratch folder, the track (under its distinctive name) and the recorders
-    /// (headphones, speakers).
+    /// starts; `body` gets the scratch folder, the track (the position sweep as `format`, under its distinctive
+    /// name) and the recorders (headphones, speakers).
     private func scenario(
         recording sinks: [String] = [TestEnvironment.headphones, TestEnvironment.speakers],
+        format: Fixtures.Format = .mp3,
         _ body: (URL, URL, [MonitorRecorder]) async throws -> Void
     ) async throws {
         try await TestEnvironment.withExclusiveSoundServer {
             try await TestEnvironment.withScratchDirectory { scratch in
                 let track = try Fixtures.copy(
-                    try Fixtures.positionTrack(seconds: Self.trackSeconds), to: scratch, named: PrivateNames.fileName)
+                    try Fixtures.positionTrack(seconds: Self.trackSeconds, format: format), to: scratch,
+                    named: PrivateNames.fileName(format))
                 try await withMonitorRecorders(sinks) { recorders in
                     try await body(scratch, track, recorders)
                 }
@@ -163,9 +165,13 @@ struct PolitenessTests {
 
     // MARK: 1-5: phone calls
 
-    @Test("1. a phone call silences the music at once; nothing of the track is lost and it continues where it stopped")
-    func phoneCallWhilePlaying() async throws {
-        try await scenario { scratch, track, recorders in
+    // Run on an MP3 and on a FLAC (issue 15): the same measurement, whichever decoder feeds the ring.
+    @Test("1. a phone call silences the music at once; nothing of the track is lost and it continues where it stopped",
+          arguments: [Fixtures.Format.mp3, .flac])
+    func phoneCallWhilePlaying(format: Fixtures.Format) async throws {
+        // The measurements' names: MP3's as they always were, FLAC's saying so.
+        let label = format == .mp3 ? "call" : "call (\(format.rawValue))"
+        try await scenario(format: format) { scratch, track, recorders in
             let player = try await startPlaying(track, in: scratch)
             defer { player.kill() }
             let callPlaced = ContinuousClock.now
@@ -194,8 +200,8 @@ struct PolitenessTests {
             let (before, after, all) = try stretches(around: callHeard.lowerBound, in: headphones)
             let start = callStart(in: headphones, coarse: callHeard.lowerBound, musicEnd: before.end)
             let latency = before.end - start
-            report("call: music end after the call's first sound", latency * 1000)
-            report("call: music end after the call was placed (wall clock)",
+            report("\(label): music end after the call's first sound", latency * 1000)
+            report("\(label): music end after the call was placed (wall clock)",
                    (before.end - headphones.time(of: callPlaced)) * 1000)
             #expect(latency <= 0.030, "music went on \(latency * 1000) ms into the call; \(all)")
             // No music while the call is heard, and the music is back promptly once it ends.
@@ -203,13 +209,13 @@ struct PolitenessTests {
                 within: (before.end + 0.015)..<(after.start - 0.015), positions: Self.positions)
             #expect(silent == 0, "\(silent) ms of music during the call; \(all)")
             #expect(after.start >= callHeard.upperBound - 0.010, "music \(after) during the call \(callHeard)")
-            report("call: music back after the call's last sound", (after.start - callHeard.upperBound) * 1000)
+            report("\(label): music back after the call's last sound", (after.start - callHeard.upperBound) * 1000)
             #expect(after.start - callHeard.upperBound <= 1.0)
             // The position kept is the last one heard, and the track goes on from there: nothing lost or repeated.
             let kept = Double(positions.last ?? 0) / 1000 - before.positionAtEnd
-            report("call: kept position minus last heard", kept * 1000)
+            report("\(label): kept position minus last heard", kept * 1000)
             #expect(abs(kept) <= 0.020, "kept \(positions.last ?? 0) ms; the headphones last played \(before)")
-            expectContinues(before, after, "call")
+            expectContinues(before, after, label)
             #expect(recordings[1].audibleMilliseconds == 0, "speakers played \(recordings[1].audibleMilliseconds) ms")
             player.expectPrivateLog(hiding: secrets(scratch))
         }

@@ -185,6 +185,10 @@ func pollStatus<Status: CustomStringConvertible>(
 enum PrivateNames {
     /// The name test tracks are played under.
     static let fileName = "Private Pangolin Track 4e1d.mp3"
+    /// `fileName` with the ending of `format` (a FLAC named .mp3 would play too, but a user's files are named right).
+    static func fileName(_ format: Fixtures.Format) -> String {
+        "Private Pangolin Track 4e1d.\(format.fileExtension)"
+    }
     /// What must never appear in a log when `fileName` plays: its name, and a distinctive part of it.
     static let secrets = [fileName, "Pangolin"]
 }
