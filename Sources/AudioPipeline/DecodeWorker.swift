@@ -17,7 +17,6 @@
 // - The track markers live behind their own lock; the real-time consumer never takes it. It is a
 //   SystemSupport Lock (a pthread mutex), not Synchronization's Mutex: ThreadSanitizer on Linux does not see the
 //   latter's futex hand-offs and reports false races, and this code must stay TSan-clean.
-import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 import TrackPaths

@@ -25,7 +25,6 @@
 import CMPRISShim
 import CSystemd
 import Dispatch
-import FoundationEssentials
 import Glibc
 import SystemSupport
 
@@ -212,7 +211,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
         var newBus: OpaquePointer?
         var address = busAddress
         // The session's address as sd_bus_open_user reads it; without one, sd_bus_open_user finds the bus itself.
-        if reconnecting, let given = busAddress ?? ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] {
+        if reconnecting, let given = busAddress ?? ProcessEnvironment.value(named: "DBUS_SESSION_BUS_ADDRESS") {
             address = Self.addressForgettingServer(given)
         }
         if let address {

@@ -1,7 +1,6 @@
 // The data the MPRIS adapter exchanges with its owner: commands in, replies back, snapshots to publish, and the one
 // protocol the owner calls (`MPRISPublishing`). Plain Swift values: the adapter knows MPRIS and sd-bus, the owner
 // knows the player, and these types are all they share.
-import FoundationEssentials
 import Glibc
 import TrackPaths
 
@@ -199,7 +198,7 @@ enum MPRISURI {
     /// The absolute path a `file://` URI names, if it is a readable regular file; otherwise a message for the
     /// caller saying what is wrong.
     static func localFile(_ uri: String) -> Outcome {
-        guard let components = URLComponents(string: uri), let scheme = components.scheme else {
+        guard let components = URIParts(uri), let scheme = components.scheme else {
             return .refused("OpenUri: not a valid URI")
         }
         guard scheme.lowercased() == "file" else {

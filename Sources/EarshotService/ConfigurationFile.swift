@@ -5,8 +5,8 @@
 // file, and the service refuses to start: guessing what the user meant could mean playing when they asked
 // it not to. `Config/config.json` in the repository documents every key with its default.
 import EarshotCore
-import FoundationEssentials
 import Glibc
+import SystemSupport
 
 /// Why the configuration file was refused. The message names the key and the file's path.
 public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -94,10 +94,10 @@ public enum ConfigurationFile {
     /// Reads the file named by `environment` and applies it onto the defaults. A missing file means the
     /// defaults; anything else wrong is an error.
     public static func load(
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessEnvironment.current
     ) throws(ConfigurationError) -> PlayerConfiguration {
         let path = path(environment: environment)
-        let data: Data
+        let data: [UInt8]
         do {
             data = try readFile(at: path)
         } catch {
@@ -109,22 +109,22 @@ public enum ConfigurationFile {
         return try parse(data, path: path)
     }
 
-    /// Decodes the file's `data` and applies it onto `base`; `path` only names the file in errors.
+    /// Reads the file's `data` and applies it onto `base`; `path` only names the file in errors.
     public static func parse(
-        _ data: Data, path: String, onto base: PlayerConfiguration = PlayerConfiguration()
+        _ data: some Collection<UInt8>, path: String, onto base: PlayerConfiguration = PlayerConfiguration()
     ) throws(ConfigurationError) -> PlayerConfiguration {
-        let contents: ConfigurationContents
+        let tree: Any
         do {
-            contents = try JSONDecoder().decode(ConfigurationContents.self, from: data)
-        } catch let problem as ConfigurationError.Problem {
-            throw ConfigurationError(problem, path: path)
-        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
-            throw ConfigurationError(.notAnObject, path: path)
+            tree = try JSONTree.parseValue(data)
         } catch {
-            // Foundation reports malformed JSON as `dataCorrupted` at the top level, with no useful detail.
             throw ConfigurationError(.invalidJSON, path: path)
         }
-        return contents.applied(onto: base)
+        guard let object = tree as? [String: Any] else { throw ConfigurationError(.notAnObject, path: path) }
+        do {
+            return try ConfigurationContents(object).applied(onto: base)
+        } catch {
+            throw ConfigurationError(error, path: path)
+        }
     }
 
     private enum ReadFailure: Error {
@@ -133,7 +133,7 @@ public enum ConfigurationFile {
     }
 
     /// The file's bytes. Read with POSIX calls so a missing file is told apart from an unreadable one.
-    private static func readFile(at path: String) throws(ReadFailure) -> Data {
+    private static func readFile(at path: String) throws(ReadFailure) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         if descriptor < 0 {
             if errno == ENOENT { throw .missing }
@@ -146,7 +146,7 @@ public enum ConfigurationFile {
         guard status.st_mode & S_IFMT == S_IFREG else { throw .failed(reason: "not a regular file") }
         // A configuration file is a few hundred bytes; a huge one is a mistake, not something to buffer.
         let limit = 1 << 20
-        var contents = Data()
+        var contents: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while contents.count <= limit {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
@@ -161,8 +161,8 @@ public enum ConfigurationFile {
     }
 }
 
-/// The file as decoded: every field optional, so that an absent key keeps its default.
-struct ConfigurationContents: Decodable {
+/// The file as read: every field optional, so that an absent key keeps its default.
+struct ConfigurationContents {
     /// `triggerRoles`: stream roles that interrupt Earshot.
     var triggerRoles: [String]?
     /// `interruptionScope`: "session" or "sameSink".
@@ -180,87 +180,78 @@ struct ConfigurationContents: Decodable {
     /// `sink`: a sink name; absent or null for the server's default.
     var sink: String?
 
-    /// Any key, so unknown ones can be found: the synthesized decoder would silently skip them.
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    /// Decodes the file, refusing unknown keys, wrong types and values out of range with a
-    /// `ConfigurationError.Problem` that names the key.
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: AnyKey.self)
+    /// Reads the file's top-level object, refusing unknown keys, wrong types and values out of range with a
+    /// `ConfigurationError.Problem` that names the key. Keys are checked in this order, so a file with several
+    /// mistakes is always refused for the same one.
+    init(_ object: [String: Any]) throws(ConfigurationError.Problem) {
         let allowed = Set(ConfigurationFile.knownKeys + [ConfigurationFile.commentKey])
-        let unknown = container.allKeys.map(\.stringValue).filter { !allowed.contains($0) }.sorted()
-        if !unknown.isEmpty { throw ConfigurationError.Problem.unknownKeys(unknown) }
+        let unknown = object.keys.filter { !allowed.contains($0) }.sorted()
+        if !unknown.isEmpty { throw .unknownKeys(unknown) }
 
-        _ = try Self.value(String.self, ConfigurationFile.commentKey, in: container, expected: "a string")
-        triggerRoles = try Self.value([String].self, "triggerRoles", in: container, expected: "an array of strings")
-        if let roles = triggerRoles, roles.contains(where: { $0.isEmpty }) {
-            throw ConfigurationError.Problem.outOfRange(key: "triggerRoles", allowed: "an array of non-empty strings")
+        _ = try Self.value(ConfigurationFile.commentKey, in: object, expected: "a string") { $0 as? String }
+        triggerRoles = try Self.value("triggerRoles", in: object, expected: "an array of strings") { value in
+            guard let elements = value as? [Any] else { return nil }
+            let strings = elements.compactMap { $0 as? String }
+            return strings.count == elements.count ? strings : nil
         }
-        if let scope = try Self.value(String.self, "interruptionScope", in: container, expected: "a string") {
+        if let roles = triggerRoles, roles.contains(where: { $0.isEmpty }) {
+            throw .outOfRange(key: "triggerRoles", allowed: "an array of non-empty strings")
+        }
+        if let scope = try Self.value("interruptionScope", in: object, expected: "a string", { $0 as? String }) {
             guard let known = InterruptionScope(rawValue: scope) else {
                 let scopes = InterruptionScope.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
-                throw ConfigurationError.Problem.outOfRange(key: "interruptionScope", allowed: scopes)
+                throw .outOfRange(key: "interruptionScope", allowed: scopes)
             }
             interruptionScope = known
         }
         resumeAfterInterruption = try Self.value(
-            Bool.self, "resumeAfterInterruption", in: container, expected: "a boolean (true or false)")
-        resumeWindowMinutes = try Self.value(Double.self, "resumeWindowMinutes", in: container, expected: "a number")
+            "resumeAfterInterruption", in: object, expected: "a boolean (true or false)") { $0 as? Bool }
+        // JSONTree reads an integral number as an Int; a number of minutes may be either.
+        resumeWindowMinutes = try Self.value("resumeWindowMinutes", in: object, expected: "a number") { value in
+            (value as? Int).map(Double.init) ?? (value as? Double)
+        }
         if let minutes = resumeWindowMinutes, !ConfigurationFile.resumeWindowMinutesRange.contains(minutes) {
             let range = ConfigurationFile.resumeWindowMinutesRange
-            throw ConfigurationError.Problem.outOfRange(
+            throw .outOfRange(
                 key: "resumeWindowMinutes", allowed: "a number of minutes from \(Int(range.lowerBound)) to "
                     + "\(Int(range.upperBound))")
         }
-        mediaRole = try Self.value(String.self, "mediaRole", in: container, expected: "a string")
+        mediaRole = try Self.value("mediaRole", in: object, expected: "a string") { $0 as? String }
         if mediaRole?.isEmpty == true {
-            throw ConfigurationError.Problem.outOfRange(key: "mediaRole", allowed: "a non-empty string")
+            throw .outOfRange(key: "mediaRole", allowed: "a non-empty string")
         }
         targetLatencyMilliseconds = try Self.value(
-            Int.self, "targetLatencyMilliseconds", in: container, expected: "an integer")
+            "targetLatencyMilliseconds", in: object, expected: "an integer") { $0 as? Int }
         if let latency = targetLatencyMilliseconds, !ConfigurationFile.targetLatencyRange.contains(latency) {
             let range = ConfigurationFile.targetLatencyRange
-            throw ConfigurationError.Problem.outOfRange(
+            throw .outOfRange(
                 key: "targetLatencyMilliseconds",
                 allowed: "an integer from \(range.lowerBound) to \(range.upperBound)")
         }
-        logLevel = try Self.value(String.self, "logLevel", in: container, expected: "a string")
+        logLevel = try Self.value("logLevel", in: object, expected: "a string") { $0 as? String }
         if let level = logLevel, !ConfigurationFile.logLevels.contains(level) {
             let levels = ConfigurationFile.logLevels.map { "\"\($0)\"" }.joined(separator: " or ")
-            throw ConfigurationError.Problem.outOfRange(key: "logLevel", allowed: levels)
+            throw .outOfRange(key: "logLevel", allowed: levels)
         }
-        sink = try Self.value(String.self, "sink", in: container, expected: "a string or null", nullAllowed: true)
+        sink = try Self.value("sink", in: object, expected: "a string or null", nullAllowed: true) { $0 as? String }
         if sink?.isEmpty == true {
-            throw ConfigurationError.Problem.outOfRange(
-                key: "sink", allowed: "a sink name, or null for the server's default sink")
+            throw .outOfRange(key: "sink", allowed: "a sink name, or null for the server's default sink")
         }
     }
 
-    /// The value under `key`, nil when absent (or null where allowed); any mismatch is a wrong type.
-    private static func value<T: Decodable>(
-        _ type: T.Type, _ key: String, in container: KeyedDecodingContainer<AnyKey>, expected: String,
-        nullAllowed: Bool = false
-    ) throws -> T? {
-        let codingKey = AnyKey(stringValue: key)
-        guard container.contains(codingKey) else { return nil }
-        do {
-            if try container.decodeNil(forKey: codingKey) {
-                if nullAllowed { return nil }
-                throw ConfigurationError.Problem.wrongType(key: key, expected: expected)
-            }
-            return try container.decode(T.self, forKey: codingKey)
-        } catch let problem as ConfigurationError.Problem {
-            throw problem
-        } catch {
-            // Any decoding failure here is about this key's value. Numbers that do not fit the type (50.5 or 1e30
-            // for an integer) arrive as Foundation's internal parser error rather than a DecodingError.
-            throw ConfigurationError.Problem.wrongType(key: key, expected: expected)
+    /// The value under `key` as `read` makes it, nil when absent (or null where allowed); a value `read` refuses
+    /// (nil) is a wrong type, as is null where it is not allowed.
+    private static func value<T>(
+        _ key: String, in object: [String: Any], expected: String, nullAllowed: Bool = false,
+        _ read: (Any) -> T?
+    ) throws(ConfigurationError.Problem) -> T? {
+        guard let value = object[key] else { return nil }
+        if value is JSONNull {
+            if nullAllowed { return nil }
+            throw .wrongType(key: key, expected: expected)
         }
+        guard let typed = read(value) else { throw .wrongType(key: key, expected: expected) }
+        return typed
     }
 
     /// `base` with every key the file sets replaced.
@@ -280,7 +271,7 @@ struct ConfigurationContents: Decodable {
     }
 }
 
-// Thrown from inside `ConfigurationContents.init(from:)`, which has no path; `parse` adds it.
+// Thrown from inside `ConfigurationContents.init`, which has no path; `parse` adds it.
 extension ConfigurationError.Problem: Error {}
 
 /// The XDG base directories Earshot uses.

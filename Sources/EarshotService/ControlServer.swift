@@ -1,13 +1,12 @@
 // The control socket: a Unix stream socket at $XDG_RUNTIME_DIR/earshot/control.sock (or $EARSHOT_SOCKET),
 // user-only, one thread per client (clients are few and short-lived), line-delimited JSON each way.
-import FoundationEssentials
 import Glibc
 import SystemSupport
 import Synchronization
 
 /// Where the control socket lives: `$EARSHOT_SOCKET`, else `$XDG_RUNTIME_DIR/earshot/control.sock`, else
 /// `/tmp/earshot-<uid>/control.sock`.
-public func controlSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+public func controlSocketPath(environment: [String: String] = ProcessEnvironment.current) -> String {
     if let path = environment["EARSHOT_SOCKET"], !path.isEmpty { return path }
     if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/earshot/control.sock" }
     return "/tmp/earshot-\(getuid())/control.sock"

@@ -7,7 +7,6 @@
 // picture is read from its file, hashed and written there, and only the cached file's path travels on. The bytes are
 // held only while one track's picture is being stored.
 import AudioPipeline
-import FoundationEssentials
 import Glibc
 import SystemSupport
 import TrackPaths
@@ -144,7 +143,7 @@ final class CoverArtCache: @unchecked Sendable {
     /// Removes the pictures used longest ago until the folder is within `capacityBytes`, never `kept` (the one just
     /// stored), and any leftover temporary file.
     private func trim(keeping kept: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        guard let names = DirectoryListing.names(in: directory) else { return }
         var files: [(name: String, size: Int, used: timespec)] = []
         var total = 0
         for name in names {

@@ -2,7 +2,6 @@
 // with `mpg123 -t`.
 import AudioPipeline
 import Dispatch
-import FoundationEssentials
 import Glibc
 import TrackPaths
 

@@ -1,6 +1,5 @@
 // The event log: one line per event with its kind, cause, the resulting playback state and the commands.
 // It records kinds and states only: never a path, a title or other user content, at any level.
-import FoundationEssentials
 import Glibc
 import Synchronization
 import SystemSupport

@@ -1,7 +1,7 @@
-// Untyped JSON for the control protocol (what Foundation's JSONSerialization was; FoundationEssentials has only the
-// Codable coders). A tree is `[String: Any]`, `[Any]`, `String`, `Bool`, `Int` (an integral number that fits),
-// `Double` (any other number) or `JSONNull`, read and written through JSONDecoder and JSONEncoder.
-import FoundationEssentials
+// Untyped JSON for the control protocol, the configuration file and the state file (what Foundation's
+// JSONSerialization was). A tree is `[String: Any]`, `[Any]`, `String`, `Bool`, `Int` (a number that is integral
+// and fits), `Double` (any other number) or `JSONNull`. Read and written here rather than through
+// FoundationEssentials' JSONDecoder and JSONEncoder, so the product does not link FoundationEssentials at all.
 
 /// JSON's `null` inside a tree (what NSNull was).
 public struct JSONNull: Sendable, Hashable {
@@ -14,93 +14,101 @@ public enum JSONTree {
     /// Why a tree could not be written: it held a value JSON has no form for.
     public struct UnsupportedValue: Error {}
 
+    /// Why bytes are not one JSON text (RFC 8259), and the byte offset where reading stopped.
+    public struct Malformed: Error {
+        /// The offset of the first byte that could not be read.
+        public let offset: Int
+    }
+
+    /// Why a JSON text's top level is not what the caller needs.
+    public struct NotAnObjectOrArray: Error {}
+
     /// The tree of one JSON text, whose top level must be an object or an array (as JSONSerialization required).
     public static func parse(_ bytes: some Collection<UInt8>) throws -> Any {
-        let value = try JSONDecoder().decode(Value.self, from: Data(bytes))
-        switch value {
-        case .object, .array: return value.tree
-        default: throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not an object or array"))
-        }
+        let tree = try parseValue(bytes)
+        guard tree is [String: Any] || tree is [Any] else { throw NotAnObjectOrArray() }
+        return tree
     }
 
-    /// The tree as JSON text on one line, object keys sorted.
+    /// The tree of one JSON text of any kind, a bare number or string included.
+    public static func parseValue(_ bytes: some Collection<UInt8>) throws(Malformed) -> Any {
+        var reader = Reader(bytes: Array(bytes))
+        reader.skipWhitespace()
+        let tree = try reader.value(depth: 0)
+        reader.skipWhitespace()
+        guard reader.offset == reader.bytes.count else { throw Malformed(offset: reader.offset) }
+        return tree
+    }
+
+    /// The tree as JSON text on one line, object keys sorted, `/` escaped: what JSONEncoder with `.sortedKeys`
+    /// wrote, so replies read the same as before.
     public static func text(_ tree: Any) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(try Value(tree)), as: UTF8.self)
+        var out: [UInt8] = []
+        try write(tree, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
-    private indirect enum Value: Codable {
-        case null
-        case bool(Bool)
-        case int(Int)
-        case double(Double)
-        case string(String)
-        case array([Value])
-        case object([String: Value])
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            // Tried in this order so that `true` stays a Bool and `3` an Int, never a Double.
-            if container.decodeNil() {
-                self = .null
-            } else if let value = try? container.decode(Bool.self) {
-                self = .bool(value)
-            } else if let value = try? container.decode(Int.self) {
-                self = .int(value)
-            } else if let value = try? container.decode(Double.self) {
-                self = .double(value)
-            } else if let value = try? container.decode(String.self) {
-                self = .string(value)
-            } else if let value = try? container.decode([Value].self) {
-                self = .array(value)
-            } else {
-                self = .object(try container.decode([String: Value].self))
+    /// Appends valid UTF-8 `bytes` as a JSON string: quote, backslash and control characters escaped (lowercase
+    /// hexadecimal, as JSONEncoder wrote them), and `/` too when `escapingSlashes`.
+    static func appendString(_ bytes: some Sequence<UInt8>, escapingSlashes: Bool, to out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), byte]
+            case UInt8(ascii: "/") where escapingSlashes: out += [UInt8(ascii: "\\"), byte]
+            case 0x0A: out += Array(#"\n"#.utf8)
+            case 0x0D: out += Array(#"\r"#.utf8)
+            case 0x09: out += Array(#"\t"#.utf8)
+            case 0x08: out += Array(#"\b"#.utf8)
+            case 0x0C: out += Array(#"\f"#.utf8)
+            case 0..<0x20: out += Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            default: out.append(byte)
             }
         }
+        out.append(UInt8(ascii: "\""))
+    }
 
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .null: try container.encodeNil()
-            case .bool(let value): try container.encode(value)
-            case .int(let value): try container.encode(value)
-            case .double(let value): try container.encode(value)
-            case .string(let value): try container.encode(value)
-            case .array(let value): try container.encode(value)
-            case .object(let value): try container.encode(value)
+    private static func write(_ tree: Any, to out: inout [UInt8]) throws {
+        switch tree {
+        case is JSONNull: out += "null".utf8
+        case let value as Bool: out += (value ? "true" : "false").utf8
+        case let value as Int: out += String(value).utf8
+        case let value as Int32: out += String(value).utf8
+        case let value as Int64: out += String(value).utf8
+        case let value as UInt32: out += String(value).utf8
+        case let value as Double:
+            guard value.isFinite else { throw UnsupportedValue() }
+            // JSONEncoder wrote an integral double without its ".0".
+            var text = value.description
+            if text.hasSuffix(".0") { text.removeLast(2) }
+            out += text.utf8
+        case let value as String: appendString(value.utf8, escapingSlashes: true, to: &out)
+        case let value as Substring: appendString(value.utf8, escapingSlashes: true, to: &out)
+        case let value as [String: Any]:
+            out.append(UInt8(ascii: "{"))
+            for (index, key) in value.keys.sorted(by: keyOrder).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                appendString(key.utf8, escapingSlashes: true, to: &out)
+                out.append(UInt8(ascii: ":"))
+                try write(value[key]!, to: &out)
             }
+            out.append(UInt8(ascii: "}"))
+        case let value as [Any]:
+            out.append(UInt8(ascii: "["))
+            for (index, element) in value.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                try write(element, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        default: throw UnsupportedValue()
         }
+    }
 
-        /// The value of a tree node.
-        init(_ tree: Any) throws {
-            switch tree {
-            case is JSONNull: self = .null
-            case let value as Bool: self = .bool(value)
-            case let value as Int: self = .int(value)
-            case let value as Int32: self = .int(Int(value))
-            case let value as Int64: self = .int(Int(value))
-            case let value as UInt32: self = .int(Int(value))
-            case let value as Double: self = .double(value)
-            case let value as String: self = .string(value)
-            case let value as Substring: self = .string(String(value))
-            case let value as [String: Any]: self = .object(try value.mapValues(Value.init))
-            case let value as [Any]: self = .array(try value.map(Value.init))
-            default: throw UnsupportedValue()
-            }
-        }
-
-        /// The tree node of a value.
-        var tree: Any {
-            switch self {
-            case .null: return JSONNull()
-            case .bool(let value): return value
-            case .int(let value): return value
-            case .double(let value): return value
-            case .string(let value): return value
-            case .array(let value): return value.map(\.tree)
-            case .object(let value): return value.mapValues(\.tree)
-            }
-        }
+    /// The order JSONEncoder's `.sortedKeys` used for our keys: ignoring case first, then by bytes.
+    private static func keyOrder(_ left: String, _ right: String) -> Bool {
+        let (lowerLeft, lowerRight) = (left.lowercased(), right.lowercased())
+        if lowerLeft != lowerRight { return lowerLeft.utf8.lexicographicallyPrecedes(lowerRight.utf8) }
+        return left.utf8.lexicographicallyPrecedes(right.utf8)
     }
 }

@@ -6,7 +6,6 @@
 // rules. It lives inside the player's actor and is used only there. Generations tag every notice a connection or
 // stream sends to the inbox, so a notice from one that was replaced since is told apart and dropped.
 import AudioPipeline
-import FoundationEssentials
 import PulseOutput
 import RealtimeScheduling
 

@@ -2,7 +2,6 @@
 // what the server and the decoder report (see Player.swift).
 import AudioPipeline
 import EarshotCore
-import FoundationEssentials
 import Glibc
 import SystemSupport
 import PulseOutput

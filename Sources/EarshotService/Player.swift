@@ -14,7 +14,6 @@
 import AudioPipeline
 import EarshotCore
 import EarshotMPRIS
-import FoundationEssentials
 import Glibc
 import SystemSupport
 import PulseOutput
@@ -112,7 +111,7 @@ actor Player {
         // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
         ring = FrameRing(minimumCapacity: 131_072)
         // The cover picture is stored on the decode thread, which may wait for the disk; the owner never does.
-        let artCache = CoverArtCache(environment: ProcessInfo.processInfo.environment)
+        let artCache = CoverArtCache(environment: ProcessEnvironment.current)
         worker = DecodeWorker(ring: ring) { notice in
             let settled = artCache.settle(notice)
             inbox.yield(.decode(settled.notice, cover: settled.cover))

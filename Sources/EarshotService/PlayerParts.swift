@@ -3,7 +3,6 @@
 import AudioPipeline
 import EarshotCore
 import EarshotMPRIS
-import FoundationEssentials
 import Glibc
 import PulseOutput
 import RealtimeScheduling

@@ -4,7 +4,6 @@
 import AudioPipeline
 import EarshotCore
 import EarshotMPRIS
-import FoundationEssentials
 import RealtimeScheduling
 import TrackPaths
 

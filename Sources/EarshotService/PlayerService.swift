@@ -2,7 +2,6 @@
 import AudioPipeline
 import Dispatch
 import EarshotMPRIS
-import FoundationEssentials
 import Glibc
 import SystemSupport
 import TrackPaths
@@ -17,7 +16,7 @@ public enum PlayerService {
     /// Runs the long-lived service (`earshot serve`): restores the saved queue paused, answers the control
     /// socket and MPRIS, and runs until SIGTERM/SIGINT or MPRIS Quit. Returns the exit code.
     public static func serve(configuration: PlayerConfiguration) -> Int32 {
-        run(mode: .service, configuration: configuration, store: StateStore(environment: ProcessInfo.processInfo.environment),
+        run(mode: .service, configuration: configuration, store: StateStore(environment: ProcessEnvironment.current),
             withMPRIS: true)
     }
 

@@ -6,7 +6,6 @@
 // FileManager would hand such a name back with U+FFFD in place of its bytes, naming another file.
 // Directories are read with opendir/readdir, and files are told apart with stat(2).
 import AudioPipeline
-import FoundationEssentials
 import Glibc
 import TrackPaths
 
@@ -148,7 +147,7 @@ public enum QueueInput {
             var entry = Array(line)
             if entry.starts(with: "file://".utf8) {
                 let uri = String(decoding: entry, as: UTF8.self)
-                guard let components = URLComponents(string: uri),
+                guard let components = URIParts(uri),
                       let decoded = TrackPath.percentDecodedBytes(components.percentEncodedPath) else {
                     expansion.problems.append("a file:// entry in \(shownName) is not a valid URI")
                     continue

@@ -1,6 +1,5 @@
 // Small hand-overs between the player's actor and the threads that talk to clients (control socket, D-Bus).
 import Dispatch
-import FoundationEssentials
 import Glibc
 import SystemSupport
 import Synchronization

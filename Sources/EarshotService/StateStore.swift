@@ -12,7 +12,6 @@
 //
 // A file that cannot be read or decoded is not fatal: it is moved aside as `state.json.corrupt-<UTC time>`
 // for the user to inspect, and the caller starts empty. The reason given never quotes the file's content.
-import FoundationEssentials
 import Glibc
 import SystemSupport
 import TrackPaths
@@ -61,7 +60,8 @@ extension PersistedState {
     /// The state as the file holds it: one line of compact JSON, keys sorted, slashes unescaped (a user inspecting
     /// the file should find it readable), ending in a newline. Written straight into bytes rather than through
     /// JSONEncoder, whose tree of every queued path would cost megabytes of a 10 000-track queue on each save.
-    /// JSONDecoder reads it back (TrackPath's lossless form: a string, or `{"base64": ...}` for other bytes).
+    /// PersistedStateReading.swift reads it back (TrackPath's lossless form: a string, or `{"base64": ...}` for other
+    /// bytes).
     func jsonLine() -> [UInt8] {
         var out: [UInt8] = []
         // The queue's bytes read in place (TrackList.pathBytes), so a save makes no TrackPath per track.
@@ -71,10 +71,10 @@ extension PersistedState {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             let bytes = queue.pathBytes(at: index)
             if Self.isValidUTF8(bytes) {
-                Self.appendJSONString(bytes, to: &out)
+                JSONTree.appendString(bytes, escapingSlashes: false, to: &out)
             } else {
                 out += #"{"base64":""#.utf8
-                out += Data(bytes).base64EncodedString().utf8
+                out += Base64.encode(bytes).utf8
                 out += #""}"#.utf8
             }
         }
@@ -94,25 +94,6 @@ extension PersistedState {
             case .emptyInput: return true
             }
         }
-    }
-
-    /// Appends valid UTF-8 `bytes` as a JSON string: quote, backslash and control characters escaped.
-    private static func appendJSONString(_ bytes: ArraySlice<UInt8>, to out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
-        out.append(UInt8(ascii: "\""))
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), byte]
-            case 0x0A: out += Array(#"\n"#.utf8)
-            case 0x0D: out += Array(#"\r"#.utf8)
-            case 0x09: out += Array(#"\t"#.utf8)
-            case 0x08: out += Array(#"\b"#.utf8)
-            case 0x0C: out += Array(#"\f"#.utf8)
-            case 0..<0x20: out += Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 }
 
@@ -176,7 +157,7 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// The store in `$XDG_STATE_HOME/earshot`, or `~/.local/state/earshot` (the XDG default).
-    public convenience init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public convenience init(environment: [String: String] = ProcessEnvironment.current) {
         self.init(directory: XDGDirectory.stateHome(environment: environment) + "/earshot")
     }
 
@@ -206,7 +187,7 @@ public final class StateStore: @unchecked Sendable {
 
     private enum ReadOutcome {
         case missing
-        case bytes(Data)
+        case bytes([UInt8])
         case unreadable(String)
     }
 
@@ -222,7 +203,7 @@ public final class StateStore: @unchecked Sendable {
             return .unreadable("cannot stat: \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFREG else { return .unreadable("not a regular file") }
-        var contents = Data()
+        var contents: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
@@ -242,30 +223,16 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// The state in `data`, or a reason that names at most a field, never a value.
-    private func decode(_ data: Data) -> DecodeOutcome {
+    private func decode(_ data: [UInt8]) -> DecodeOutcome {
         if data.isEmpty { return .unusable("empty file") }
         let state: PersistedState
         do {
-            state = try JSONDecoder().decode(PersistedState.self, from: data)
-        } catch DecodingError.keyNotFound(let key, _) {
-            return .unusable("missing field \"\(key.stringValue)\"")
-        } catch DecodingError.typeMismatch(_, let context) {
-            return .unusable("wrong type for \(Self.fieldName(context.codingPath))")
-        } catch DecodingError.valueNotFound(_, let context) {
-            return .unusable("null for \(Self.fieldName(context.codingPath))")
-        } catch DecodingError.dataCorrupted(let context) where !context.codingPath.isEmpty {
-            return .unusable("invalid value for \(Self.fieldName(context.codingPath))")
+            state = try PersistedState(fileBytes: data)
         } catch {
-            return .unusable("not valid JSON")
+            return .unusable(error.reason)
         }
         if let problem = state.inconsistency { return .unusable(problem) }
         return .usable(state)
-    }
-
-    /// The top-level field a coding path is under (our own key names, never data).
-    private static func fieldName(_ path: [any CodingKey]) -> String {
-        guard let first = path.first, first.intValue == nil else { return "the top level" }
-        return "field \"\(first.stringValue)\""
     }
 
     /// Renames the state file to `state.json.corrupt-<UTC time>` (with a counter if that exists); returns the
@@ -302,7 +269,7 @@ public final class StateStore: @unchecked Sendable {
     }
 
     private func removeLeftoverTemporaryFiles() {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        guard let names = DirectoryListing.names(in: directory) else { return }
         for name in names where name.hasPrefix(Self.temporaryPrefix) {
             unlink(directory + "/" + name)
         }
@@ -313,7 +280,7 @@ public final class StateStore: @unchecked Sendable {
     /// Writes `state` atomically (temporary file, fsync, rename, fsync of the directory). Blocks for the
     /// duration of the disk flushes: typically milliseconds, longer on a busy disk.
     public func save(_ state: PersistedState) throws(StateStoreError) {
-        let data = Data(state.jsonLine())
+        let data = state.jsonLine()
         lock.lock()
         defer { lock.unlock() }
         try createDirectory()
@@ -338,7 +305,7 @@ public final class StateStore: @unchecked Sendable {
         syncDirectory()
     }
 
-    private func writeAll(_ data: Data, to descriptor: Int32, path: String) throws(StateStoreError) {
+    private func writeAll(_ data: [UInt8], to descriptor: Int32, path: String) throws(StateStoreError) {
         var offset = 0
         while offset < data.count {
             let count = data.withUnsafeBytes { buffer in

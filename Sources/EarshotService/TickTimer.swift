@@ -3,7 +3,6 @@
 // the heard position, the track boundaries and drains it predicts, the stall watchdog, the save and the progress
 // line). The reconnection's timer puts `.reconnectDue` there while the server is away, once per connection attempt.
 // A paused, stopped or idle player that is connected arms nothing, so it wakes for nothing.
-import FoundationEssentials
 import Glibc
 
 /// A one-shot timer owned by the player's actor (not `Sendable`): `arm` it for a delay, and it calls `fire` once

@@ -32,7 +32,6 @@
 
 import CPulse
 import CThreadShim
-import FoundationEssentials
 import Glibc
 import SystemSupport
 

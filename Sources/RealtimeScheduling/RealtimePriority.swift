@@ -24,7 +24,6 @@
 // Every grant is checked afterwards with sched_getscheduler: status reports what is in effect, not what was asked.
 import CSystemd
 import CThreadShim
-import FoundationEssentials
 import Glibc
 
 /// The scheduling the thread that feeds the sound server runs with, as `earshot status` shows it ("realtime: ...").

@@ -10,7 +10,6 @@
 // - `displayText`, for people: valid UTF-8 as it is, every other byte as `\xHH`, control characters as
 //   `\xHH` and a backslash as `\\`. It is always valid UTF-8 and one line, and different paths show
 //   differently, but it is not read back.
-import FoundationEssentials
 import Glibc
 
 /// A file path as raw bytes (no NUL), which may or may not be valid UTF-8.
@@ -100,7 +99,7 @@ extension TrackPath: Codable {
     /// else `{"base64": "..."}`.
     public var jsonValue: Any {
         if let string { return string }
-        return [Self.base64Key: Data(bytes).base64EncodedString()]
+        return [Self.base64Key: Base64.encode(bytes)]
     }
 
     /// The path a JSON value (as JSONTree or JSONSerialization reads it) holds in either form; nil for anything
@@ -110,8 +109,8 @@ extension TrackPath: Codable {
             guard !text.isEmpty, !text.utf8.contains(0) else { return nil }
             self.init(text)
         } else if let object = jsonValue as? [String: Any], object.count == 1,
-                  let encoded = object[Self.base64Key] as? String, let data = Data(base64Encoded: encoded) {
-            self.init(bytes: data)
+                  let encoded = object[Self.base64Key] as? String, let decoded = Base64.decode(encoded.utf8) {
+            self.init(bytes: decoded)
         } else {
             return nil
         }
@@ -129,10 +128,10 @@ extension TrackPath: Codable {
             bytes = Array(text.utf8)
         } else {
             let encoded = try container.decode(EncodedBytes.self)
-            guard let data = Data(base64Encoded: encoded.base64) else {
+            guard let decoded = Base64.decode(encoded.base64.utf8) else {
                 throw DecodingError.dataCorruptedError(in: container, debugDescription: "invalid base64 path")
             }
-            bytes = Array(data)
+            bytes = decoded
         }
         guard let path = TrackPath(bytes: bytes) else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "empty path or a NUL in it")
@@ -146,7 +145,7 @@ extension TrackPath: Codable {
         if let string {
             try container.encode(string)
         } else {
-            try container.encode(EncodedBytes(base64: Data(bytes).base64EncodedString()))
+            try container.encode(EncodedBytes(base64: Base64.encode(bytes)))
         }
     }
 }

@@ -1,6 +1,5 @@
 // The `earshot` executable: argument handling and wiring only. Everything it does is in EarshotService.
 import EarshotService
-import FoundationEssentials
 import Glibc
 import SystemSupport
 import TrackPaths
@@ -127,7 +126,7 @@ func parsePlay(_ arguments: ArraySlice<Argument>, verb: Verb) -> (PlayerConfigur
     }
     if !triggerRoles.isEmpty { configuration.triggerRoles = Set(triggerRoles) }
     configuration.showsProgress = isatty(STDOUT_FILENO) == 1
-    configuration.debugLogging = ProcessInfo.processInfo.environment["EARSHOT_LOG"] == "debug"
+    configuration.debugLogging = ProcessEnvironment.value(named: "EARSHOT_LOG") == "debug"
     return (configuration, files)
 }
 
@@ -198,7 +197,7 @@ case "serve":
     expectNoArguments(verb, arguments)
     var configuration = loadConfiguration()
     configuration.debugLogging = configuration.debugLogging
-        || ProcessInfo.processInfo.environment["EARSHOT_LOG"] == "debug"
+        || ProcessEnvironment.value(named: "EARSHOT_LOG") == "debug"
     exit(PlayerService.serve(configuration: configuration))
 case "play":
     if arguments.isEmpty { control(.play) }

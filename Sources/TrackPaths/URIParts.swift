@@ -1,0 +1,70 @@
+// Splitting a URI into the parts Earshot reads, for MPRIS OpenUri and `file://` entries in playlists.
+
+/// The parts of a URI (RFC 3986) that OpenUri and playlists need: scheme, host and the still percent-encoded path. What
+/// URLComponents did, without FoundationEssentials: a text holding a character no URI may contain (a space, a
+/// non-ASCII byte, a stray `%`) is not a URI at all.
+public struct URIParts {
+    /// The scheme, as written; nil when the text has none (a relative reference).
+    public var scheme: String?
+    /// The authority's host, without user information or port; nil when there is no authority (`//`).
+    public var host: String?
+    /// The path, percent-escapes left in place.
+    public var percentEncodedPath: String
+
+    /// Every character a URI may hold unescaped: unreserved, general and sub-delimiters.
+    private static let allowed = Set(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=".utf8)
+
+    public init?(_ text: String) {
+        let bytes = Array(text.utf8)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, Self.isHexDigit(bytes[index + 1]), Self.isHexDigit(bytes[index + 2])
+                else { return nil }
+                index += 3
+            } else {
+                guard Self.allowed.contains(bytes[index]) else { return nil }
+                index += 1
+            }
+        }
+        var rest = bytes[...]
+        // A scheme is a letter then letters, digits, `+`, `-` or `.`, ended by the first `:`, before any `/?#`.
+        if let colon = rest.firstIndex(of: UInt8(ascii: ":")),
+           let first = rest.first, Self.isLetter(first),
+           rest[..<colon].allSatisfy({ Self.isLetter($0) || Self.isDigit($0) || "+-.".utf8.contains($0) }) {
+            scheme = String(decoding: rest[..<colon], as: UTF8.self)
+            rest = rest[(colon + 1)...]
+        }
+        // The query and fragment end the path; neither user reads them.
+        if let end = rest.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            rest = rest[..<end]
+        }
+        if rest.starts(with: "//".utf8) {
+            rest = rest.dropFirst(2)
+            let authorityEnd = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+            var authority = rest[..<authorityEnd]
+            if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
+            // A port follows the last `:`, unless that colon is inside an IPv6 literal's brackets.
+            if let colon = authority.lastIndex(of: UInt8(ascii: ":")),
+               !authority[colon...].contains(UInt8(ascii: "]")) {
+                authority = authority[..<colon]
+            }
+            host = String(decoding: authority, as: UTF8.self)
+            rest = rest[authorityEnd...]
+        }
+        percentEncodedPath = String(decoding: rest, as: UTF8.self)
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        isDigit(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+    }
+}
