@@ -1,6 +1,7 @@
-// The reading half of JSONTree: strict RFC 8259, as JSONDecoder was (no comments, no trailing commas, no
-// unescaped control characters, valid UTF-8 only), with a nesting limit so that a hostile control client's
-// `[[[[...` cannot overflow the stack.
+// The reading half of JSONTree: RFC 8259, with JSONDecoder's two leniencies kept so that what it read still reads
+// (one trailing comma in an array or object, a UTF-8 byte-order mark first); no comments, no unescaped control
+// characters, valid UTF-8 only, and a nesting limit so that a hostile control client's `[[[[...` cannot overflow
+// the stack.
 
 extension JSONTree {
     /// A cursor over one JSON text.
@@ -13,6 +14,7 @@ extension JSONTree {
 
         init(bytes: [UInt8]) {
             self.bytes = bytes
+            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { offset = 3 }
         }
 
         mutating func skipWhitespace() {
@@ -69,6 +71,11 @@ extension JSONTree {
                     return members
                 }
                 try expect(UInt8(ascii: ","))
+                skipWhitespace()
+                if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") {
+                    offset += 1
+                    return members
+                }
             }
         }
 
@@ -91,6 +98,11 @@ extension JSONTree {
                     return elements
                 }
                 try expect(UInt8(ascii: ","))
+                skipWhitespace()
+                if offset < bytes.count, bytes[offset] == UInt8(ascii: "]") {
+                    offset += 1
+                    return elements
+                }
             }
         }
 

@@ -105,10 +105,8 @@ public enum JSONTree {
         }
     }
 
-    /// The order JSONEncoder's `.sortedKeys` used for our keys: ignoring case first, then by bytes.
+    /// The order JSONEncoder's `.sortedKeys` used: by the keys' UTF-8 bytes (so `Zed` before `apple`).
     private static func keyOrder(_ left: String, _ right: String) -> Bool {
-        let (lowerLeft, lowerRight) = (left.lowercased(), right.lowercased())
-        if lowerLeft != lowerRight { return lowerLeft.utf8.lexicographicallyPrecedes(lowerRight.utf8) }
-        return left.utf8.lexicographicallyPrecedes(right.utf8)
+        left.utf8.lexicographicallyPrecedes(right.utf8)
     }
 }

@@ -66,7 +66,9 @@ extension PersistedState {
             } else {
                 throw Unreadable(reason: "wrong type for field \"queue\"")
             }
-            guard let path = TrackPath(bytes: bytes) else { throw Unreadable(reason: "invalid value for field \"queue\"") }
+            guard let path = TrackPath(bytes: bytes) else {
+                throw Unreadable(reason: "invalid value for field \"queue\"")
+            }
             list.append(path)
         }
         return list

@@ -1,8 +1,9 @@
 // Splitting a URI into the parts Earshot reads, for MPRIS OpenUri and `file://` entries in playlists.
 
 /// The parts of a URI (RFC 3986) that OpenUri and playlists need: scheme, host and the still percent-encoded path. What
-/// URLComponents did, without FoundationEssentials: a text holding a character no URI may contain (a space, a
-/// non-ASCII byte, a stray `%`) is not a URI at all.
+/// URLComponents gave, without FoundationEssentials, and as leniently: a character a URI should have escaped (a space,
+/// a non-ASCII letter) stays in the path as its own bytes, which is what URLComponents' escaping and
+/// `TrackPath.percentDecodedBytes` made of it.
 public struct URIParts {
     /// The scheme, as written; nil when the text has none (a relative reference).
     public var scheme: String?
@@ -11,23 +12,8 @@ public struct URIParts {
     /// The path, percent-escapes left in place.
     public var percentEncodedPath: String
 
-    /// Every character a URI may hold unescaped: unreserved, general and sub-delimiters.
-    private static let allowed = Set(
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=".utf8)
-
     public init?(_ text: String) {
         let bytes = Array(text.utf8)
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, Self.isHexDigit(bytes[index + 1]), Self.isHexDigit(bytes[index + 2])
-                else { return nil }
-                index += 3
-            } else {
-                guard Self.allowed.contains(bytes[index]) else { return nil }
-                index += 1
-            }
-        }
         var rest = bytes[...]
         // A scheme is a letter then letters, digits, `+`, `-` or `.`, ended by the first `:`, before any `/?#`.
         if let colon = rest.firstIndex(of: UInt8(ascii: ":")),
@@ -35,6 +21,10 @@ public struct URIParts {
            rest[..<colon].allSatisfy({ Self.isLetter($0) || Self.isDigit($0) || "+-.".utf8.contains($0) }) {
             scheme = String(decoding: rest[..<colon], as: UTF8.self)
             rest = rest[(colon + 1)...]
+        } else if let colon = rest.firstIndex(of: UInt8(ascii: ":")),
+                  !rest[..<colon].contains(where: { "/?#".utf8.contains($0) }) {
+            // Without a scheme, a colon in the first segment makes the text no URI at all (RFC 3986, 4.2).
+            return nil
         }
         // The query and fragment end the path; neither user reads them.
         if let end = rest.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
@@ -53,7 +43,20 @@ public struct URIParts {
             host = String(decoding: authority, as: UTF8.self)
             rest = rest[authorityEnd...]
         }
-        percentEncodedPath = String(decoding: rest, as: UTF8.self)
+        // A `%` that starts no escape stands for itself, as URLComponents made it (`%25`).
+        var path: [UInt8] = []
+        var index = rest.startIndex
+        while index < rest.endIndex {
+            let isEscape = index + 2 < rest.endIndex && Self.isHexDigit(rest[index + 1])
+                && Self.isHexDigit(rest[index + 2])
+            if rest[index] == UInt8(ascii: "%") && !isEscape {
+                path += "%25".utf8
+            } else {
+                path.append(rest[index])
+            }
+            index += 1
+        }
+        percentEncodedPath = String(decoding: path, as: UTF8.self)
     }
 
     private static func isLetter(_ byte: UInt8) -> Bool {
@@ -67,4 +70,5 @@ public struct URIParts {
     private static func isHexDigit(_ byte: UInt8) -> Bool {
         isDigit(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
     }
+
 }

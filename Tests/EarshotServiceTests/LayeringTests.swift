@@ -64,4 +64,25 @@ struct LayeringTests {
             #expect(offending.isEmpty, "\(name) imports \(offending.joined(separator: ", "))")
         }
     }
+
+    /// The targets linked into `earshot` (Package.swift), whose sources must not import Foundation in any form.
+    static let productTargets = [
+        "EarshotCore", "TrackPaths", "SystemSupport", "AudioPipeline", "PulseOutput", "EarshotMPRIS",
+        "RealtimeScheduling", "EarshotService", "earshot",
+    ]
+
+    @Test("no target of the earshot product imports Foundation or FoundationEssentials (issue 14)")
+    func productImportsNoFoundation() throws {
+        let foundations: Set<String> = ["Foundation", "FoundationEssentials", "FoundationInternationalization"]
+        for target in Self.productTargets {
+            let folder = Self.sources.appendingPathComponent(target, isDirectory: true)
+            let names = try Self.swiftFiles(of: target)
+            #expect(!names.isEmpty, "Sources/\(target) holds no Swift file")
+            for name in names {
+                let text = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+                let offending = Self.importedModules(text).filter(foundations.contains)
+                #expect(offending.isEmpty, "\(target)/\(name) imports \(offending.joined(separator: ", "))")
+            }
+        }
+    }
 }

@@ -1,6 +1,7 @@
-// Issue 14: the product imports FoundationEssentials, never Foundation, so it neither links nor maps ICU (which
-// Foundation's internationalization brings: tens of megabytes of data and several of resident memory). These fail
-// when any product target imports Foundation again. scripts/package checks its static build the same way.
+// Issue 14: the product imports neither Foundation nor FoundationEssentials, so it neither links nor maps ICU (which
+// Foundation's internationalization brings: tens of megabytes of data and several of resident memory) nor carries
+// FoundationEssentials (over 1 MiB resident in an idle service, for the little of it the product used). These fail
+// when any product target imports either again. scripts/package checks its static build the same way.
 
 import EarshotTestSupport
 import Foundation
@@ -29,6 +30,22 @@ struct LeanBinaryTests {
         // ICU's data archive is named icudtNN (icudt76_dat in the toolchain's static library).
         let contents = try Data(contentsOf: URL(fileURLWithPath: binary))
         #expect(contents.range(of: Data("icudt".utf8)) == nil, "\(binary) holds ICU's data")
+    }
+
+    /// The binary the tests run holds no code of FoundationEssentials or _FoundationCollections, linked in or loaded.
+    @Test("the earshot binary holds and links no FoundationEssentials")
+    func binaryCarriesNoFoundationEssentials() throws {
+        let binary = try TestEnvironment.earshotBinary.path
+        let libraries = try ProcessRunner.runChecked("ldd", [binary]).standardOutput
+        #expect(libraries.contains("libpulse.so"), "ldd \(binary): \(libraries)")
+        #expect(!libraries.lowercased().contains("libfoundation"), "ldd \(binary): \(libraries)")
+        // Swift's mangled names carry the module: `$s20FoundationEssentials...` and `$s22_FoundationCollections...`.
+        let symbols = try ProcessRunner.runChecked("nm", [binary]).standardOutput
+        // Not vacuous: nm read the symbols, the service's own included.
+        #expect(symbols.contains("$s14EarshotService"), "nm \(binary) lists no EarshotService symbol")
+        let markers = ["$s20FoundationEssentials", "$s22_FoundationCollections"]
+        let found = markers.filter { symbols.contains($0) }
+        #expect(found.isEmpty, "\(binary) holds symbols of \(found.joined(separator: ", "))")
     }
 
     /// A running service: nothing loaded later (dlopen) brings ICU in either.
