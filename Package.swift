@@ -38,8 +38,9 @@ let package = Package(
         // File paths as the kernel sees them (bytes, not necessarily UTF-8), for every layer above the core.
         .target(name: "TrackPaths"),
 
-        // What FoundationEssentials lacks and the product needs (a lock, named threads, unbuffered standard streams,
-        // path splitting), over Glibc: the product never imports Foundation, which loads ICU.
+        // What the product once took from Foundation (a lock, named threads, unbuffered standard streams, path
+        // splitting, the environment, directory listings), over Glibc: the product imports neither Foundation, which
+        // loads ICU, nor FoundationEssentials, which cost over 1 MiB resident in an idle service.
         .target(name: "SystemSupport", dependencies: ["CThreadShim"]),
 
         // Decoding (libmpg123 for MP3, libsndfile for FLAC, Vorbis and Opus) and the lock-free ring buffer the
@@ -76,7 +77,7 @@ let package = Package(
         ),
 
         // The demo's picture (scripts/run --tour): records sink monitors with their timing and draws the
-        // timeline SVG. FoundationEssentials only, like the player.
+        // timeline SVG. FoundationEssentials only (not linked into `earshot`, so it may keep it).
         .target(name: "TourTimeline", dependencies: ["SystemSupport"]),
         .executableTarget(name: "earshot-timeline", dependencies: ["TourTimeline", "SystemSupport"]),
 
