@@ -110,7 +110,10 @@ final class CoverArtCache: @unchecked Sendable {
 
     /// Writes `bytes` to a temporary file and renames it to `path`; the failed step and its reason, or nil.
     private func write(_ bytes: [UInt8], to path: String) -> String? {
-        if let failure = Self.createDirectory(directory) { return "create directory: \(failure)" }
+        // The reason only, never the path: it reaches the default-level log.
+        if let failure = PrivateDirectory.create(directory) {
+            return "create directory: " + String(cString: strerror(failure.code))
+        }
         let temporary = directory + "/" + Self.temporaryPrefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return "create: " + String(cString: strerror(errno)) }
@@ -161,21 +164,5 @@ final class CoverArtCache: @unchecked Sendable {
         for file in files where total > capacityBytes {
             if unlink(directory + "/" + file.name) == 0 { total -= file.size }
         }
-    }
-}
-
-extension CoverArtCache {
-    /// Creates `directory` and its parents, the last made (or made again) mode 0700; on failure the system's reason
-    /// (without the path: it reaches the default-level log).
-    static func createDirectory(_ directory: String) -> String? {
-        var path = ""
-        for component in directory.split(separator: "/") {
-            path += "/" + component
-            if mkdir(path, 0o700) != 0 && errno != EEXIST { return String(cString: strerror(errno)) }
-        }
-        var status = stat()
-        guard stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return "not a directory" }
-        if status.st_mode & 0o777 != 0o700 && status.st_uid == getuid() { chmod(directory, 0o700) }
-        return nil
     }
 }

@@ -321,22 +321,9 @@ public final class StateStore: @unchecked Sendable {
 
     /// Creates the directory and its parents; the earshot directory itself is made (or made again) 0700.
     private func createDirectory() throws(StateStoreError) {
-        var path = ""
-        for component in directory.split(separator: "/") {
-            path += "/" + component
-            if mkdir(path, 0o700) != 0 && errno != EEXIST {
-                throw StateStoreError(operation: "create directory", path: path, code: errno)
-            }
+        if let failure = PrivateDirectory.create(directory) {
+            throw StateStoreError(operation: "create directory", path: failure.path, code: failure.code)
         }
-        var status = stat()
-        guard stat(directory, &status) == 0 else {
-            throw StateStoreError(operation: "create directory", path: directory, code: errno)
-        }
-        guard status.st_mode & S_IFMT == S_IFDIR else {
-            throw StateStoreError(operation: "create directory", path: directory, code: ENOTDIR)
-        }
-        // An existing directory may have been created with the umask's wider mode by something else.
-        if status.st_mode & 0o777 != 0o700 && status.st_uid == getuid() { chmod(directory, 0o700) }
     }
 
     /// Flushes the directory entry changes (rename, unlink) to disk. Best effort: a failure here cannot undo

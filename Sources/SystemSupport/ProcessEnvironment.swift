@@ -1,4 +1,4 @@
-// The environment and directory listings over Glibc: what ProcessInfo and FileManager gave the product before it
+// The environment, directory listings and private directories over Glibc: what ProcessInfo and FileManager gave the product before it
 // dropped FoundationEssentials (whose pages cost more resident memory in an idle service than everything here).
 import Glibc
 
@@ -40,5 +40,24 @@ public enum DirectoryListing {
             if name != "." && name != ".." { names.append(name) }
         }
         return names
+    }
+}
+
+/// Private directories, made as the service's state and cache folders need them.
+public enum PrivateDirectory {
+    /// Creates `path` and its missing parents, each new one mode 0700, and makes `path` itself 0700 when it exists
+    /// with a wider mode (made by something else under the umask) and is ours. Returns nil, or the path that failed
+    /// and the errno (ENOTDIR when `path` is not a directory): callers decide whether the path may be shown.
+    public static func create(_ path: String) -> (path: String, code: Int32)? {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { return (prefix, errno) }
+        }
+        var status = stat()
+        guard stat(path, &status) == 0 else { return (path, errno) }
+        guard status.st_mode & S_IFMT == S_IFDIR else { return (path, ENOTDIR) }
+        if status.st_mode & 0o777 != 0o700 && status.st_uid == getuid() { chmod(path, 0o700) }
+        return nil
     }
 }
