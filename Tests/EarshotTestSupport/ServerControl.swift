@@ -29,8 +29,9 @@ public struct SinkInput: Sendable, Equatable {
     public let corked: Bool
     /// Whether the server has muted it (module-role-cork mutes the streams it corks).
     public let muted: Bool
-    /// The stream volume in percent, averaged over channels.
-    public let volumePercent: Int
+    /// The stream volume in percent, averaged over channels; `nil` while the server reports no channel volumes
+    /// (pipewire-pulse lists a new stream before it knows them).
+    public let volumePercent: Int?
     /// All stream properties, such as `media.role` and `application.name`.
     public let properties: [String: String]
 
@@ -209,14 +210,14 @@ public enum ServerControl {
         }
     }
 
-    /// The mean of the channels' `value_percent` in pactl's JSON volume object, or 0 if unreadable.
-    private static func volumePercent(_ value: Any?) -> Int {
-        guard let channels = value as? [String: Any] else { return 0 }
+    /// The mean of the channels' `value_percent` in pactl's JSON volume object, or `nil` if it has none.
+    private static func volumePercent(_ value: Any?) -> Int? {
+        guard let channels = value as? [String: Any] else { return nil }
         let percents = channels.values.compactMap { channel -> Int? in
             guard let text = (channel as? [String: Any])?["value_percent"] as? String else { return nil }
             return Int(text.trimmingCharacters(in: CharacterSet(charactersIn: "% ")))
         }
-        return percents.isEmpty ? 0 : percents.reduce(0, +) / percents.count
+        return percents.isEmpty ? nil : percents.reduce(0, +) / percents.count
     }
 }
 

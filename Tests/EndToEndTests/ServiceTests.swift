@@ -489,7 +489,7 @@ enum PlayerctlSession {
             try harness.playerctlEarshot(["volume", "0.5"])
             let streamVolumes = {
                 try ServerControl.sinkInputs(ofProcess: service.processIdentifier)
-                    .filter { $0.applicationName == "Earshot" }.map(\.volumePercent)
+                    .filter { $0.applicationName == "Earshot" }.compactMap(\.volumePercent)
             }
             seen.streamVolumePercents = try await harness.settle([50], streamVolumes)
             seen.statusVolume = try harness.status().volume
