@@ -61,6 +61,22 @@ public enum TestEnvironment {
         return kind
     }
 
+    /// How exactly the server can say where a stopped stream stopped, in seconds: PipeWire corks, moves and drops a
+    /// stream at the edge of a graph period, and what it has played of a stream stopped mid-period is known only to
+    /// that period. The private PipeWires run with periods of at least `SOUNDSERVER_PERIOD_FRAMES` (1024, exported
+    /// by scripts/lib/soundserver.sh) at 48 kHz; PulseAudio stops a stream where it is (0).
+    ///
+    /// A position kept or resumed after a pause, an unplug or a dead server may be off from what was last heard by
+    /// this much more on PipeWire (seen with 1024-frame periods: from -21.6 to +21.4 ms after a call, where 512-frame
+    /// periods gave 0 to 11 ms).
+    public static func serverPeriodSeconds() throws -> Double {
+        guard try soundServerKind() == .pipeWire else { return 0 }
+        guard let text = ProcessInfo.processInfo.environment["SOUNDSERVER_PERIOD_FRAMES"], let frames = Int(text),
+              frames > 0
+        else { throw ToolkitError("SOUNDSERVER_PERIOD_FRAMES is not set: run scripts/test") }
+        return Double(frames) / 48_000
+    }
+
     /// Runs `body` with a fresh empty folder that is removed afterwards, also when `body` throws.
     public static func withScratchDirectory<Result>(_ body: (URL) async throws -> Result) async throws -> Result {
         let url = processTemporaryDirectory.appendingPathComponent("scratch-\(UUID().uuidString)", isDirectory: true)

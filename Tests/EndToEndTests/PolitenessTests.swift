@@ -124,10 +124,11 @@ struct PolitenessTests {
     private func expectContinues(
         _ before: HeardStretch, _ after: HeardStretch, _ label: String,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) {
+    ) throws {
         let error = after.positionAtStart - before.positionAtEnd
         report("\(label): position error at resume", error * 1000)
-        #expect(abs(error) <= 0.020,
+        // RULES.md's 20 ms, plus the period to which PipeWire knows where a corked stream stopped.
+        #expect(abs(error) <= 0.020 + (try TestEnvironment.serverPeriodSeconds()),
                 "the track continued \(error * 1000) ms from where it stopped: \(before) -> \(after)",
                 sourceLocation: sourceLocation)
     }
@@ -214,8 +215,9 @@ struct PolitenessTests {
             // The position kept is the last one heard, and the track goes on from there: nothing lost or repeated.
             let kept = Double(positions.last ?? 0) / 1000 - before.positionAtEnd
             report("\(label): kept position minus last heard", kept * 1000)
-            #expect(abs(kept) <= 0.020, "kept \(positions.last ?? 0) ms; the headphones last played \(before)")
-            expectContinues(before, after, label)
+            #expect(abs(kept) <= 0.020 + (try TestEnvironment.serverPeriodSeconds()),
+                    "kept \(positions.last ?? 0) ms; the headphones last played \(before)")
+            try expectContinues(before, after, label)
             #expect(recordings[1].audibleMilliseconds == 0, "speakers played \(recordings[1].audibleMilliseconds) ms")
             player.expectPrivateLog(hiding: secrets(scratch))
         }
@@ -334,7 +336,7 @@ struct PolitenessTests {
             #expect(after.start - callHeard.upperBound <= 1.0, "music \(after) long after the call \(callHeard)")
             report("resume during call: music back after the call's last sound",
                    (after.start - callHeard.upperBound) * 1000)
-            expectContinues(before, after, "resume during call")
+            try expectContinues(before, after, "resume during call")
             #expect(recordings[1].audibleMilliseconds == 0)
             player.expectPrivateLog(hiding: secrets(scratch))
         }
@@ -375,7 +377,7 @@ struct PolitenessTests {
             #expect(silent == 0, "\(silent) ms of music during the calls; \(all)")
             #expect(after.start >= callsHeard.upperBound - 0.010, "music \(after) before the second call ended")
             #expect(after.start - callsHeard.upperBound <= 1.0)
-            expectContinues(before, after, "two calls")
+            try expectContinues(before, after, "two calls")
             #expect(recordings[1].audibleMilliseconds == 0)
             player.expectPrivateLog(hiding: secrets(scratch))
         }
@@ -451,7 +453,8 @@ struct PolitenessTests {
             let lastHeard = try #require(headphones.sweepStretches(positions: Self.positions).last)
             let difference = Double(settled.positionMs) / 1000 - lastHeard.positionAtEnd
             report("unplug: saved position minus last heard on headphones", difference * 1000)
-            #expect(abs(difference) <= 0.030, "saved \(settled.positionMs) ms; headphones last played \(lastHeard)")
+            #expect(abs(difference) <= 0.030 + (try TestEnvironment.serverPeriodSeconds()),
+                    "saved \(settled.positionMs) ms; headphones last played \(lastHeard)")
             player.expectPrivateLog(hiding: secrets(scratch))
         }
     }
@@ -515,13 +518,16 @@ struct PolitenessTests {
             // (0.84 ms seen once) past the last full analysis window, so a few milliseconds are tolerated.
             let afterMove = headphones.audibleMilliseconds(within: (lastOnHeadphones.end + 0.002)..<headphones.duration)
             #expect(afterMove <= 5, "\(afterMove) ms on headphones after the move")
-            // The two recordings' clocks agree to well under a millisecond (MonitorRecorder).
+            // The two recordings' clocks agree to well under a millisecond on PulseAudio (MonitorRecorder); on
+            // PipeWire each recorder gets its data a period at a time, and their clocks were seen up to 10.3 ms apart
+            // with 1024-frame periods (the track's own position, `jump`, stays exact).
+            let clocks = 0.010 + (try TestEnvironment.serverPeriodSeconds()) / 2
             let gap = (speakers.instant(atTime: firstOnSpeakers.start)
                 - headphones.instant(atTime: lastOnHeadphones.end)).seconds
             let jump = firstOnSpeakers.positionAtStart - lastOnHeadphones.positionAtEnd
             report("move: gap between headphones and speakers", gap * 1000)
             report("move: track position jump across the move", jump * 1000)
-            #expect(gap < 0.050 && gap > -0.010, "gap \(gap * 1000) ms: \(lastOnHeadphones) -> \(firstOnSpeakers)")
+            #expect(gap < 0.050 && gap > -clocks, "gap \(gap * 1000) ms: \(lastOnHeadphones) -> \(firstOnSpeakers)")
             #expect(abs(jump) <= 0.030, "the track jumped \(jump * 1000) ms across the move")
             #expect(firstOnSpeakers.length >= 1.0, "speakers played \(firstOnSpeakers)")
             player.expectPrivateLog(hiding: secrets(scratch))

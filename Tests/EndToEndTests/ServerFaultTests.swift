@@ -31,7 +31,8 @@ struct ServerFaultTests {
     static let trackSeconds = Fixtures.longestPositionTrack
     /// How many times the loop kills the server.
     static let killRounds = 20
-    /// How far the position kept after a kill may be from the last moment heard on the monitor.
+    /// How far the position kept after a kill may be from the last moment heard on the monitor, plus on PipeWire
+    /// one graph period (`TestEnvironment.serverPeriodSeconds()`).
     static let keptTolerance = 0.050
     /// How far the first moment heard after `resume` may be from the position kept: the 20 ms RULES.md allows after
     /// an interruption (seen here: 0 to 11 ms on PulseAudio). On PipeWire the new stream's first moments after the
@@ -86,7 +87,7 @@ struct ServerFaultTests {
                         "round \(round): music stopped at \(last.end) of \(heard.duration) s: \(stretches); \(lost)")
                 let error = Double(lost.positionMs) / 1000 - last.positionAtEnd
                 keptErrors.append(error * 1000)
-                #expect(abs(error) <= Self.keptTolerance,
+                #expect(abs(error) <= Self.keptTolerance + (try TestEnvironment.serverPeriodSeconds()),
                         "round \(round): kept \(lost.positionMs) ms, last heard \(last); all \(stretches); \(lost)")
 
                 guard service.isRunning else {

@@ -21,6 +21,9 @@
 #   SOUNDSERVER_PID     the process serving PULSE_SERVER (pulseaudio, or pipewire-pulse) when it started; a
 #                       restart changes it: ask `soundserver-ctl pid`
 #   SOUNDSERVER_CTL     scripts/lib/soundserver-ctl: kill / start / restart / unplug / replug from a test
+#   SOUNDSERVER_PERIOD_FRAMES  (pipewire) the graph's smallest period, in frames at its 48 kHz (see
+#                       _soundserver_set_min_quantum): PipeWire corks, moves and drops a stream at a period's edge,
+#                       so what it reports of a stopped stream is exact to one period; 0 on pulseaudio
 #   SOUNDSERVER_DBUS_ADDRESS   (pipewire) the private session bus the stack uses. It is NOT exported as
 #                       DBUS_SESSION_BUS_ADDRESS, so programs under test see the same session bus on both servers.
 # The daemons get their own HOME, XDG_CONFIG_HOME and XDG_STATE_HOME inside SOUNDSERVER_ROOT; the caller's are
@@ -44,6 +47,8 @@ SOUNDSERVER_CTL="$EARSHOT_ROOT/scripts/lib/soundserver-ctl"
 
 # The sinks of the standard layout and their descriptions.
 SOUNDSERVER_SINKS=(headphones speakers)
+# The private PipeWire's smallest graph period, in frames (see _soundserver_set_min_quantum).
+SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES=1024
 declare -gA SOUNDSERVER_SINK_DESCRIPTIONS=([headphones]=Headphones [speakers]=Speakers)
 
 _soundserver_log() { printf '[soundserver] %s\n' "$*" >&2; }
@@ -77,7 +82,9 @@ soundserver_start() {
     SOUNDSERVER_ROOT="$root"
     SOUNDSERVER_KIND="$kind"
     EARSHOT_TEST_SERVER="$kind"
-    export SOUNDSERVER_ROOT SOUNDSERVER_KIND EARSHOT_TEST_SERVER SOUNDSERVER_CTL
+    SOUNDSERVER_PERIOD_FRAMES=0
+    [ "$kind" = pulseaudio ] || SOUNDSERVER_PERIOD_FRAMES=$SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES
+    export SOUNDSERVER_ROOT SOUNDSERVER_KIND EARSHOT_TEST_SERVER SOUNDSERVER_CTL SOUNDSERVER_PERIOD_FRAMES
     _soundserver_export_addresses
     if ! _soundserver_launch; then
         _soundserver_log "the private $kind did not start; logs follow"
@@ -381,12 +388,37 @@ _soundserver_launch_pipewire() {
     rm -f "$XDG_RUNTIME_DIR/pipewire-0" "$XDG_RUNTIME_DIR/pipewire-0.lock"
     _soundserver_spawn pipewire pipewire
     _soundserver_wait_for 50 pipewire test -S "$XDG_RUNTIME_DIR/pipewire-0" || return 1
+    _soundserver_set_min_quantum || return 1
     _soundserver_spawn wireplumber wireplumber
     _soundserver_spawn pipewire-pulse pipewire-pulse
     _soundserver_wait_for 100 pipewire-pulse pactl info || return 1
     # The null sinks come from pipewire-pulse's module-null-sink (module-null-source and module-role-cork are
     # refused there).
     soundserver_layout >/dev/null || return 1
+}
+
+# The graph runs in periods of at least SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES (1024 frames, 21.3 ms at 48 kHz: PipeWire's
+# default period), even when a client asks for less: the tests' parec asks for 10 ms and Earshot for about 12 ms,
+# which PipeWire rounds to 512 frames. On the virtual machines the tests run on, a virtual CPU can take milliseconds
+# to get going again, and with 512-frame periods the graph missed cycles: a paplay with 10 s buffered played with
+# gaps on both PipeWires (10 to 200 short dropouts in a 4 s tone on PipeWire 0.3, in most runs), and with 1024
+# frames it played cleanly. A busy loop at SCHED_IDLE on each CPU, keeping them awake, helped only partly.
+# PulseAudio buffers per stream and was not affected. (PipeWire 1.4 rounds the minimum down to a power of two.)
+_soundserver_set_min_quantum() {
+    local prefix_environment=() frames=$SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES _
+    if [ "$SOUNDSERVER_KIND" = pipewire-1.4 ]; then
+        mapfile -t prefix_environment < <(pipewire_prefix_environment "$(pipewire_prefix_folder)/prefix")
+    fi
+    # The settings metadata appears a moment after the socket.
+    for _ in $(seq 1 50); do
+        env "${prefix_environment[@]}" pw-metadata -n settings 0 clock.min-quantum "$frames" >/dev/null 2>&1 \
+            && env "${prefix_environment[@]}" pw-metadata -n settings 2>/dev/null \
+                | grep -q "clock.min-quantum' value:'$frames'" \
+            && return 0
+        sleep 0.1
+    done
+    _soundserver_log "could not set the graph's minimum period (pw-metadata -n settings 0 clock.min-quantum $frames)"
+    return 1
 }
 
 # The index of the module that created the sink called NAME (its null-sink module), or nothing.
