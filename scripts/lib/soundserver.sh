@@ -398,23 +398,24 @@ _soundserver_launch_pipewire() {
 }
 
 # The graph runs in periods of at least SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES (1024 frames, 21.3 ms at 48 kHz: PipeWire's
-# default period), even when a client asks for less: the tests' parec asks for 10 ms and Earshot for about 12 ms,
-# which PipeWire rounds to 512 frames. On the virtual machines the tests run on, a virtual CPU can take milliseconds
-# to get going again, and with 512-frame periods the graph missed cycles: a paplay with 10 s buffered played with
-# gaps on both PipeWires (10 to 200 short dropouts in a 4 s tone on PipeWire 0.3, in most runs), and with 1024
-# frames it played cleanly. A busy loop at SCHED_IDLE on each CPU, keeping them awake, helped only partly.
-# PulseAudio buffers per stream and was not affected. (PipeWire 1.4 rounds the minimum down to a power of two.)
+# default period), even when a client asks for less: the tests' parec asks for 10 ms and Earshot for about 12 ms, which
+# PipeWire rounds to 512 frames. On the virtual machines the tests run on, a virtual CPU can take milliseconds to get
+# going again, and with 512-frame periods the graph missed cycles: a paplay with 10 s buffered played with gaps on both
+# PipeWires (10 to 200 short dropouts in a 4 s tone on PipeWire 0.3, in most runs), and with 1024 frames it played
+# cleanly. A busy loop at SCHED_IDLE on each CPU, keeping them awake, helped only partly. PulseAudio buffers per stream
+# and was not affected. (Both PipeWires round a minimum down to a power of two: 768 gave 512-frame periods.)
 _soundserver_set_min_quantum() {
-    local prefix_environment=() frames=$SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES _
+    local prefix_environment=() frames=$SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES settings _
     if [ "$SOUNDSERVER_KIND" = pipewire-1.4 ]; then
         mapfile -t prefix_environment < <(pipewire_prefix_environment "$(pipewire_prefix_folder)/prefix")
     fi
     # The settings metadata appears a moment after the socket.
     for _ in $(seq 1 50); do
-        env "${prefix_environment[@]}" pw-metadata -n settings 0 clock.min-quantum "$frames" >/dev/null 2>&1 \
-            && env "${prefix_environment[@]}" pw-metadata -n settings 2>/dev/null \
-                | grep -q "clock.min-quantum' value:'$frames'" \
-            && return 0
+        if env "${prefix_environment[@]}" pw-metadata -n settings 0 clock.min-quantum "$frames" >/dev/null 2>&1 \
+            && settings=$(env "${prefix_environment[@]}" pw-metadata -n settings 2>/dev/null) \
+            && [[ "$settings" == *"clock.min-quantum' value:'$frames'"* ]]; then
+            return 0
+        fi
         sleep 0.1
     done
     _soundserver_log "could not set the graph's minimum period (pw-metadata -n settings 0 clock.min-quantum $frames)"
