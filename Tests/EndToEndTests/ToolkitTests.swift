@@ -279,4 +279,3 @@ struct ToolkitTests {
         return try #require(found)
     }
 }
-
