@@ -402,7 +402,7 @@ _soundserver_launch_pipewire() {
 # PipeWire chose 512-frame periods for them (as `pw-top` showed). On the virtual machines the tests run on, a virtual
 # CPU can take milliseconds to get going again, and with 512-frame periods the graph missed cycles: a paplay with 10 s
 # buffered played with gaps on both PipeWires (10 to 200 short dropouts in a 4 s tone on PipeWire 0.3, in most runs),
-# and with 1024 frames it played cleanly in 13 of 15 runs (one short gap in each of the other two). A busy loop at
+# and with 1024 frames it played cleanly in 16 of 18 runs (one short gap in each of the other two). A busy loop at
 # SCHED_IDLE on each CPU, keeping them awake, helped only partly. PulseAudio buffers per stream and was not affected.
 # (Both PipeWires round a minimum down to a power of two: 768 gave 512-frame periods.)
 _soundserver_set_min_quantum() {
