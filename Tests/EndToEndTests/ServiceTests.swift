@@ -8,7 +8,7 @@
 
 import EarshotTestSupport
 import Foundation
-import Synchronization
+import SystemSupport
 import Testing
 
 @Suite("earshot serve", .serialized)
@@ -394,7 +394,7 @@ struct PlayerctlObservations: Sendable {
 /// Runs the playerctl session once per test process and shares what it observed.
 enum PlayerctlSession {
     /// The one run, started by whichever test asks first.
-    private static let run = Mutex<Task<PlayerctlObservations, any Error>?>(nil)
+    private static let run = LockedValue<Task<PlayerctlObservations, any Error>?>(nil)
 
     /// What the session observed (running it if no test has yet).
     static func observations() async throws -> PlayerctlObservations {

@@ -9,6 +9,7 @@ import EarshotTestSupport
 import Foundation
 import PulseOutput
 import Synchronization
+import SystemSupport
 
 /// What a flood of phone calls did: how many calls were placed, how long it took, and what failed.
 struct PhoneFloodOutcome: Sendable {
@@ -39,7 +40,7 @@ enum PhoneFlood {
     ) async -> PhoneFloodOutcome {
         let next = Atomic<Int>(0)
         let active = Atomic<Int>(0)
-        let outcome = Mutex(PhoneFloodOutcome())
+        let outcome = LockedValue(PhoneFloodOutcome())
         let done = AsyncStream<Void>.makeStream()
         let started = ContinuousClock.now
         for lane in 0..<lanes {
@@ -130,7 +131,7 @@ extension Duration {
 
 /// The notices of one call's stream, for the call's own thread to wait on (a test may wait; the product does not).
 private final class NoticeLatch: Sendable {
-    private let seen = Mutex<[StreamNotice]>([])
+    private let seen = LockedValue<[StreamNotice]>([])
 
     /// Records a notice; called on libpulse's thread, so it only appends.
     func record(_ notice: StreamNotice) {

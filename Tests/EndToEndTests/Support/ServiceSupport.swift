@@ -10,6 +10,7 @@ import Glibc
 import EarshotTestSupport
 import Foundation
 import Synchronization
+import SystemSupport
 
 /// A reply of the control socket to `status` (`{"ok":true,"status":{...}}`), its status decoded as `Status`.
 /// `earshot status --json` prints the status object alone.
@@ -41,7 +42,7 @@ final class ServiceHarness: Sendable {
     /// `bus.restart()` it names the old daemon's guid, as a session's environment would.
     private let busAddress: String
     /// Every service started, for the final cleanup.
-    private let services = Mutex<[ChildProcess]>([])
+    private let services = LockedValue<[ChildProcess]>([])
 
     /// The folder holding the state file (`$XDG_STATE_HOME/earshot`).
     var stateDirectory: URL { stateHome.appendingPathComponent("earshot", isDirectory: true) }
