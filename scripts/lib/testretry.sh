@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# The one retry rule for runs against a real sound server (scripts/test, and the sanitized end-to-end step of
+# scripts/ci-checks). A real server on a shared 2-core machine has bad moments, so a run that failed in a few tests
+# (at most $TESTRETRY_MAX) runs just those once more, alone; the run passes only if all of them pass then, and the
+# caller names each of them as flaky in its closing lines, so they are looked at rather than forgotten. A crash, or
+# more failures than that, is never retried.
+
+TESTRETRY_MAX=3
+# The tests the last successful testretry_again ran again ("Module.Type/function").
+TESTRETRY_NAMES=()
+
+# testretry_failed_tests XUNIT: prints "Module.Type/function" for each failed test case in XUNIT, the Swift Testing
+# file that `swift test --xunit-output X.xml` writes beside X.xml as X-swift-testing.xml.
+testretry_failed_tests() {
+    awk '
+        /<testcase / {
+            current = ""
+            if (match($0, /classname="[^"]*"/)) { cls = substr($0, RSTART + 11, RLENGTH - 12) }
+            if (match($0, / name="[^"(]*/)) { current = cls "/" substr($0, RSTART + 7, RLENGTH - 7) }
+        }
+        /<failure/ && current != "" && !(current in seen) { seen[current] = 1; print current }
+    ' "$1"
+}
+
+# testretry_again XUNIT COMMAND...: XUNIT is the path the failed run gave --xunit-output. When 1 to $TESTRETRY_MAX
+# tests failed there, runs COMMAND (a `swift test` command line, possibly behind `env`) with a --filter for each,
+# its output on standard error, and returns 0 if they all passed then, with their names in TESTRETRY_NAMES.
+# Returns 1 otherwise, or when there is nothing to retry.
+testretry_again() {
+    local swift_testing=${1%.xml}-swift-testing.xml
+    shift
+    TESTRETRY_NAMES=()
+    [ -f "$swift_testing" ] || return 1
+    local names=() filters=() name output status=0
+    mapfile -t names < <(testretry_failed_tests "$swift_testing")
+    if [ ${#names[@]} -eq 0 ] || [ ${#names[@]} -gt "$TESTRETRY_MAX" ]; then
+        return 1
+    fi
+    printf '[testretry] %d test(s) failed; running them once more: %s\n' "${#names[@]}" "${names[*]}" >&2
+    for name in "${names[@]}"; do filters+=(--filter "$name"); done
+    output=$(mktemp /tmp/earshot-test-retry.XXXXXX)
+    "$@" "${filters[@]}" </dev/null 2>&1 | tee "$output" >&2 || status=${PIPESTATUS[0]}
+    if [ "$status" -eq 0 ] && grep -q 'Test run with .* passed' "$output"; then
+        TESTRETRY_NAMES=("${names[@]}")
+        status=0
+    else
+        status=1
+    fi
+    rm -f "$output"
+    return "$status"
+}
