@@ -96,7 +96,7 @@ struct Verb {
         Verb("seek", forms: ["SECONDS"], "move to SECONDS (a number >= 0) into the current track"),
         Verb("volume", forms: ["PERCENT"], "set the stream volume (0-150)"),
         Verb("status", forms: ["[--json]"], "show what the player is doing",
-             details: ["With --json it prints one JSON object whose fields the README documents (playback,",
+             details: ["With --json it prints one JSON object whose fields docs/usage.md documents (playback,",
                        "pauseReason, positionMs, sink, corked, ...)."],
              options: [VerbOption(synopsis: "--json", meaning: "print the status as one JSON object")]),
         Verb("events", "follow the player's event log (one line per event) until interrupted"),

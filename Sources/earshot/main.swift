@@ -156,7 +156,7 @@ func control(_ request: ControlRequest, json: Bool = false) -> Never {
         }
     }
     if request == .status, let status = parsed?["status"] as? [String: Any] {
-        // The status object alone, as the README documents it: the reply's envelope belongs to the protocol.
+        // The status object alone, as docs/usage.md documents it: the reply's envelope belongs to the protocol.
         print(json ? ControlReply.line(status) : StatusText.render(status))
     }
     exit(ExitStatus.success)

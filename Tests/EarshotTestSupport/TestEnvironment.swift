@@ -68,7 +68,7 @@ public enum TestEnvironment {
     ///
     /// A position kept or resumed after a pause, an unplug or a dead server may be off from what was last heard by
     /// this much more on PipeWire. Seen with 1024-frame periods: a position kept over a call 21.6 ms behind what was
-    /// last heard, and a resume 21.4 ms ahead of it; with 512-frame periods (the run of 2026-12-01 in the README)
+    /// last heard, and a resume 21.4 ms ahead of it; with 512-frame periods (the run of 2026-12-01 in docs/measured.md)
     /// resumes were exact to 0.2 ms.
     public static func serverPeriodSeconds() throws -> Double {
         guard try soundServerKind() == .pipeWire else { return 0 }
