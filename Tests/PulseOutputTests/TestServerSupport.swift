@@ -258,3 +258,48 @@ final class PlayingStream {
 func sink(named name: String, on connection: PulseConnection) throws -> SinkSnapshot? {
     try connection.sinks().first { $0.name == name }
 }
+
+/// Checks that the server's sink-input list shows `index` corked (or not), as our acknowledged state says.
+///
+/// PulseAudio reports the flag it set when it acknowledged the cork, so the list agrees at once. pipewire-pulse
+/// acknowledges first and reports "corked" as "the node is not RUNNING" (module-protocol-pulse/pulse-server.c), which
+/// follows a moment later, when the graph has paused or started the node: there the list is given up to a second.
+func expectServerShows(
+    corked: Bool, sinkInput index: UInt32, on connection: PulseConnection,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let grace: Duration = try TestEnvironment.soundServerKind() == .pipeWire ? .seconds(1) : .zero
+    let deadline = ContinuousClock.now + grace
+    var shown = try connection.sinkInputs().first { $0.index == index }?.corked
+    while shown != corked && ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(5))
+        shown = try connection.sinkInputs().first { $0.index == index }?.corked
+    }
+    #expect(shown == corked, "the server shows corked=\(shown.map(String.init) ?? "nothing")", sourceLocation: sourceLocation)
+}
+
+/// Lets a notice handler reach the stream it belongs to (set after creation, cleared to break the cycle).
+final class StreamHolder: @unchecked Sendable {
+    // Unchecked Sendable: written by the test before and after the handler may run; a lock guards the access.
+    private let lock = NSLock()
+    private var stored: PlaybackStream?
+
+    /// The stream, once the test has created it.
+    var stream: PlaybackStream? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+/// Lets a notice handler reach the connection it belongs to (set after creation, cleared to break the cycle).
+final class ConnectionHolder: @unchecked Sendable {
+    // Unchecked Sendable: written by the test before and after the handler may run; a lock guards the access.
+    private let lock = NSLock()
+    private var stored: PulseConnection?
+
+    /// The connection, once the test has created it.
+    var connection: PulseConnection? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
