@@ -82,9 +82,12 @@ let package = Package(
         .executableTarget(name: "earshot-timeline", dependencies: ["TourTimeline", "SystemSupport"]),
 
         // The one test toolkit the test targets share (STYLE.md): child processes, the private session bus, the
-        // sound server's control, monitor recordings, test tones and their analysis. Foundation, and SystemSupport
-        // for LockedValue; test-only, never a dependency of a product target.
-        .target(name: "EarshotTestSupport", dependencies: ["SystemSupport"], path: "Tests/EarshotTestSupport"),
+        // sound server's control, monitor recordings, test tones and their analysis, and the waiting list queries on a
+        // PulseConnection that the product itself never makes (it lists only with `requestInventory`). Foundation,
+        // SystemSupport for LockedValue and PulseOutput; test-only, never a dependency of a product target.
+        .target(
+            name: "EarshotTestSupport", dependencies: ["SystemSupport", "PulseOutput"], path: "Tests/EarshotTestSupport"
+        ),
 
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
         .testTarget(name: "TrackPathsTests", dependencies: ["TrackPaths"]),

@@ -1,7 +1,7 @@
 // Listing what the server has without waiting: `requestInventory` sends one list query per part asked for and
 // returns; the lists are collected on the mainloop thread as their callbacks arrive, and the whole inventory is
-// handed over once the last list has ended. A serial owner that must not wait (the player) uses this where it would
-// otherwise call `sinks()`, `sinkInputs()`, `sources()`, `sourceOutputs()` and `cards()`, which wait.
+// handed over once the last list has ended. It is the product's only way to list the server: nothing here waits. The
+// tests' waiting forms (`sinks()`, `sinkInputs()`, ...) are built on it in Tests/EarshotTestSupport/PulseLists.swift.
 
 import CPulse
 
@@ -18,6 +18,8 @@ public struct ServerInventory: Sendable, Equatable {
     public var sourceOutputs: [SourceOutputSnapshot] = []
     /// The server's cards.
     public var cards: [CardSnapshot] = []
+    /// The server's own description, when asked for (`InventoryParts.serverInfo`).
+    public var serverInfo: ServerInfo?
 
     /// An empty inventory.
     public init() {}
@@ -42,6 +44,8 @@ public struct InventoryParts: OptionSet, Sendable {
     public static let sourceOutputs = InventoryParts(rawValue: 1 << 3)
     /// `cards`.
     public static let cards = InventoryParts(rawValue: 1 << 4)
+    /// `serverInfo`: the server's name and version (not a list, and not part of `all`).
+    public static let serverInfo = InventoryParts(rawValue: 1 << 5)
     /// Every list.
     public static let all: InventoryParts = [.sinks, .sinkInputs, .sources, .sourceOutputs, .cards]
 }
@@ -131,6 +135,13 @@ extension PulseConnection {
                 started.append(pa_context_get_card_info_list(context, { _, info, _, userdata in
                     guard let collector = InventoryCollector.from(userdata) else { return }
                     if let info { collector.inventory.cards.append(CardSnapshot(info.pointee)) } else { collector.listEnded() }
+                }, me))
+            }
+            if parts.contains(.serverInfo) {
+                started.append(pa_context_get_server_info(context, { _, info, userdata in
+                    guard let collector = InventoryCollector.from(userdata) else { return }
+                    collector.inventory.serverInfo = info.map { ServerInfo($0.pointee) }
+                    collector.listEnded()
                 }, me))
             }
             let sent = started.compactMap { $0 }
