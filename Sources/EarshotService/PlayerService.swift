@@ -23,6 +23,13 @@ public enum PlayerService {
     private static func run(
         mode: PlayerMode, configuration: PlayerConfiguration, store: StateStore?, withMPRIS: Bool
     ) -> Int32 {
+        // SIGINT and SIGTERM are taken by a thread of their own with sigwait (see `awaitStopSignals`), so they are
+        // blocked here, before any other thread starts: every thread inherits the mask, and none is interrupted.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         let log = EventLog(echoToStandardError: !configuration.showsProgress || configuration.debugLogging)
         let (inputs, inbox) = AsyncStream<Player.Input>.makeStream(bufferingPolicy: .unbounded)
 
@@ -57,21 +64,7 @@ public enum PlayerService {
             }
         }
 
-        // A parent may hand us SIGINT/SIGTERM blocked (test runners do): unblock them, or a stop request would
-        // never arrive.
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        sigaddset(&stopSignals, SIGINT)
-        sigaddset(&stopSignals, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
-        var signalSources: [DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { inbox.yield(.shutdown(signal: number)) }
-            source.resume()
-            signalSources.append(source)
-        }
+        awaitStopSignals(stopSignals, inbox: inbox)
         let player = Player(configuration: configuration, mode: mode, log: log, store: store, mpris: mpris,
                             positionCell: positionCell, inbox: inbox)
         if case .service = mode { log.record("service", ["state": "started"]) }
@@ -84,9 +77,24 @@ public enum PlayerService {
         }
         done.wait()
         server.shutdown()
-        for source in signalSources { source.cancel() }
         log.record("service", ["state": "stopped", "exit": "\(result.code)"])
         return result.code
+    }
+}
+
+extension PlayerService {
+    /// Starts the thread that waits for `signals` (blocked in every thread) and puts a shutdown into the inbox for each.
+    /// A thread parked in sigwait costs nothing until a signal comes; a dispatch signal source would need a global
+    /// queue, whose worker pool's monitor wakes the process every second for good (see TickTimer.swift).
+    private static func awaitStopSignals(_ signals: sigset_t, inbox: AsyncStream<Player.Input>.Continuation) {
+        SystemThread.start(named: "earshot-signals") {
+            var waitedFor = signals
+            while true {
+                var number: Int32 = 0
+                guard sigwait(&waitedFor, &number) == 0 else { continue }
+                inbox.yield(.shutdown(signal: number))
+            }
+        }
     }
 }
 

@@ -48,11 +48,15 @@ public final class Condition: @unchecked Sendable {
     private let mutex = Lock()
     private let condition: UnsafeMutablePointer<pthread_cond_t>
 
-    /// An unlocked mutex and its condition.
+    /// An unlocked mutex and its condition. Timed waits measure CLOCK_MONOTONIC (never stepped by the wall clock).
     public init() {
         condition = .allocate(capacity: 1)
         condition.initialize(to: pthread_cond_t())
-        pthread_cond_init(condition, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -73,6 +77,20 @@ public final class Condition: @unchecked Sendable {
     /// Sleeps until signalled (or woken spuriously: callers loop on their predicate). Mutex held.
     public func wait() {
         pthread_cond_wait(condition, mutex.mutex)
+    }
+
+    /// Sleeps until signalled, woken spuriously, or CLOCK_MONOTONIC reaches `deadline` (nanoseconds); callers loop on
+    /// their predicate and look at the clock. Mutex held.
+    public func wait(untilMonotonicNanoseconds deadline: UInt64) {
+        var moment = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        pthread_cond_timedwait(condition, mutex.mutex, &moment)
+    }
+
+    /// CLOCK_MONOTONIC now, in nanoseconds: the clock `wait(untilMonotonicNanoseconds:)` measures.
+    public static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     /// Wakes one waiter.

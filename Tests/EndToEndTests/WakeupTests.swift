@@ -1,0 +1,73 @@
+// A paused service wakes for nothing (issue 21): no timer is armed while paused, no Swift task sleeps, and no
+// libdispatch worker pool exists, whose monitor would wake the process once a second for as long as it runs. Counted,
+// not timed: the voluntary context switches of every thread of `earshot serve` (MPRIS on) over a few seconds of
+// pause, after the server has settled (pipewire-pulse suspends an idle node some seconds after the cork, and tells
+// its clients).
+#if canImport(Glibc)
+import Glibc
+#endif
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@Suite("A paused service wakes for nothing", .serialized)
+struct WakeupTests {
+    @Test("paused with MPRIS on: no thread wakes over 5 s, and every thread is one of Earshot's or libpulse's own")
+    func pausedServiceSleeps() async throws {
+        try await ServiceHarness.run { harness in
+            let track = try harness.privatePositionTrack()
+            let service = try await harness.startService(waitForMPRIS: true)
+            try harness.earshotChecked(["play", track.path])
+            try await harness.waitForStatus(of: service, "1 s of the track was heard") {
+                $0.playback == "playing" && $0.positionMs >= 1000
+            }
+            try harness.earshotChecked(["pause"])
+            try await harness.waitForStatus(of: service, "paused and corked") {
+                $0.playback == "paused" && $0.corked
+            }
+            // Let the server settle: a pipewire-pulse node is suspended a few seconds after it went quiet.
+            try await Task.sleep(for: .seconds(8))
+            let pid = service.processIdentifier
+            let before = try Self.voluntarySwitches(of: pid)
+            try await Task.sleep(for: .seconds(5))
+            let after = try Self.voluntarySwitches(of: pid)
+            let woke = after.compactMap { thread, count in
+                count > (before[thread] ?? 0) ? "\(thread.name): \(count - (before[thread] ?? 0))" : nil
+            }
+            print("[measure] paused 5 s, voluntary context switches by thread: \(woke.isEmpty ? "none" : "\(woke)")")
+            #expect(woke.isEmpty, "threads woke while paused: \(woke)")
+            // Every thread the service starts names itself `earshot-...`; libpulse's is `threaded-ml`; the main thread
+            // keeps the process's name. A libdispatch worker (`com.apple...`, `...qos...`) or another unnamed thread
+            // would be a pool that should not exist.
+            let strangers = after.keys.map(\.name).filter { $0 != "threaded-ml" && !$0.hasPrefix("earshot") }
+            #expect(strangers.isEmpty, "threads that are not Earshot's: \(strangers)")
+            #expect(after.keys.filter { $0.name == "earshot" }.count == 1, "one main thread")
+            _ = await harness.stopService(service)
+        }
+    }
+
+    /// A thread of the process: its id and its name (`comm`).
+    private struct ThreadName: Hashable {
+        var id: String
+        var name: String
+    }
+
+    /// Every thread's voluntary context switches so far, from /proc/PID/task/*/status.
+    private static func voluntarySwitches(of pid: pid_t) throws -> [ThreadName: Int] {
+        let tasks = "/proc/\(pid)/task"
+        var counts: [ThreadName: Int] = [:]
+        for id in try FileManager.default.contentsOfDirectory(atPath: tasks) {
+            guard let status = try? String(contentsOfFile: "\(tasks)/\(id)/status", encoding: .utf8) else { continue }
+            let fields = Dictionary(status.split(separator: "\n").compactMap { line -> (String, String)? in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2 else { return nil }
+                return (String(parts[0]), parts[1].trimmingCharacters(in: .whitespaces))
+            }, uniquingKeysWith: { first, _ in first })
+            guard let name = fields["Name"], let count = fields["voluntary_ctxt_switches"].flatMap(Int.init) else {
+                continue
+            }
+            counts[ThreadName(id: id, name: name)] = count
+        }
+        return counts
+    }
+}
