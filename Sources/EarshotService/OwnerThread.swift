@@ -19,9 +19,13 @@ import SystemSupport
 /// shared cooperative threads. Without that, every notice went from its producer to a cooperative thread and only then
 /// to this one: two wake-ups, the first at normal priority, which on the loaded test machine took up to 3 ms each
 /// (measured on the way to the first sound: a decoder's "track started" reached the owner 2.5 ms after it was sent).
-final class OwnerThread: SerialExecutor, TaskExecutor, @unchecked Sendable {
-    // Unchecked Sendable: `queue` is locked, `wake` a semaphore, `niceOutcome` is written once by the thread before
-    // it runs any job and read only from jobs (on the same thread).
+///
+/// It keeps the player's timers too (`TimerHost`): it sleeps until its next job or its earliest deadline, and an entry
+/// that is due goes off on this thread between jobs (it only puts an input into the inbox, whose job then runs here
+/// without another wake-up).
+final class OwnerThread: SerialExecutor, TaskExecutor, TimerHost, @unchecked Sendable {
+    // Unchecked Sendable: `queue` and `timers` are locked, `wake` a semaphore, `niceOutcome` is written once by the
+    // thread before it runs any job and read only from jobs (on the same thread).
 
     /// The nice value asked for: well ahead of normal tasks (0), short of real-time scheduling.
     static let niceValue: Int32 = -15
@@ -29,6 +33,7 @@ final class OwnerThread: SerialExecutor, TaskExecutor, @unchecked Sendable {
     // LockedValue, not Synchronization's Mutex: ThreadSanitizer sees NSLock's hand-offs (see LockedValue).
     private let queue = LockedValue<[UnownedJob]>([])
     private let wake = DispatchSemaphore(value: 0)
+    private let timers = LockedValue(Deadlines())
     /// What setting the nice value did, for the log: "-15", or why not.
     private(set) var niceOutcome = "unset"
 
@@ -51,7 +56,13 @@ final class OwnerThread: SerialExecutor, TaskExecutor, @unchecked Sendable {
         let executor = asUnownedSerialExecutor()
         let taskExecutor = asUnownedTaskExecutor()
         while true {
-            wake.wait()
+            if let earliest = timers.withLock({ $0.earliest }) {
+                _ = wake.wait(timeout: earliest)
+            } else {
+                wake.wait()
+            }
+            let due = timers.withLock { $0.takeDue(at: .now()) }
+            for fire in due { fire() }
             let jobs = queue.withLock { queued in
                 defer { queued.removeAll(keepingCapacity: true) }
                 return queued
@@ -60,5 +71,46 @@ final class OwnerThread: SerialExecutor, TaskExecutor, @unchecked Sendable {
             // thread, so jobs never overlap, whichever of the two roles enqueued them.
             for job in jobs { job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor) }
         }
+    }
+
+    func schedule(after delay: Duration, fire: @escaping @Sendable () -> Void) -> Int {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds / 1_000_000_000)
+        let entry = timers.withLock { $0.add(DispatchTime.now() + .nanoseconds(Int(nanoseconds)), fire) }
+        // The thread recomputes its sleep: at once when it is running (the semaphore's count makes its next wait
+        // return without sleeping), or it is woken to.
+        wake.signal()
+        return entry
+    }
+
+    func cancel(_ entry: Int) {
+        // Not signalled: the thread wakes at most once more, at the withdrawn deadline, and finds nothing due.
+        timers.withLock { $0.remove(entry) }
+    }
+}
+
+/// The owner thread's timer entries: deadlines on DispatchTime's clock (CLOCK_MONOTONIC), with what each fires.
+private struct Deadlines {
+    private var entries: [Int: (deadline: DispatchTime, fire: @Sendable () -> Void)] = [:]
+    private var lastEntry = 0
+
+    /// The earliest deadline, if any.
+    var earliest: DispatchTime? { entries.values.map(\.deadline).min() }
+
+    mutating func add(_ deadline: DispatchTime, _ fire: @escaping @Sendable () -> Void) -> Int {
+        lastEntry += 1
+        entries[lastEntry] = (deadline, fire)
+        return lastEntry
+    }
+
+    mutating func remove(_ entry: Int) {
+        entries[entry] = nil
+    }
+
+    /// Removes and returns what is due at `now`, earliest first.
+    mutating func takeDue(at now: DispatchTime) -> [@Sendable () -> Void] {
+        let due = entries.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
+        for (entry, _) in due { entries[entry] = nil }
+        return due.map(\.value.fire)
     }
 }

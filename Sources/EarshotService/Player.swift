@@ -116,8 +116,9 @@ actor Player {
             let settled = artCache.settle(notice)
             inbox.yield(.decode(settled.notice, cover: settled.cover))
         }
-        tickTimer = TickTimer { arming in inbox.yield(.tick(arming: arming)) }
-        link = OutputLink(reconnectTimer: TickTimer { arming in inbox.yield(.reconnectDue(arming: arming)) })
+        tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
+        link = OutputLink(
+            reconnectTimer: TickTimer(on: ownerThread) { arming in inbox.yield(.reconnectDue(arming: arming)) })
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(

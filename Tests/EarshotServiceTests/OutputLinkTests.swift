@@ -7,7 +7,7 @@ import Testing
 struct OutputLinkTests {
     /// A link whose timer is never let go off by itself here: each test takes the delivery with `wentOff`.
     private static func makeLink() -> OutputLink {
-        OutputLink(reconnectTimer: TickTimer { _ in })
+        OutputLink(reconnectTimer: TickTimer(on: timerHost) { _ in })
     }
 
     @Test("reconnecting makes one attempt at a time, and the timer is armed only while one is due")

@@ -12,11 +12,14 @@ private final class FiredCount: Sendable {
     let lastArming = Atomic<Int>(0)
 }
 
+/// The thread that keeps these tests' timers, as the owner's thread keeps the player's.
+let timerHost = OwnerThread(name: "test-timers")
+
 struct TimingTests {
     @Test("the timer goes off once, after its delay")
     func firesOnce() async throws {
         let fired = FiredCount()
-        let timer = TickTimer { arming in
+        let timer = TickTimer(on: timerHost) { arming in
             fired.lastArming.store(arming, ordering: .relaxed)
             fired.value.add(1, ordering: .relaxed)
         }
@@ -28,7 +31,7 @@ struct TimingTests {
     @Test("arming for later keeps the earlier moment; disarming stops it")
     func earlierWinsAndDisarm() async throws {
         let fired = FiredCount()
-        let timer = TickTimer { arming in
+        let timer = TickTimer(on: timerHost) { arming in
             fired.lastArming.store(arming, ordering: .relaxed)
             fired.value.add(1, ordering: .relaxed)
         }
