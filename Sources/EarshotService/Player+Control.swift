@@ -308,7 +308,7 @@ extension Player {
     func answer(_ command: MPRISCommand) -> MPRISReply {
         switch command {
         case .play: dispatch(.userPlay)
-        case .pause: dispatch(.externalPause)
+        case .pause: dispatch(.userPause)
         case .playPause: dispatch(.userToggle)
         case .stop: dispatch(.userStop)
         case .next: dispatch(.userNext)
