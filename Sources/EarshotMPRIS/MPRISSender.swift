@@ -3,8 +3,8 @@
 // They are told apart by the sending process: the bus daemon names the connection's process id
 // (`GetConnectionCredentials`, which sd-bus asks for us), and the kernel names the process (`/proc/PID/comm`).
 //
-// Checked in the senders' sources (2026-12-03): WirePlumber runs as `wireplumber` and KDE Connect's daemon as
-// `kdeconnectd`. GSConnect's daemon is `service/daemon.js` in its extension folder
+// Checked in the senders' sources (2026-12-03): WirePlumber runs as `wireplumber`, KDE Connect's daemon as
+// `kdeconnectd`, Valent (GNOME's KDE Connect client, whose telephony plugin pauses players too) as `valent`. GSConnect's daemon is `service/daemon.js` in its extension folder
 // (`gsconnect@andyholmes.github.io`), started through its `#!/usr/bin/env gjs` line (newer ones `gjs -m`), so the
 // kernel names it `gjs` and its command line names the script; `GLib.set_prgname("gsconnect")` changes neither.
 // Any other process (playerctl, a desktop shell, the media keys' daemon) is the user's.
@@ -19,7 +19,8 @@ public enum MPRISSender: Hashable, Sendable, CustomStringConvertible {
     case user
     /// The session's sound policy manager, WirePlumber.
     case sessionManager
-    /// A phone bridge: KDE Connect (`kdeconnectd`) or GSConnect (a `gjs` process running GSConnect's daemon).
+    /// A phone bridge: KDE Connect (`kdeconnectd`), Valent (`valent`) or GSConnect (a `gjs` process running
+    /// GSConnect's daemon).
     case phoneBridge
 
     /// `user`, `sessionManager` or `phoneBridge`.
@@ -37,7 +38,7 @@ public enum MPRISSender: Hashable, Sendable, CustomStringConvertible {
         switch processName {
         case "wireplumber":
             return .sessionManager
-        case "kdeconnectd":
+        case "kdeconnectd", "valent":
             return .phoneBridge
         case "gjs", "gjs-console":
             // Other GNOME programs are gjs scripts too: only GSConnect's own daemon is a phone bridge.

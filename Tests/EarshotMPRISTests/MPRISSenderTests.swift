@@ -9,12 +9,13 @@ import EarshotTestSupport
 
 @Suite("MPRIS senders told apart by their process", .serialized)
 struct MPRISSenderTests {
-    @Test("process names: WirePlumber, KDE Connect, GSConnect's gjs daemon; everything else is the user")
+    @Test("process names: WirePlumber, KDE Connect, Valent, GSConnect's gjs daemon; everything else is the user")
     func classification() {
         let gsconnect = ["gjs", "/usr/share/gnome-shell/extensions/gsconnect@andyholmes.github.io/service/daemon.js"]
         let rows: [(String, [String], MPRISSender)] = [
             ("wireplumber", [], .sessionManager),
             ("kdeconnectd", [], .phoneBridge),
+            ("valent", [], .phoneBridge),
             ("gjs", gsconnect, .phoneBridge),
             ("gjs", ["/usr/bin/gjs", "-m", "/home/u/.local/share/gnome-shell/extensions/"
                         + "gsconnect@andyholmes.github.io/service/daemon.js"], .phoneBridge),
