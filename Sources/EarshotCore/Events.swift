@@ -64,8 +64,8 @@ public enum ExternalSender: Hashable, Sendable, CaseIterable, CustomStringConver
     /// The session's sound policy manager (WirePlumber): it pauses a player whose device goes away, and (0.5.14 and
     /// later) whose Bluetooth headset leaves A2DP for a call. It never sends `Play`.
     case sessionManager
-    /// A phone bridge (KDE Connect, GSConnect): it pauses players that play when the phone rings, and sends `Play`
-    /// (or, in older KDE Connect, `PlayPause`) to those it paused when the call is over.
+    /// A phone bridge (KDE Connect, GSConnect, Valent): it pauses players that play when the phone rings, and sends
+    /// `Play` (or, in older KDE Connect, `PlayPause`) to those it paused when the call is over.
     case phoneBridge
 
     /// The sender's kind as logs show it: `sessionManager` or `phoneBridge`.

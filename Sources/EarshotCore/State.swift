@@ -7,7 +7,7 @@ public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
     /// The user paused.
     case user
     /// A program paused for an event of its own (rule 21): the music was playing, and only that sender's own
-    /// `Play` or `PlayPause` (or the user) starts it again.
+    /// `Play` or `PlayPause`, the user, or the end of a call that took the pause over starts it again.
     case external(ExternalSender)
     /// An interruption holds the player quiet.
     case interruption

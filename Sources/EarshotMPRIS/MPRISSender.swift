@@ -4,9 +4,10 @@
 // (`GetConnectionCredentials`, which sd-bus asks for us), and the kernel names the process (`/proc/PID/comm`).
 //
 // Checked in the senders' sources (2026-12-03): WirePlumber runs as `wireplumber`, KDE Connect's daemon as
-// `kdeconnectd`, Valent (GNOME's KDE Connect client, whose telephony plugin pauses players too) as `valent`. GSConnect's daemon is `service/daemon.js` in its extension folder
-// (`gsconnect@andyholmes.github.io`), started through its `#!/usr/bin/env gjs` line (newer ones `gjs -m`), so the
-// kernel names it `gjs` and its command line names the script; `GLib.set_prgname("gsconnect")` changes neither.
+// `kdeconnectd`, Valent (GNOME's KDE Connect client, whose telephony plugin pauses players too) as `valent`.
+// GSConnect's daemon is `service/daemon.js` in its extension folder (`gsconnect@andyholmes.github.io`), started
+// through its `#!/usr/bin/env gjs` line (newer ones `gjs -m`), so the kernel names it `gjs` and its command line
+// names the script; `GLib.set_prgname("gsconnect")` changes neither.
 // Any other process (playerctl, a desktop shell, the media keys' daemon) is the user's.
 import CSystemd
 import Glibc

@@ -10,7 +10,7 @@ public enum MPRISCommand: Hashable, Sendable {
     case play(MPRISSender)
     /// `Pause`: pause. Never toggles; pausing a paused player changes nothing. Also a write of `Rate` 0.0.
     case pause(MPRISSender)
-    /// `PlayPause`: toggle, when the user asks.
+    /// `PlayPause`: a toggle when the user asks; from WirePlumber or a phone bridge, the answer to its own `Pause`.
     case playPause(MPRISSender)
     /// `Stop`.
     case stop
