@@ -28,7 +28,8 @@ actor Player {
 
     let configuration: PlayerConfiguration
     let mode: PlayerMode
-    let store: StateStore?
+    /// Saves the state off the owner's thread (nil: nothing is saved, `earshot play`).
+    let stateWriter: StateWriter?
     let mpris: (any MPRISPublishing)?
     let positionCell: PositionCell
     let log: EventLog
@@ -85,25 +86,23 @@ actor Player {
     var watchdogArmed = false
     /// The tick's timer, armed only while playing (see `TickTimer`).
     let tickTimer: TickTimer
-    /// When the state was last saved (or found unchanged).
-    var lastSave = ContinuousClock.now
+    /// What was handed to the state writer, and when (see `SaveSchedule`).
+    var saving = SaveSchedule()
     /// What MPRIS was last told, so that it is told only changes.
     var publishedSnapshot: MPRISSnapshot?
     /// The playback shown last on the progress line, so that a change is shown at once.
     var shownPlayback: Playback?
-    /// What was last saved, to save only changes.
-    var lastSaved: PersistedState?
     /// The longest one inbox item took to handle, in microseconds (status: `slowestHandlingMicros`): the owner never
     /// waits, so a large value is a regression to look for.
     var slowestHandlingMicros = 0
 
     init(
-        configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, store: StateStore?,
+        configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, stateWriter: StateWriter?,
         mpris: (any MPRISPublishing)?, positionCell: PositionCell, inbox: AsyncStream<Input>.Continuation
     ) {
         self.configuration = configuration
         self.mode = mode
-        self.store = store
+        self.stateWriter = stateWriter
         self.mpris = mpris
         self.positionCell = positionCell
         self.log = log

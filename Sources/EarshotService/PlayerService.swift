@@ -10,20 +10,20 @@ import TrackPaths
 public enum PlayerService {
     /// Plays `files` in the foreground until the queue ends or SIGINT/SIGTERM; returns the exit code.
     public static func runForeground(files: [TrackPath], configuration: PlayerConfiguration) -> Int32 {
-        run(mode: .foreground(files: files), configuration: configuration, store: nil, withMPRIS: false)
+        run(mode: .foreground(files: files), configuration: configuration, saving: false, withMPRIS: false)
     }
 
     /// Runs the long-lived service (`earshot serve`): restores the saved queue paused, answers the control
     /// socket and MPRIS, and runs until SIGTERM/SIGINT or MPRIS Quit. Returns the exit code.
     public static func serve(configuration: PlayerConfiguration) -> Int32 {
-        run(mode: .service, configuration: configuration, store: StateStore(environment: ProcessEnvironment.current),
-            withMPRIS: true)
+        run(mode: .service, configuration: configuration, saving: true, withMPRIS: true)
     }
 
     private static func run(
-        mode: PlayerMode, configuration: PlayerConfiguration, store: StateStore?, withMPRIS: Bool
+        mode: PlayerMode, configuration: PlayerConfiguration, saving: Bool, withMPRIS: Bool
     ) -> Int32 {
         let log = EventLog(echoToStandardError: !configuration.showsProgress || configuration.debugLogging)
+        let stateWriter = saving ? makeStateWriter(log: log) : nil
         let (inputs, inbox) = AsyncStream<Player.Input>.makeStream(bufferingPolicy: .unbounded)
 
         let server: ControlServer
@@ -72,8 +72,9 @@ public enum PlayerService {
             source.resume()
             signalSources.append(source)
         }
-        let player = Player(configuration: configuration, mode: mode, log: log, store: store, mpris: mpris,
-                            positionCell: positionCell, inbox: inbox)
+        let player = Player(
+            configuration: configuration, mode: mode, log: log, stateWriter: stateWriter, mpris: mpris,
+            positionCell: positionCell, inbox: inbox)
         if case .service = mode { log.record("service", ["state": "started"]) }
         let done = DispatchSemaphore(value: 0)
         let result = ExitCodeBox()
@@ -83,10 +84,22 @@ public enum PlayerService {
             done.signal()
         }
         done.wait()
+        // The owner handed its last state over (`shutdown`): on disk before the process ends.
+        stateWriter?.finish()
         server.shutdown()
         for source in signalSources { source.cancel() }
         log.record("service", ["state": "stopped", "exit": "\(result.code)"])
         return result.code
+    }
+}
+
+extension PlayerService {
+    /// The writer of the service's state files, in the XDG state directory: the disk is written on the writer's own
+    /// thread, the owner only hands over what changed. A failure is logged by its step and error number, not its path.
+    private static func makeStateWriter(log: EventLog) -> StateWriter {
+        StateWriter(store: StateStore(environment: ProcessEnvironment.current)) { file, error in
+            log.record("state", ["saved": "failed", "file": file, "step": error.operation, "errno": "\(error.code)"])
+        }
     }
 }
 
