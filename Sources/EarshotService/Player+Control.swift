@@ -187,14 +187,16 @@ extension Player {
     }
 
     func shutdown(signal: Int32) {
-        log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         // Saved where the listener is now, not where the last tick (up to a second ago) found them.
         settleAtHeardPosition()
+        // Quiet first, before anything that may wait: the log (a client reading it), MPRIS's stop (its bus thread may
+        // be waiting for this owner, up to its 10 s timeout).
+        try? stream?.cork()
+        closeStream()
+        log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         // Handed to the writer, flushed to disk by it; the service waits for that after the owner has stopped.
         saveState(final: true)
         mpris?.stop()
-        try? stream?.cork()
-        closeStream()
         worker.stop()
         link.disconnect()
         if case .foreground = mode {
