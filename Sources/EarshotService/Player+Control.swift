@@ -247,9 +247,10 @@ extension Player {
 
     /// Restores the saved queue, paused at the saved position; a corrupt state file is reported and set aside.
     func restoreSavedState() {
-        guard let stateWriter else { return }
-        // Once, before the first input: the owner reads the files that the writer has not begun to write.
-        switch stateWriter.store.load() {
+        // Read on the service's main thread before the owner started (`StateWriter.loadSavedState`): nothing here
+        // waits for the disk.
+        guard let loaded = stateWriter?.takeLoadedState() else { return }
+        switch loaded {
         case .empty:
             log.record("state", ["restored": "nothing"])
         case .corrupt(let reason, let keptAs):

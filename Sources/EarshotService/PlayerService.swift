@@ -24,6 +24,8 @@ public enum PlayerService {
     ) -> Int32 {
         let log = EventLog(echoToStandardError: !configuration.showsProgress || configuration.debugLogging)
         let stateWriter = saving ? makeStateWriter(log: log) : nil
+        // Read here, on the main thread, before the owner starts: the owner only takes the result.
+        stateWriter?.loadSavedState()
         let (inputs, inbox) = AsyncStream<Player.Input>.makeStream(bufferingPolicy: .unbounded)
 
         let server: ControlServer

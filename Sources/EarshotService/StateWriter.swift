@@ -29,6 +29,8 @@ public final class StateWriter: @unchecked Sendable {
     private var finishing = false
     private var finished = false
     private var counts = WriteCounts()
+    /// What `loadSavedState` read, until the owner takes it.
+    private var loaded: StateLoadResult?
 
     /// How many writes the writer made: each a `state.json` (two fsyncs) or a `position.json` record.
     public struct WriteCounts: Equatable, Sendable {
@@ -45,6 +47,26 @@ public final class StateWriter: @unchecked Sendable {
     public init(store: StateStore, failed: @escaping @Sendable (_ file: String, _ error: StateStoreError) -> Void) {
         self.store = store
         self.failed = failed
+    }
+
+    /// Reads the saved state through the store, on the calling thread (which may wait for the disk, and fsyncs the
+    /// directory when a corrupt file is moved aside): the service calls it on its main thread before the owner starts,
+    /// and the owner then takes the result with `takeLoadedState()`, reading nothing itself.
+    public func loadSavedState() {
+        let result = store.load()
+        condition.lock()
+        loaded = result
+        condition.unlock()
+    }
+
+    /// The state `loadSavedState()` read, once; nil when it was not read (or was taken already).
+    func takeLoadedState() -> StateLoadResult? {
+        condition.lock()
+        defer {
+            loaded = nil
+            condition.unlock()
+        }
+        return loaded
     }
 
     /// Hands over a state (`state.json`, when the queue changed) and a position (`position.json`) to be saved, the
