@@ -1,8 +1,10 @@
 // Stopping `earshot serve` (issue 21): SIGTERM, as systemd sends it, silences the music before the service does
 // anything that may wait. Stopping MPRIS waits for its bus thread, and that thread may itself be waiting for the player
 // (a D-Bus call in flight, which the player cannot answer while it is stopping): up to the call's 10 s timeout, during
-// which a service that corked last kept playing. Here D-Bus calls arrive back to back while the service is stopped,
-// so that one is in flight at the signal, and the headphones' monitor says how long the music went on.
+// which a service that corked last kept playing. Here D-Bus calls keep coming while the service is stopped, and the
+// headphones' monitor says how long the music went on. The old order waited only when a call slipped in between the
+// signal and MPRIS's stop; with the save no longer flushing on the owner that window is narrow, so this bounds the
+// silence under calls rather than catching the old order every time.
 import EarshotTestSupport
 import Foundation
 import Testing
