@@ -1,6 +1,9 @@
 // The player's link to the sound server: the connection and its generation, the reconnection while the server is
 // away (and when its timer is armed), the stream and its generation, and what the streams closed so far counted.
 //
+// Every connection is made on a thread of its own (`Player.attemptConnection`), never on the owner: libpulse's connect
+// waits for the server. This type keeps the bookkeeping of those attempts; their outcomes come back as inputs.
+//
 // It holds lifetime and mechanics only. What to do when the server goes or the stream dies (pause, flush, resume)
 // is the rulebook's; the player asks this type to connect, forget, open and close, and feeds the outcomes to the
 // rules. It lives inside the player's actor and is used only there. Generations tag every notice a connection or
@@ -32,8 +35,11 @@ struct OutputLink {
     private(set) var realtime: (outcome: RealtimeOutcome, threadID: Int32?)?
     /// Tags the current connection's notices; moves on with every connection made and every one lost.
     private(set) var connectionGeneration = 0
-    /// While the server is away: the reconnection under way (nil while connected).
+    /// While there is no connection (at start-up, or since the server went away): the attempts under way (nil while
+    /// connected).
     private(set) var reconnection: Reconnection?
+    /// The rules asked for a stream (`openStream`) while there was no connection: the attempt under way decides it.
+    private(set) var streamAwaitsConnection = false
     /// The server's name, as its answer to `requestServerInfo` gave it.
     var serverName: String?
 
@@ -51,30 +57,15 @@ struct OutputLink {
 
     // MARK: The connection
 
-    /// The generation a connection made now is tagged with. It becomes current only when the connection succeeds
-    /// (`connected`): a failed attempt must not orphan a reconnection attempt under way, whose result is then still
-    /// current.
-    var nextConnectionGeneration: Int { connectionGeneration + 1 }
-
     /// Whether a notice tagged `generation` comes from the current connection.
     func isCurrent(connectionGeneration generation: Int) -> Bool {
         generation == connectionGeneration && connection != nil
     }
 
-    /// A connection made on the owner (`connect`) is the current one now. A reconnection attempt still under way
-    /// belongs to an older generation: its result is dropped, and a later loss starts a new reconnection.
-    mutating func connected(_ server: ConnectedServer, generation: Int) {
-        connectionGeneration = generation
-        connection = server.connection
-        realtime = (server.realtime, server.threadID)
-        reconnection = nil
-        reconnectTimer.disarm()
-    }
-
-    /// A reconnection attempt's connection: when it is for the current generation and the reconnection is still under
-    /// way, it becomes the current connection and the finished reconnection is returned; otherwise (a connection
-    /// was made meanwhile) nil, and the attempt's connection is dropped with its result.
-    mutating func reconnected(_ server: ConnectedServer, generation: Int) -> Reconnection? {
+    /// A connection attempt's connection: when it is for the current generation and the reconnection is still under
+    /// way, it becomes the current connection and the finished reconnection is returned; otherwise (the server was
+    /// lost again meanwhile) nil, and the attempt's connection is dropped with its result.
+    mutating func connected(_ server: ConnectedServer, generation: Int) -> Reconnection? {
         guard generation == connectionGeneration, let finished = reconnection else { return nil }
         reconnection = nil
         reconnectTimer.disarm()
@@ -92,17 +83,19 @@ struct OutputLink {
         connectionGeneration += 1
     }
 
-    /// Starts reconnecting, unless a reconnection is under way: the first attempt after `Reconnection.firstDelay`.
-    mutating func startReconnecting() {
+    /// Starts reconnecting, unless a reconnection is under way: the first attempt after `Reconnection.firstDelay`
+    /// (or sooner, begun with `beginAttempt`). `afterLoss`: the server went away (not a first connection).
+    mutating func startReconnecting(afterLoss: Bool = true) {
         guard reconnection == nil else { return }
-        reconnection = Reconnection(since: .now)
+        reconnection = Reconnection(since: .now, afterLoss: afterLoss)
         reconnectTimer.arm(after: Reconnection.firstDelay)
     }
 
-    /// Starts the attempt that is due, and returns the generation its outcome is tagged with; nil when there is no
-    /// reconnection or an attempt is already under way (one at a time).
+    /// Starts an attempt now, due or not (the timer is disarmed), and returns the generation its outcome is tagged
+    /// with; nil when there is no reconnection or an attempt is already under way (one at a time).
     mutating func beginAttempt() -> Int? {
         guard var attempt = reconnection, !attempt.isUnderWay else { return nil }
+        reconnectTimer.disarm()
         attempt.isUnderWay = true
         attempt.attempts += 1
         reconnection = attempt
@@ -116,6 +109,17 @@ struct OutputLink {
         attempt.delay = min(attempt.delay * 2, Reconnection.longestDelay)
         reconnection = attempt
         reconnectTimer.arm(after: attempt.delay)
+    }
+
+    /// Notes that the rules' `openStream` waits for the connection attempt under way.
+    mutating func awaitConnectionForStream() {
+        streamAwaitsConnection = true
+    }
+
+    /// Whether an `openStream` waited for the attempt that just ended; it waits no more.
+    mutating func takeStreamAwaitingConnection() -> Bool {
+        defer { streamAwaitsConnection = false }
+        return streamAwaitsConnection
     }
 
     /// Ends the connection for good (the service stops). The stream is closed first (`closeStream`).

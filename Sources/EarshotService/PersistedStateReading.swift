@@ -1,15 +1,33 @@
-// Reading the state file back: its JSON tree (JSONTree) checked field by field. The reasons are the ones
-// JSONDecoder's errors gave, named by field only and never quoting a value (a path is private).
+// Reading the state files back: their JSON tree (JSONTree) checked field by field. The reasons are the ones
+// JSONDecoder's errors gave, named by field only and never quoting a value (a path is private). `state.json` of every
+// version so far reads here: `queueId` is optional (a file written before the position had a file of its own has none).
 import TrackPaths
 
 extension PersistedState {
-    /// Why a well-formed or malformed file cannot be read as a state: the reason StateStore reports.
+    /// Why a well-formed or malformed file cannot be read as a state (or a position): the reason StateStore reports.
     struct Unreadable: Error {
         let reason: String
     }
 
     /// The state in the file's `bytes`, checked for types only (`inconsistency` checks the values).
     init(fileBytes bytes: [UInt8]) throws(Unreadable) {
+        let object = try Self.object(in: bytes)
+        // In declaration order, as the synthesized decoder went, so several problems report the same one.
+        let version = try Self.integer("version", in: object)
+        let queue = try Self.queue(in: object)
+        let trackIndex = try Self.integer("trackIndex", in: object)
+        let positionMilliseconds = try Self.integer("positionMilliseconds", in: object)
+        let volumePercent = try Self.integer("volumePercent", in: object)
+        // Absent (or null) in a file written before the position had a file of its own.
+        let queueId = object["queueId"] == nil || object["queueId"] is JSONNull
+            ? nil : try Self.integer("queueId", in: object)
+        self.init(
+            queue: queue, trackIndex: trackIndex, positionMilliseconds: positionMilliseconds,
+            volumePercent: volumePercent, queueId: queueId, version: version)
+    }
+
+    /// The top-level object of a state file's `bytes`.
+    static func object(in bytes: [UInt8]) throws(Unreadable) -> [String: Any] {
         let tree: Any
         do {
             tree = try JSONTree.parseValue(bytes)
@@ -17,24 +35,18 @@ extension PersistedState {
             throw Unreadable(reason: "not valid JSON")
         }
         guard let object = tree as? [String: Any] else { throw Unreadable(reason: "wrong type for the top level") }
-        // In declaration order, as the synthesized decoder went, so several problems report the same one.
-        let version = try Self.integer("version", in: object)
-        let queue = try Self.queue(in: object)
-        self.init(
-            queue: queue, trackIndex: try Self.integer("trackIndex", in: object),
-            positionMilliseconds: try Self.integer("positionMilliseconds", in: object),
-            volumePercent: try Self.integer("volumePercent", in: object), version: version)
+        return object
     }
 
     /// The value under `key`: missing and null are reasons of their own.
-    private static func present(_ key: String, in object: [String: Any]) throws(Unreadable) -> Any {
+    static func present(_ key: String, in object: [String: Any]) throws(Unreadable) -> Any {
         guard let value = object[key] else { throw Unreadable(reason: "missing field \"\(key)\"") }
         if value is JSONNull { throw Unreadable(reason: "null for field \"\(key)\"") }
         return value
     }
 
     /// An integer field; a number that is not one (1.5, 1e30) is an invalid value, anything else a wrong type.
-    private static func integer(_ key: String, in object: [String: Any]) throws(Unreadable) -> Int {
+    static func integer(_ key: String, in object: [String: Any]) throws(Unreadable) -> Int {
         let value = try present(key, in: object)
         if let integer = value as? Int { return integer }
         if value is Double { throw Unreadable(reason: "invalid value for field \"\(key)\"") }

@@ -48,12 +48,11 @@ extension Player {
             announcedTrack = index
             try? stream.updateMediaName(title(of: index))
         }
-        if rules.isPlaying && ContinuousClock.now - lastSave >= Self.saveInterval { saveState() }
+        // The position while playing on is due every `SaveSchedule.interval`, so that a kill loses at most that.
+        saveState()
         if configuration.showsProgress { showProgress() }
     }
 
-    /// While playing, the position is saved this often: a kill loses at most this much.
-    private static let saveInterval = Duration.seconds(2)
     /// The stall watchdog acts when the server has asked for nothing for this many request periods, and for at
     /// least `stallMinimum`: a whole second, since on a machine loaded twenty deep the server was seen to go quiet
     /// for over half a second and then carry on, and a player that calls that "output lost" stops the music for
@@ -83,15 +82,18 @@ extension Player {
     /// or the queue's end (both advance at the sample rate while playing), when the stall watchdog would act if the
     /// server asked for nothing more (its last request plus the threshold), and on a terminal for the progress line.
     /// Otherwise, while requests are not due (the sink starting, a drain), after `stallMinimum`. The tick is also due
-    /// when the periodic save is (`saveInterval` after the last save), so that a kill loses at most that much.
+    /// when the periodic save is (`SaveSchedule.interval` after the last), so that a kill loses at most that much.
     func nextTickDelay(stream: PlaybackStream) -> Duration {
         var delay = Self.stallMinimum
         if let silence = stream.requestSilence() {
             // A little late rather than early, so that the tick finds the threshold passed.
             delay = max(stallThreshold(of: stream) - silence, .zero) + .milliseconds(10)
         }
-        // Ticks only about once a second would otherwise save up to a tick late (every 3 s at worst).
-        delay = min(delay, max(Self.saveInterval - (ContinuousClock.now - lastSave), .zero) + .milliseconds(2))
+        if stateWriter != nil {
+            // Ticks only about once a second would otherwise save up to a tick late (every 3 s at worst).
+            let untilSave = SaveSchedule.interval - (ContinuousClock.now - saving.lastCurrent)
+            delay = min(delay, max(untilSave, .zero) + .milliseconds(2))
+        }
         if configuration.showsProgress { delay = min(delay, Self.progressInterval) }
         var frames = Int.max
         if drainingFor == nil {
@@ -185,13 +187,16 @@ extension Player {
     }
 
     func shutdown(signal: Int32) {
-        log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         // Saved where the listener is now, not where the last tick (up to a second ago) found them.
         settleAtHeardPosition()
-        saveState()
-        mpris?.stop()
+        // Quiet first, before anything that may wait: the log (a client reading it), MPRIS's stop (its bus thread may
+        // be waiting for this owner, up to its 10 s timeout).
         try? stream?.cork()
         closeStream()
+        log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
+        // Handed to the writer, flushed to disk by it; the service waits for that after the owner has stopped.
+        saveState(final: true)
+        mpris?.stop()
         worker.stop()
         link.disconnect()
         if case .foreground = mode {
@@ -205,9 +210,7 @@ extension Player {
 
     /// Replaces the queue with `newPaths`, playing them when `play`.
     func replaceQueue(with newPaths: [TrackPath], play: Bool) {
-        // The saved state's copy of the old queue goes first: it would otherwise live beside the new one until the
-        // save below, which is due anyway (the queue changed).
-        lastSaved = nil
+        saving.queueDidChange()
         paths = TrackList(newPaths)
         tracks = [:]
         queueGeneration += 1
@@ -226,9 +229,7 @@ extension Player {
     /// Appends `newPaths` to the queue; decoding continues into them without a gap.
     func appendToQueue(_ newPaths: [TrackPath]) {
         let added = TrackList(newPaths)
-        // Released before growing the queue, which then grows in place instead of being copied beside the saved
-        // state's copy of it; the save below is due anyway (the queue changed).
-        lastSaved = nil
+        saving.queueDidChange()
         paths.append(contentsOf: added)
         if workerLoaded { worker.append(paths: added) }
         if queueEndRingFrame != nil {
@@ -246,8 +247,10 @@ extension Player {
 
     /// Restores the saved queue, paused at the saved position; a corrupt state file is reported and set aside.
     func restoreSavedState() {
-        guard let store else { return }
-        switch store.load() {
+        // Read on the service's main thread before the owner started (`StateWriter.loadSavedState`): nothing here
+        // waits for the disk.
+        guard let loaded = stateWriter?.takeLoadedState() else { return }
+        switch loaded {
         case .empty:
             log.record("state", ["restored": "nothing"])
         case .corrupt(let reason, let keptAs):
@@ -255,34 +258,38 @@ extension Player {
             log.record("state", ["restored": "corrupt", "keptAs": name])
             StandardStream.writeError(
                 "earshot: the saved state could not be read (\(reason)); kept aside as \(name), starting empty\n")
-        case .restored(let saved):
+        case .restored(let saved, let positionFile):
             paths = saved.queue
             dispatch(.userVolume(percent: saved.volumePercent))
             dispatch(.queueRestored(trackCount: saved.queue.count, index: saved.trackIndex))
-            guard rules.playback == .paused(.restored) else { return }
-            // The saved position is in milliseconds; the decoder needs frames at the track's output rate.
-            let track = saved.queue[saved.trackIndex]
-            let rate = (try? AudioFileKind.openDecoder(path: track))?.format.sampleRate ?? 44_100
-            reposition(to: TrackPosition(trackIndex: saved.trackIndex,
-                                         frame: saved.positionMilliseconds * rate / 1000, sampleRate: rate))
-            log.record("state", ["restored": "queue", "tracks": "\(saved.queue.count)"])
-            lastSaved = saved
+            if rules.playback == .paused(.restored) {
+                // The saved position is in milliseconds; the decoder needs frames at the track's output rate.
+                let track = saved.queue[saved.trackIndex]
+                let rate = (try? AudioFileKind.openDecoder(path: track))?.format.sampleRate ?? 44_100
+                reposition(to: TrackPosition(trackIndex: saved.trackIndex,
+                                             frame: saved.positionMilliseconds * rate / 1000, sampleRate: rate))
+            }
+            // Without a queue id (an earlier version's file) the queue is written again with one: the next save.
+            saving.restored(saved, repositions: repositionCount)
+            log.record("state", ["restored": "queue", "tracks": "\(saved.queue.count)",
+                                 "position": positionFile?.kind ?? "positionFile",
+                                 "format": saved.queueId == nil ? "singleFile" : "current"])
         }
     }
 
-    /// Saves queue, track, position and volume when they changed (atomically, by the store).
-    func saveState() {
-        lastSave = ContinuousClock.now
-        guard let store else { return }
-        let state = PersistedState(queue: paths, trackIndex: rules.queue.index,
-                                   positionMilliseconds: positionMilliseconds, volumePercent: rules.volumePercent)
-        guard state != lastSaved else { return }
-        do {
-            try store.save(state)
-            lastSaved = state
-        } catch {
-            log.record("state", ["saved": "failed"])
+    /// Hands what changed to the state writer, which saves it off the owner's thread: the queue when it changed, the
+    /// position when `SaveSchedule` says it is due; `final` (a clean exit) has the writer flush the position to disk.
+    func saveState(final: Bool = false) {
+        guard let stateWriter else { return }
+        guard let due = saving.due(
+            trackIndex: rules.queue.index, positionMilliseconds: positionMilliseconds,
+            volumePercent: rules.volumePercent, repositions: repositionCount, playing: rules.isPlaying, final: final)
+        else { return }
+        let state = due.newQueueId.map { id in
+            PersistedState(queue: paths, trackIndex: rules.queue.index, positionMilliseconds: positionMilliseconds,
+                           volumePercent: rules.volumePercent, queueId: id)
         }
+        stateWriter.save(state: state, position: due.position, durable: final)
     }
 
     // MARK: MPRIS

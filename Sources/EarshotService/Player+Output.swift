@@ -10,28 +10,41 @@ import TrackPaths
 extension Player {
     // MARK: Output
 
-    /// Connects to the sound server (blocking, with libpulse's timeout) and subscribes to its changes.
-    func connect() -> Bool {
-        let generation = link.nextConnectionGeneration
-        guard let server = Self.makeConnection(generation: generation, inbox: inbox) else { return false }
-        link.connected(server, generation: generation)
-        noteRealtime(of: server)
-        // Not waited for: the answer arrives as `.serverInfoChanged`.
-        try? server.connection.requestServerInfo()
-        log.record("server", ["state": "connected"])
-        return true
+    /// Starts connecting to the sound server, the first attempt at once (see `attemptConnection`).
+    func startConnecting() {
+        link.startReconnecting(afterLoss: false)
+        attemptConnection()
     }
 
-    /// A reconnection attempt's connection is the current one now (`OutputLink.reconnected`): the rules hear that
-    /// the output appeared (they never resume by themselves on that).
-    func reconnected(_ server: ConnectedServer, after finished: Reconnection) {
+    /// A connection attempt's connection is the current one now (`OutputLink.connected`). After a loss the rules hear
+    /// that the output appeared (they never resume by themselves on that); a stream the rules asked for meanwhile is
+    /// opened now.
+    func connected(_ server: ConnectedServer, after finished: Reconnection) {
         noteRealtime(of: server)
         // Not waited for: the answer arrives as `.serverInfoChanged`.
         try? server.connection.requestServerInfo()
         let waited = (ContinuousClock.now - finished.since).components
         log.record("server", ["state": "connected", "attempts": "\(finished.attempts)",
                               "afterMs": "\(waited.seconds * 1000 + waited.attoseconds / 1_000_000_000_000_000)"])
-        dispatch(.outputAppeared)
+        if finished.afterLoss { dispatch(.outputAppeared) }
+        if link.takeStreamAwaitingConnection() { ensureStream() }
+    }
+
+    /// A connection attempt found no server. The next one waits for the timer; a stream the rules asked for is not
+    /// there, for that reason (the output is lost: the server). The first attempt of all ends the foreground player
+    /// (`earshot play` without a server has nothing to do) and has the service wait.
+    func connectionAttemptFailed() {
+        let first = link.reconnection.map { !$0.afterLoss && $0.attempts == 1 } ?? false
+        link.attemptFailed()
+        if first {
+            if case .foreground = mode {
+                StandardStream.writeError("earshot: cannot connect to the sound server\n")
+                exitCode = 1
+                return
+            }
+            log.record("server", ["state": "unavailable", "action": "waiting"])
+        }
+        if link.takeStreamAwaitingConnection() { dispatch(.outputLost(.serverLost)) }
     }
 
     /// Logs how the new connection's mainloop thread is scheduled (the link keeps it for status).
@@ -546,17 +559,19 @@ extension Player {
         link.startReconnecting()
     }
 
-    /// Makes one connection attempt. libpulse's connect waits until the context is ready or has failed (up to the
-    /// connection's timeout), and subscribing waits for the server's reply: the attempt runs on a thread of its own,
-    /// so the owner does not wait, and its outcome comes back through the inbox (`.reconnected`, `.reconnectFailed`).
-    func attemptReconnection() {
+    /// Makes one connection attempt now, unless one is under way. libpulse's connect waits until the context is ready
+    /// or has failed (up to the connection's timeout), subscribing waits for the server's reply, and raising the
+    /// mainloop thread's priority may wait for rtkit: the attempt runs on a thread of its own, so the owner does not
+    /// wait, and its outcome comes back through the inbox (`.connected`, `.connectFailed`). Every connection is made
+    /// here: at start-up, after a loss, and when the rules want a stream while there is none.
+    func attemptConnection() {
         guard let generation = link.beginAttempt() else { return }
         let inbox = self.inbox
         SystemThread.start(named: "earshot-connect") {
             if let server = Player.makeConnection(generation: generation, inbox: inbox) {
-                inbox.yield(.reconnected(server, generation: generation))
+                inbox.yield(.connected(server, generation: generation))
             } else {
-                inbox.yield(.reconnectFailed(generation: generation))
+                inbox.yield(.connectFailed(generation: generation))
             }
         }
     }

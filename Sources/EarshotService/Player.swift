@@ -28,7 +28,8 @@ actor Player {
 
     let configuration: PlayerConfiguration
     let mode: PlayerMode
-    let store: StateStore?
+    /// Saves the state off the owner's thread (nil: nothing is saved, `earshot play`).
+    let stateWriter: StateWriter?
     let mpris: (any MPRISPublishing)?
     let positionCell: PositionCell
     let log: EventLog
@@ -85,25 +86,23 @@ actor Player {
     var watchdogArmed = false
     /// The tick's timer, armed only while playing (see `TickTimer`).
     let tickTimer: TickTimer
-    /// When the state was last saved (or found unchanged).
-    var lastSave = ContinuousClock.now
+    /// What was handed to the state writer, and when (see `SaveSchedule`).
+    var saving = SaveSchedule()
     /// What MPRIS was last told, so that it is told only changes.
     var publishedSnapshot: MPRISSnapshot?
     /// The playback shown last on the progress line, so that a change is shown at once.
     var shownPlayback: Playback?
-    /// What was last saved, to save only changes.
-    var lastSaved: PersistedState?
     /// The longest one inbox item took to handle, in microseconds (status: `slowestHandlingMicros`): the owner never
     /// waits, so a large value is a regression to look for.
     var slowestHandlingMicros = 0
 
     init(
-        configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, store: StateStore?,
+        configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, stateWriter: StateWriter?,
         mpris: (any MPRISPublishing)?, positionCell: PositionCell, inbox: AsyncStream<Input>.Continuation
     ) {
         self.configuration = configuration
         self.mode = mode
-        self.store = store
+        self.stateWriter = stateWriter
         self.mpris = mpris
         self.positionCell = positionCell
         self.log = log
@@ -127,24 +126,19 @@ actor Player {
 
     // MARK: Running
 
-    /// Connects, then either plays `files` (foreground) or restores the saved queue (service), and handles
-    /// inputs until the work is done or a signal arrives. Returns the process exit code.
+    /// Starts connecting (off the owner: the outcome is an input), then either plays `files` (foreground) or restores
+    /// the saved queue (service), and handles inputs until the work is done or a signal arrives. Returns the process
+    /// exit code.
     func run(inputs: AsyncStream<Input>) async -> Int32 {
         attachDecisions()
         log.record("realtime", ["thread": "owner", "nice": ownerThread.niceOutcome])
+        // The decoder starts while the connection is made; the stream opens once both are there. Without a server the
+        // foreground player ends (`connectionAttemptFailed`), and the service waits for one.
+        startConnecting()
         switch mode {
         case .foreground(let files):
-            guard connect() else {
-                StandardStream.writeError("earshot: cannot connect to the sound server\n")
-                return 1
-            }
             replaceQueue(with: files, play: true)
         case .service:
-            if !connect() {
-                // The service waits for the server to appear.
-                log.record("server", ["state": "unavailable", "action": "waiting"])
-                link.startReconnecting()
-            }
             restoreSavedState()
         }
         publish()
@@ -183,18 +177,17 @@ actor Player {
         case .inventory(let inventory, let purpose, let generation):
             guard link.isCurrent(streamGeneration: generation) else { return }
             inventoryArrived(inventory, for: purpose)
-        case .reconnected(let server, let generation):
-            // A result for an older generation (a connection was made meanwhile) is dropped with its connection.
-            guard let finished = link.reconnected(server, generation: generation) else { return }
-            reconnected(server, after: finished)
-        case .reconnectFailed(let generation):
+        case .connected(let server, let generation):
+            // A result for an older generation (the server was lost again meanwhile) is dropped with its connection.
+            guard let finished = link.connected(server, generation: generation) else { return }
+            connected(server, after: finished)
+        case .connectFailed(let generation):
             guard generation == link.connectionGeneration else { return }
-            link.attemptFailed()
-            return
+            connectionAttemptFailed()
         case .reconnectDue(let arming):
             // A stale delivery (the timer was disarmed as it went off: the server is back) has no work.
             guard link.reconnectTimer.wentOff(arming: arming) else { return }
-            attemptReconnection()
+            attemptConnection()
             return
         case .tick(let arming):
             // A stale tick (its timer was replaced or disarmed as it went off) has no work.
@@ -277,10 +270,11 @@ actor Player {
         case .clearServerMute:
             try? stream?.setMuted(false)
         case .openStream:
-            if connection == nil && !connect() {
-                // Still no server: the output is lost for that reason, and the reconnection carries on.
-                link.startReconnecting()
-                dispatch(.outputLost(.serverLost))
+            guard connection != nil else {
+                // Not connected here: an attempt is made now (or the one under way awaited), and its outcome opens the
+                // stream or tells the rules the output is lost (`connected`, `connectionAttemptFailed`).
+                link.awaitConnectionForStream()
+                attemptConnection()
                 return
             }
             // The rules uncork it when it opens (`streamOpened`), if the player is playing.

@@ -27,9 +27,10 @@ extension Player {
         case connection(ConnectionNotice, generation: Int)
         /// The lists asked for with `requestInventory`, for the stream of that generation.
         case inventory(ServerInventory, purpose: InventoryPurpose, generation: Int)
-        case reconnected(ConnectedServer, generation: Int)
-        /// A connection attempt made while the server was away failed; the next one waits for the timer.
-        case reconnectFailed(generation: Int)
+        /// A connection attempt (`attemptConnection`, on a thread of its own) connected.
+        case connected(ConnectedServer, generation: Int)
+        /// A connection attempt found no server; the next one waits for the timer.
+        case connectFailed(generation: Int)
         /// The reconnection's timer went off: time for the next connection attempt.
         case reconnectDue(arming: Int)
         case tick(arming: Int)
@@ -56,14 +57,17 @@ enum PlayerMode: Sendable {
     case service
 }
 
-/// A reconnection to the sound server while it is away: one attempt at a time, each after a wait that doubles.
+/// Connecting to the sound server while there is no connection, at start-up or after it went away: one attempt at a
+/// time, each after a wait that doubles (or at once, when the rules want a stream).
 struct Reconnection {
     /// The wait before the first attempt: a server killed and started again is usually back by then.
     static let firstDelay = Duration.milliseconds(200)
     /// The longest wait between two attempts.
     static let longestDelay = Duration.seconds(1)
-    /// When the server was found away.
+    /// When the server was found away (or connecting began).
     let since: ContinuousClock.Instant
+    /// The server went away: connected again, the output appeared. False for the first connection.
+    let afterLoss: Bool
     /// The wait before the attempt that is due or under way.
     var delay = Reconnection.firstDelay
     /// Whether an attempt is under way (its outcome not yet in the inbox).

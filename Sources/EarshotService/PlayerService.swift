@@ -10,18 +10,17 @@ import TrackPaths
 public enum PlayerService {
     /// Plays `files` in the foreground until the queue ends or SIGINT/SIGTERM; returns the exit code.
     public static func runForeground(files: [TrackPath], configuration: PlayerConfiguration) -> Int32 {
-        run(mode: .foreground(files: files), configuration: configuration, store: nil, withMPRIS: false)
+        run(mode: .foreground(files: files), configuration: configuration, saving: false, withMPRIS: false)
     }
 
     /// Runs the long-lived service (`earshot serve`): restores the saved queue paused, answers the control
     /// socket and MPRIS, and runs until SIGTERM/SIGINT or MPRIS Quit. Returns the exit code.
     public static func serve(configuration: PlayerConfiguration) -> Int32 {
-        run(mode: .service, configuration: configuration, store: StateStore(environment: ProcessEnvironment.current),
-            withMPRIS: true)
+        run(mode: .service, configuration: configuration, saving: true, withMPRIS: true)
     }
 
     private static func run(
-        mode: PlayerMode, configuration: PlayerConfiguration, store: StateStore?, withMPRIS: Bool
+        mode: PlayerMode, configuration: PlayerConfiguration, saving: Bool, withMPRIS: Bool
     ) -> Int32 {
         // SIGINT and SIGTERM are taken by a thread of their own with sigwait (see `awaitStopSignals`), so they are
         // blocked here, before any other thread starts: every thread inherits the mask, and none is interrupted.
@@ -31,6 +30,9 @@ public enum PlayerService {
         sigaddset(&stopSignals, SIGTERM)
         pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         let log = EventLog(echoToStandardError: !configuration.showsProgress || configuration.debugLogging)
+        let stateWriter = saving ? makeStateWriter(log: log) : nil
+        // Read here, on the main thread, before the owner starts: the owner only takes the result.
+        stateWriter?.loadSavedState()
         let (inputs, inbox) = AsyncStream<Player.Input>.makeStream(bufferingPolicy: .unbounded)
 
         let server: ControlServer
@@ -65,8 +67,9 @@ public enum PlayerService {
         }
 
         awaitStopSignals(stopSignals, inbox: inbox)
-        let player = Player(configuration: configuration, mode: mode, log: log, store: store, mpris: mpris,
-                            positionCell: positionCell, inbox: inbox)
+        let player = Player(
+            configuration: configuration, mode: mode, log: log, stateWriter: stateWriter, mpris: mpris,
+            positionCell: positionCell, inbox: inbox)
         if case .service = mode { log.record("service", ["state": "started"]) }
         let done = DispatchSemaphore(value: 0)
         let result = ExitCodeBox()
@@ -76,6 +79,8 @@ public enum PlayerService {
             done.signal()
         }
         done.wait()
+        // The owner handed its last state over (`shutdown`): on disk before the process ends.
+        stateWriter?.finish()
         server.shutdown()
         log.record("service", ["state": "stopped", "exit": "\(result.code)"])
         return result.code
@@ -94,6 +99,14 @@ extension PlayerService {
                 guard sigwait(&waitedFor, &number) == 0 else { continue }
                 inbox.yield(.shutdown(signal: number))
             }
+        }
+    }
+
+    /// The writer of the service's state files, in the XDG state directory: the disk is written on the writer's own
+    /// thread, the owner only hands over what changed. A failure is logged by its step and error number, not its path.
+    private static func makeStateWriter(log: EventLog) -> StateWriter {
+        StateWriter(store: StateStore(environment: ProcessEnvironment.current)) { file, error in
+            log.record("state", ["saved": "failed", "file": file, "step": error.operation, "errno": "\(error.code)"])
         }
     }
 }

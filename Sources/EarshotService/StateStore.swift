@@ -1,17 +1,25 @@
-// The state that survives restarts: queue, current track, position and volume, in
-// `$XDG_STATE_HOME/earshot/state.json` (default `~/.local/state/earshot/state.json`).
-//
-// Writes are atomic: the new state goes to a temporary file in the same directory, is flushed to disk
-// (fsync), renamed over `state.json`, and then the directory itself is flushed so the rename survives a
-// power cut. A reader therefore sees either the old file or the new one, never a half-written one, even if
-// the service is killed mid-write; a leftover temporary file is simply ignored (and removed on the next
-// load). The directory is private (0700) and the file 0600: a queue of file paths is personal.
+// The state that survives restarts, in `$XDG_STATE_HOME/earshot` (default `~/.local/state/earshot`), in two files
+// because they change at different rates:
+// - `state.json`: the queue, with the track, position and volume as they were when it was written. Written when the
+//   queue changes and at a clean exit, atomically and durably: the new state goes to a temporary file in the same
+//   directory, is flushed to disk (fsync), renamed over `state.json`, and then the directory itself is flushed so the
+//   rename survives a power cut. A reader sees either the old file or the new one, never a half-written one, even if
+//   the service is killed mid-write; a leftover temporary file is ignored (and removed on the next load).
+// - `position.json`: the track, position and volume alone, with the id of the queue they belong to (SavedPosition).
+//   Written often (every 2 s while playing, at every pause, seek and track change), in place and without fsync: a
+//   few hundred bytes rewritten in one page, which the kernel writes back on its own schedule (see SavedPosition).
+//   It wins over `state.json`'s own position when its queue id is that of `state.json`; a position file that is
+//   missing, unreadable or of another queue (a queue change it never caught up with) leaves `state.json`'s.
+// Compatibility: `state.json` keeps the single-file format of earlier versions (version 1) with one optional key more,
+// `queueId`. A file without it (written by an earlier version) restores queue and position as before; the service
+// then writes it again with an id (`PersistedState.queueId`), and an earlier version still reads the new file.
+// The directory is private (0700) and the files 0600: a queue of file paths is personal.
 //
 // Paths are stored losslessly (TrackPath's JSON form): a string when the path is valid UTF-8, else an object
 // `{"base64": "..."}` with its bytes, so a file name that is not UTF-8 is restored exactly.
 //
-// A file that cannot be read or decoded is not fatal: it is moved aside as `state.json.corrupt-<UTC time>`
-// for the user to inspect, and the caller starts empty. The reason given never quotes the file's content.
+// A `state.json` that cannot be read or decoded is not fatal: it is moved aside as `state.json.corrupt-<UTC time>` for
+// the user to inspect, and the caller starts empty. The reason given never quotes the file's content.
 import Glibc
 import SystemSupport
 import TrackPaths
@@ -31,10 +39,13 @@ public struct PersistedState: Codable, Equatable, Sendable {
     public var positionMilliseconds: Int
     /// The stream volume, in percent (0...150).
     public var volumePercent: Int
+    /// Names this queue for `position.json` (`SavedPosition.queueId`); a new one with every queue written. Nil in a
+    /// file of an earlier version, which had no position file.
+    public var queueId: Int?
 
     /// A state in the current format.
     public init(
-        queue: TrackList, trackIndex: Int, positionMilliseconds: Int, volumePercent: Int,
+        queue: TrackList, trackIndex: Int, positionMilliseconds: Int, volumePercent: Int, queueId: Int? = nil,
         version: Int = PersistedState.currentVersion
     ) {
         self.version = version
@@ -42,6 +53,19 @@ public struct PersistedState: Codable, Equatable, Sendable {
         self.trackIndex = trackIndex
         self.positionMilliseconds = positionMilliseconds
         self.volumePercent = volumePercent
+        self.queueId = queueId
+    }
+
+    /// This state with the track, position and volume of `position`, when it was saved for this queue and fits it;
+    /// otherwise why it does not, for the log.
+    func taking(_ position: SavedPosition) -> (state: PersistedState, problem: PositionFileProblem?) {
+        guard let queueId, position.queueId == queueId else { return (self, .otherQueue) }
+        var taken = self
+        taken.trackIndex = position.trackIndex
+        taken.positionMilliseconds = position.positionMilliseconds
+        taken.volumePercent = position.volumePercent
+        if taken.inconsistency != nil { return (self, .unusable("does not fit the queue")) }
+        return (taken, nil)
     }
 
     /// Why this state cannot be used, or nil when it can. Never quotes the values themselves.
@@ -78,7 +102,9 @@ extension PersistedState {
                 out += #""}"#.utf8
             }
         }
-        out += #"],"trackIndex":\#(trackIndex),"version":\#(version),"volumePercent":\#(volumePercent)}"#.utf8
+        out += "]".utf8
+        if let queueId { out += #","queueId":\#(queueId)"#.utf8 }
+        out += #","trackIndex":\#(trackIndex),"version":\#(version),"volumePercent":\#(volumePercent)}"#.utf8
         out.append(0x0A)
         return out
     }
@@ -101,10 +127,29 @@ extension PersistedState {
 public enum StateLoadResult: Equatable, Sendable {
     /// No state file: a first start.
     case empty
-    /// The saved state.
-    case restored(PersistedState)
+    /// The saved state, its track, position and volume from `position.json` unless `positionFile` says why not.
+    case restored(PersistedState, positionFile: PositionFileProblem?)
     /// The file could not be used; it was moved to `keptAs` (a full path). `reason` never quotes its content.
     case corrupt(reason: String, keptAs: String)
+}
+
+/// Why `position.json` was not used for a restored state: `state.json`'s own track, position and volume were.
+public enum PositionFileProblem: Equatable, Sendable {
+    /// There is none (a first save, or a state written by an earlier version).
+    case absent
+    /// It was saved for another queue: the queue changed and no position was saved for the new one before the end.
+    case otherQueue
+    /// It cannot be read, decoded or trusted; the reason never quotes its content.
+    case unusable(String)
+
+    /// One word for the log.
+    public var kind: String {
+        switch self {
+        case .absent: return "absent"
+        case .otherQueue: return "otherQueue"
+        case .unusable: return "unusable"
+        }
+    }
 }
 
 /// Why the state could not be saved.
@@ -129,19 +174,29 @@ public struct StateStoreError: Error, Equatable, Sendable, CustomStringConvertib
     }
 }
 
-/// Loads and saves `PersistedState` in one directory. Thread-safe: saves and loads are serialized.
+/// Loads and saves `PersistedState` (`state.json`) and `SavedPosition` (`position.json`) in one directory.
+/// Thread-safe: saves and loads are serialized. Every call may wait for the disk: the service calls it from its storage
+/// writer's thread (`StateWriter`), never from the owner's.
 public final class StateStore: @unchecked Sendable {
-    // Unchecked Sendable: the stored properties are immutable; `lock` serializes all file-system work, so two
-    // saves never race on the temporary file or the rename.
+    // Unchecked Sendable: `directory` is immutable; `lock` serializes all file-system work (two saves never race on
+    // the temporary file or the rename) and guards the position file's descriptor.
     private let lock = Lock()
+    /// `position.json`, open for writing from its first save on (-1 before), so each save is one `pwrite`.
+    private var positionDescriptor: Int32 = -1
+    /// `position.json` was created by this store and the directory not flushed since: a durable save flushes it.
+    private var positionEntryUnsynced = false
 
-    /// The directory holding the state file.
+    /// The directory holding the state files.
     public let directory: String
     /// The state file's full path.
     public var filePath: String { directory + "/" + Self.fileName }
+    /// The position file's full path.
+    public var positionPath: String { directory + "/" + Self.positionFileName }
 
     /// The state file's name.
     public static let fileName = "state.json"
+    /// The position file's name.
+    public static let positionFileName = "position.json"
     /// The prefix of temporary files; anything starting with it is a leftover of an interrupted save.
     static let temporaryPrefix = "state.json.tmp-"
     /// The prefix of files moved aside as corrupt.
@@ -161,21 +216,28 @@ public final class StateStore: @unchecked Sendable {
         self.init(directory: XDGDirectory.stateHome(environment: environment) + "/earshot")
     }
 
+    deinit {
+        if positionDescriptor >= 0 { close(positionDescriptor) }
+    }
+
     // MARK: Loading
 
-    /// Reads the saved state. A missing file is `.empty`; a file that cannot be read, decoded or trusted is
-    /// moved aside and reported as `.corrupt`. Also removes temporary files left by interrupted saves.
+    /// Reads the saved state, with the track, position and volume of `position.json` when it belongs to it. A missing
+    /// `state.json` is `.empty`; one that cannot be read, decoded or trusted is moved aside and reported as
+    /// `.corrupt`. Also removes temporary files left by interrupted saves.
     public func load() -> StateLoadResult {
         lock.lock()
         defer { lock.unlock() }
         removeLeftoverTemporaryFiles()
         let reason: String
-        switch readStateFile() {
+        switch Self.readFile(at: filePath, limit: Self.maximumFileBytes) {
         case .missing:
             return .empty
         case .bytes(let data):
             switch decode(data) {
-            case .usable(let state): return .restored(state)
+            case .usable(let state):
+                let (restored, problem) = withSavedPosition(state)
+                return .restored(restored, positionFile: problem)
             case .unusable(let problem): reason = problem
             }
         case .unreadable(let problem):
@@ -185,14 +247,31 @@ public final class StateStore: @unchecked Sendable {
         return .corrupt(reason: reason, keptAs: kept ?? filePath)
     }
 
-    private enum ReadOutcome {
+    /// `state` with the position file's track, position and volume, or why they were not taken.
+    private func withSavedPosition(_ state: PersistedState) -> (PersistedState, PositionFileProblem?) {
+        switch Self.readFile(at: positionPath, limit: SavedPosition.fileBytes) {
+        case .missing:
+            return (state, .absent)
+        case .unreadable(let problem):
+            return (state, .unusable(problem))
+        case .bytes(let data):
+            do {
+                return state.taking(try SavedPosition(fileBytes: data))
+            } catch {
+                return (state, .unusable(error.reason))
+            }
+        }
+    }
+
+    enum ReadOutcome {
         case missing
         case bytes([UInt8])
         case unreadable(String)
     }
 
-    private func readStateFile() -> ReadOutcome {
-        let descriptor = open(filePath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    /// The bytes of the regular file at `path`, read whole; more than `limit` bytes is a reason not to.
+    static func readFile(at path: String, limit: Int) -> ReadOutcome {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if descriptor < 0 {
             if errno == ENOENT { return .missing }
             return .unreadable("cannot open: \(String(cString: strerror(errno)))")
@@ -213,8 +292,13 @@ public final class StateStore: @unchecked Sendable {
             }
             if count == 0 { return .bytes(contents) }
             contents.append(contentsOf: chunk[..<count])
-            if contents.count > Self.maximumFileBytes { return .unreadable("larger than 64 MiB") }
+            if contents.count > limit { return .unreadable("larger than " + sizeText(limit)) }
         }
+    }
+
+    /// `bytes` as the reasons name a size: "64 MiB", "256 bytes".
+    private static func sizeText(_ bytes: Int) -> String {
+        bytes >= 1 << 20 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
     }
 
     private enum DecodeOutcome {
@@ -277,8 +361,8 @@ public final class StateStore: @unchecked Sendable {
 
     // MARK: Saving
 
-    /// Writes `state` atomically (temporary file, fsync, rename, fsync of the directory). Blocks for the
-    /// duration of the disk flushes: typically milliseconds, longer on a busy disk.
+    /// Writes `state` as `state.json`, atomically (temporary file, fsync, rename, fsync of the directory). Blocks for
+    /// the duration of the two disk flushes: typically milliseconds, longer on a busy disk.
     public func save(_ state: PersistedState) throws(StateStoreError) {
         let data = state.jsonLine()
         lock.lock()
@@ -305,6 +389,62 @@ public final class StateStore: @unchecked Sendable {
         syncDirectory()
     }
 
+    /// Writes `position` over `position.json` in place: one `pwrite` of `SavedPosition.fileBytes` at offset 0, which a
+    /// kill cannot tear (the kernel copies one page at once), with no fsync; when `durable` (a clean exit), then
+    /// flushed to disk with its directory entry if this store created it.
+    public func savePosition(_ position: SavedPosition, durable: Bool) throws(StateStoreError) {
+        let data = position.fileBytes()
+        lock.lock()
+        defer { lock.unlock() }
+        let descriptor = try openPositionFile()
+        let count = data.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count == data.count else {
+            let code = count < 0 ? errno : EIO
+            // Opened again on the next save: the file may have been replaced meanwhile.
+            close(descriptor)
+            positionDescriptor = -1
+            throw StateStoreError(operation: "write", path: positionPath, code: code)
+        }
+        guard durable else { return }
+        guard fdatasync(descriptor) == 0 else {
+            throw StateStoreError(operation: "fsync", path: positionPath, code: errno)
+        }
+        if positionEntryUnsynced {
+            syncDirectory()
+            positionEntryUnsynced = false
+        }
+    }
+
+    /// The position file's descriptor, opening (and creating) it on the first save. A file of another length (from
+    /// an earlier version, or damaged) is cut to one record's, so that no old bytes trail the record.
+    private func openPositionFile() throws(StateStoreError) -> Int32 {
+        if positionDescriptor >= 0 { return positionDescriptor }
+        try createDirectory()
+        var descriptor = open(positionPath, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        if descriptor < 0 && errno == ENOENT {
+            descriptor = open(positionPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            if descriptor >= 0 { positionEntryUnsynced = true }
+        }
+        guard descriptor >= 0 else { throw StateStoreError(operation: "open", path: positionPath, code: errno) }
+        var status = stat()
+        let examined = fstat(descriptor, &status) == 0
+        guard examined, status.st_mode & S_IFMT == S_IFREG else {
+            // Not a regular file (a directory, a pipe someone put there): nothing to write a record over.
+            let code = examined ? EINVAL : errno
+            close(descriptor)
+            throw StateStoreError(operation: "open", path: positionPath, code: code)
+        }
+        if Int(status.st_size) != SavedPosition.fileBytes {
+            guard ftruncate(descriptor, off_t(SavedPosition.fileBytes)) == 0 else {
+                let code = errno
+                close(descriptor)
+                throw StateStoreError(operation: "truncate", path: positionPath, code: code)
+            }
+        }
+        positionDescriptor = descriptor
+        return descriptor
+    }
+
     private func writeAll(_ data: [UInt8], to descriptor: Int32, path: String) throws(StateStoreError) {
         var offset = 0
         while offset < data.count {
@@ -326,8 +466,8 @@ public final class StateStore: @unchecked Sendable {
         }
     }
 
-    /// Flushes the directory entry changes (rename, unlink) to disk. Best effort: a failure here cannot undo
-    /// the rename, and the file itself is already safe.
+    /// Flushes the directory entry changes (rename, unlink, create) to disk. Best effort: a failure here cannot undo
+    /// the change, and the file itself is already safe.
     private func syncDirectory() {
         let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return }

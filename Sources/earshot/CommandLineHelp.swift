@@ -160,7 +160,8 @@ enum CommandLineHelp {
         ] + table([
             ("$XDG_CONFIG_HOME/earshot/config.json",
              "configuration: an unknown key or a wrong value is an error naming the key (exit status 78)"),
-            ("$XDG_STATE_HOME/earshot/state.json", "queue, track, position and volume, restored paused on start"),
+            ("$XDG_STATE_HOME/earshot/state.json", "the queue, restored paused on start (written when it changes)"),
+            ("$XDG_STATE_HOME/earshot/position.json", "track, position and volume in it (every 2 s while playing)"),
             ("$XDG_CACHE_HOME/earshot/art/", "cover pictures for MPRIS's mpris:artUrl, at most 64 MiB, oldest removed"),
         ]) + [
             "",

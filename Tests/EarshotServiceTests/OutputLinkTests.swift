@@ -58,7 +58,34 @@ struct OutputLinkTests {
         link.lost()
         #expect(before != nil && before != link.connectionGeneration)
         #expect(!link.isCurrent(connectionGeneration: link.connectionGeneration), "no connection is current")
-        #expect(link.nextConnectionGeneration == link.connectionGeneration + 1)
+    }
+
+    @Test("an attempt can begin before its timer is due, which is then disarmed; one at a time still")
+    func attemptBeforeTheTimer() {
+        var link = Self.makeLink()
+        link.startReconnecting(afterLoss: false)
+        #expect(link.reconnection?.afterLoss == false)
+        let now = link.beginAttempt()
+        #expect(now == link.connectionGeneration)
+        #expect(!link.reconnectTimer.wentOff(arming: 1), "the timer of the first attempt was disarmed")
+        let second = link.beginAttempt()
+        #expect(second == nil, "an attempt is under way")
+        link.attemptFailed()
+        #expect(link.reconnection?.attempts == 1 && link.reconnection?.isUnderWay == false)
+        #expect(link.reconnectTimer.wentOff(arming: 2), "the next attempt waits for the timer")
+    }
+
+    @Test("a stream asked for without a connection waits for one attempt's outcome, once")
+    func streamAwaitsConnection() {
+        var link = Self.makeLink()
+        let before = link.takeStreamAwaitingConnection()
+        #expect(!before)
+        link.awaitConnectionForStream()
+        link.awaitConnectionForStream()
+        #expect(link.streamAwaitsConnection)
+        let taken = link.takeStreamAwaitingConnection()
+        let again = link.takeStreamAwaitingConnection()
+        #expect(taken && !again, "taken once")
     }
 
     @Test("without a stream, no stream generation is current, and each new one differs")

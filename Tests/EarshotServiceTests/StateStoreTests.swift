@@ -35,15 +35,15 @@ struct StateStoreTests {
     func roundTrip() throws {
         let store = try freshStore()
         try store.save(sample)
-        #expect(store.load() == .restored(sample))
+        #expect(store.load() == .restored(sample, positionFile: .absent))
         var changed = sample
         changed.trackIndex = 2
         changed.positionMilliseconds = 0
         try store.save(changed)
-        #expect(store.load() == .restored(changed))
+        #expect(store.load() == .restored(changed, positionFile: .absent))
         let empty = PersistedState(queue: [], trackIndex: 0, positionMilliseconds: 0, volumePercent: 100)
         try store.save(empty)
-        #expect(store.load() == .restored(empty))
+        #expect(store.load() == .restored(empty, positionFile: .absent))
     }
 
     @Test("the XDG state directory is used, else ~/.local/state")
@@ -85,7 +85,7 @@ struct StateStoreTests {
         let leftover = store.directory + "/" + StateStore.temporaryPrefix + "12345-67890"
         // What a save killed mid-write leaves: a partial file beside the intact one.
         try Data(#"{"version":1,"queue":["/mu"#.utf8).write(to: URL(fileURLWithPath: leftover))
-        #expect(store.load() == .restored(sample))
+        #expect(store.load() == .restored(sample, positionFile: .absent))
         #expect(try names(in: store) == ["state.json"])
     }
 
@@ -170,7 +170,7 @@ struct StateStoreTests {
         #expect(keptAs.hasPrefix(store.directory + "/state.json.corrupt-"))
         #expect(store.load() == .empty)
         try store.save(sample)
-        #expect(store.load() == .restored(sample))
+        #expect(store.load() == .restored(sample, positionFile: .absent))
     }
 
     @Test("the file is compact JSON with sorted keys, ending in a newline")
@@ -199,7 +199,7 @@ struct StateStoreTests {
         let expected = try encoder.encode(state) + [0x0A]
         let written = try Data(contentsOf: URL(fileURLWithPath: store.filePath))
         #expect(written == expected, "\(String(decoding: written, as: UTF8.self))")
-        #expect(store.load() == .restored(state))
+        #expect(store.load() == .restored(state, positionFile: .absent))
     }
 
     @Test("a path that is not UTF-8 is saved as its bytes (base64) and restored exactly; UTF-8 paths stay strings")
@@ -208,8 +208,8 @@ struct StateStoreTests {
         let raw = try #require(TrackPath(bytes: Array("/m/".utf8) + [0xFF, 0xFE, 0x0A] + Array("é.mp3".utf8)))
         let state = PersistedState(queue: ["/a.mp3", raw], trackIndex: 1, positionMilliseconds: 0, volumePercent: 100)
         try store.save(state)
-        #expect(store.load() == .restored(state))
-        guard case .restored(let loaded) = store.load() else { return }
+        #expect(store.load() == .restored(state, positionFile: .absent))
+        guard case .restored(let loaded, _) = store.load() else { return }
         #expect(loaded.queue.map(\.bytes) == state.queue.map(\.bytes))
         let text = try String(contentsOfFile: store.filePath, encoding: .utf8)
         #expect(text.contains(#""queue":["/a.mp3",{"base64":"L20v//4Kw6kubXAz"}]"#), "\(text)")
@@ -217,7 +217,8 @@ struct StateStoreTests {
         let old = #"{"positionMilliseconds":0,"queue":["/ü.mp3"],"trackIndex":0,"version":1,"volumePercent":100}"#
         try Data(old.utf8).write(to: URL(fileURLWithPath: store.filePath))
         #expect(store.load() == .restored(
-            PersistedState(queue: ["/ü.mp3"], trackIndex: 0, positionMilliseconds: 0, volumePercent: 100)))
+            PersistedState(queue: ["/ü.mp3"], trackIndex: 0, positionMilliseconds: 0, volumePercent: 100),
+            positionFile: .absent))
         // A damaged entry is a corrupt file, reported by field name only.
         let damaged = #"{"positionMilliseconds":0,"queue":[{"base64":"%%"}],"trackIndex":0,"version":1,"#
             + #""volumePercent":100}"#

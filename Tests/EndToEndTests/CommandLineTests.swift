@@ -1,6 +1,7 @@
 // The command line answers like a Unix tool (issue 11): `--version`, the whole help and each verb's help, usage
 // errors with exit status 64 and the usage line on standard error, `status --json` printing the status object the
-// README documents, and the bash completion's verbs and options matching the CLI's own help.
+// README documents, the bash completion's verbs and options matching the CLI's own help, and `earshot play` without a
+// sound server.
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -91,6 +92,22 @@ struct CommandLineTests {
         }
     }
 
+    @Test("`earshot play FILE` with no sound server says so and exits 1 (the connection is tried off the player)")
+    func playWithoutServer() throws {
+        let track = try Fixtures.positionTrack(seconds: 2)
+        let nowhere = TestEnvironment.processTemporaryDirectory.appendingPathComponent("no-server/native").path
+        let started = ContinuousClock.now
+        let result = try ProcessRunner.run(
+            try TestEnvironment.earshotBinary.path, ["play", track.path],
+            environment: ["EARSHOT_SOCKET": Self.nobodySocket, "PULSE_SERVER": "unix:" + nowhere],
+            timeout: .seconds(20))
+        #expect(result.status == 1, "exit \(result.status): \(result.standardError)")
+        #expect(result.standardError.contains("earshot: cannot connect to the sound server\n"),
+                "\(result.standardError)")
+        #expect(result.standardOutput.isEmpty, "\(result.standardOutput)")
+        print("earshot play without a server exited after \(ContinuousClock.now - started)")
+    }
+
     @Test("the bash completion offers the CLI's verbs and each verb's options")
     func completionMatchesHelp() throws {
         let script = try String(
@@ -119,11 +136,15 @@ struct CommandLineTests {
 
     // MARK: Helpers
 
+    /// A control socket where no player answers.
+    private static var nobodySocket: String {
+        TestEnvironment.processTemporaryDirectory.appendingPathComponent("nobody-here.sock").path
+    }
+
     /// Runs `earshot ARGUMENTS` with a control socket where no player answers.
     private static func earshot(_ arguments: [String]) throws -> CommandResult {
-        let socket = TestEnvironment.processTemporaryDirectory.appendingPathComponent("nobody-here.sock").path
-        return try ProcessRunner.run(
-            try TestEnvironment.earshotBinary.path, arguments, environment: ["EARSHOT_SOCKET": socket],
+        try ProcessRunner.run(
+            try TestEnvironment.earshotBinary.path, arguments, environment: ["EARSHOT_SOCKET": nobodySocket],
             timeout: .seconds(20))
     }
 

@@ -264,13 +264,10 @@ struct ServiceTests {
         #expect(!service.standardError().contains("could not be read"),
                 "round \(round): the service found a corrupt state file: \(service.standardError())")
         try checkStateFolder(harness, round: round, delay: delay)
-        let object = try JSONSerialization.jsonObject(with: try Data(contentsOf: harness.stateFile)) as? [String: Any]
         return KillRound(
             round: round, instant: instant, delayMilliseconds: delay,
             quietMilliseconds: Int((instant - quietFrom).seconds * 1000),
-            steady: instant - lastSeek >= .milliseconds(150),
-            saved: (object?["trackIndex"] as? Int ?? -1, object?["positionMilliseconds"] as? Int ?? -1),
-            phases: phases)
+            steady: instant - lastSeek >= .milliseconds(150), saved: try savedPosition(harness), phases: phases)
     }
 
     @Test("a configuration file with an unknown key or a wrong type stops the service with exit 78, naming the key")
@@ -322,13 +319,35 @@ struct ServiceTests {
         return (object?["queue"] as? [Any])?.count ?? 0
     }
 
+    /// The track and position a start would restore, read as the service reads them: `position.json`'s when its
+    /// queue id is `state.json`'s, else `state.json`'s own.
+    private static func savedPosition(_ harness: ServiceHarness) throws -> (trackIndex: Int, positionMs: Int) {
+        let state = try JSONSerialization.jsonObject(with: try Data(contentsOf: harness.stateFile)) as? [String: Any]
+        var saved = state
+        if let data = try? Data(contentsOf: harness.positionFile),
+           let position = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+           let id = position["queueId"] as? Int, id == state?["queueId"] as? Int {
+            saved = position
+        }
+        return (saved?["trackIndex"] as? Int ?? -1, saved?["positionMilliseconds"] as? Int ?? -1)
+    }
+
     /// Checks that the state folder holds `state.json`, that it parses with every expected key and a
-    /// consistent track index, and that anything else in the folder is an interrupted save's temporary file.
+    /// consistent track index, that `position.json`, when there is one, is one whole record, and that anything else
+    /// in the folder is an interrupted save's temporary file.
     private static func checkStateFolder(_ harness: ServiceHarness, round: Int, delay: Int) throws {
         let context = "round \(round) (killed after \(delay) ms)"
         let names = try FileManager.default.contentsOfDirectory(atPath: harness.stateDirectory.path)
         #expect(names.contains("state.json"), "\(context): no state.json among \(names)")
-        let strays = names.filter { $0 != "state.json" && !$0.hasPrefix("state.json.tmp-") }
+        if names.contains("position.json") {
+            let data = try Data(contentsOf: harness.positionFile)
+            let position = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            #expect(data.count == 256 && position?.count == 5 && position?["queueId"] is Int,
+                    "\(context): position.json is not one record: \(String(decoding: data, as: UTF8.self))")
+        }
+        let strays = names.filter {
+            $0 != "state.json" && $0 != "position.json" && !$0.hasPrefix("state.json.tmp-")
+        }
         #expect(strays.isEmpty, "\(context): unexpected files in the state folder: \(strays)")
         let data = try Data(contentsOf: harness.stateFile)
         let parsed = try? JSONSerialization.jsonObject(with: data)

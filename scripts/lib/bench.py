@@ -21,6 +21,8 @@ import time
 
 import numpy
 
+from bench_saving import measure_saving, saving_lines
+
 RATE = 44_100
 BYTES_PER_FRAME = 4
 SWEEP_START_HZ = 500.0
@@ -945,6 +947,7 @@ def print_table(results):
         if queue.get("oneAddError"):
             lines.append(f"  one `earshot add` of the {queue['tracks']}-entry playlist was refused "
                          f"({queue['oneAddError']}); added in playlists of {queue['addedInBatchesOf']}")
+    lines.extend(saving_lines(results.get("saving")))
     print("\n".join(lines))
     return rows
 
@@ -1020,7 +1023,7 @@ def main():
     parser.add_argument("--decode", help="CPU seconds of `earshot decode` and `mpg123 -t` on one file")
     parser.add_argument("--format-decode", action="append", default=[],
                         help="FORMAT, then CPU seconds of `earshot decode` and of the format's reference decoder")
-    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups")
+    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups,saving")
     parser.add_argument("--sweep", help="the buffer sweep instead: Earshot's target latencies (ms), comma-separated")
     parser.add_argument("--sweep-report", nargs="+", metavar="JSON",
                         help="print the table of these sweep results (one per server) and write it to --output")
@@ -1064,6 +1067,9 @@ def main():
     if "wakeups" in only:
         log("wake-ups: voluntary context switches of earshot serve playing, paused and stopped, and of mpg123")
         results["wakeups"] = measure_wakeups(bench, tracks)
+    if "saving" in only:
+        log("saving: bytes written and flushes of earshot serve playing a 10 000-track queue for 60 s (strace)")
+        results["saving"] = measure_saving(bench, tracks)
     if "cpu" in only or "stress" in only:
         # Loaded only now: while they exist, unloading headphones could send a stream to one of them.
         modules = bench_sinks(bench)

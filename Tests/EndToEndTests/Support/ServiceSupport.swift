@@ -48,6 +48,9 @@ final class ServiceHarness: Sendable {
     var stateDirectory: URL { stateHome.appendingPathComponent("earshot", isDirectory: true) }
     /// The state file (`$XDG_STATE_HOME/earshot/state.json`).
     var stateFile: URL { stateDirectory.appendingPathComponent("state.json") }
+    /// The position file (`$XDG_STATE_HOME/earshot/position.json`), which wins over the state file's position for its
+    /// own queue (`queueId`).
+    var positionFile: URL { stateDirectory.appendingPathComponent("position.json") }
     /// The configuration file (`$XDG_CONFIG_HOME/earshot/config.json`).
     var configFile: URL { configHome.appendingPathComponent("earshot/config.json") }
 
