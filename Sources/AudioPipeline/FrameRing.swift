@@ -337,8 +337,9 @@ public final class FrameRing: @unchecked Sendable {
     /// generation has not been answered. Loads only.
     private func readableSpan() -> (read: Int, written: Int)? {
         // Acquiring both: seeing a generation answered means seeing the start published with it (released before).
-        // Equal means the producer has answered the newest generation the controller started; the producer only
-        // answers generations handed to it after they were started, so it is never ahead.
+        // Equal means the producer has answered the newest generation this consumer knows of. The producer answers
+        // only generations already started, but this snapshot may pair an older `requested` with a newer answer (a
+        // generation started and answered between the two loads): unequal too, so nothing is read this time.
         let requested = requestedGeneration.load(ordering: .acquiring)
         let answered = answeredGeneration.load(ordering: .acquiring)
         guard answered == requested else { return nil }
