@@ -34,6 +34,8 @@ struct HandlingTimeTests {
             defer { tmpfs.map { try? FileManager.default.removeItem(at: $0) } }
             let track = try harness.privatePositionTrack()
             let held = try Fixtures.copy(try Fixtures.tone(seconds: 5), to: harness.root, named: "held.mp3")
+            // Started first, so that the 6 s below are all the test's: a loaded machine may take seconds to start it.
+            let service = try await harness.startService()
             let lease = try FileLease(path: held.path)
             let leaseTaken = ContinuousClock.now
             // Let go after 6 s whatever happens, so that a player that waits for its decoder is held up, not hung.
@@ -45,7 +47,6 @@ struct HandlingTimeTests {
                 lease.release()
                 safety.cancel()
             }
-            let service = try await harness.startService()
             try harness.earshotChecked(["play", held.path, track.path])
             // The decoder opens the held track at once and stays in open(2) until the lease goes.
             try await Task.sleep(for: .milliseconds(300))
