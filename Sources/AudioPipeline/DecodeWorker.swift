@@ -5,14 +5,15 @@
 // A note on threading:
 // - One dedicated thread (named "earshot-decode") runs `run()`. It alone opens files, owns the
 //   decoders and writes into the ring (the ring's only producer). It never touches libpulse.
-// - Control calls (`load`, `pauseProduction`, `resumeProduction`, `continueAfterFormatChange`,
-//   `noticeWhenBuffered`, `stop`) come from one ordinary controlling context at a time (the service's
-//   actor). They change `state` under `control` and wake the worker: the condition for its parked
-//   states, the ring's semaphore (`wakeProducer`) when it sleeps for space (with no timeout: it wakes only
-//   when the consumer has freed half the ring or a control call gives it work). Only `pauseProduction` and
-//   `stop` block.
-// - Notices are delivered on the worker thread with no lock held. The handler must not call
-//   `pauseProduction` or `stop` (they wait for this very thread); it may call
+// - Control calls (`load`, `append`, `reposition`, `continueAfterFormatChange`, `noticeWhenBuffered`,
+//   `stop`) come from one ordinary controlling context at a time (the service's actor). They change `state`
+//   under `control` (held by either side only for a few loads and stores, never across a step) and wake the
+//   worker: the condition for its idle states, the ring's semaphore (`wakeProducer`) when it sleeps for space
+//   (with no timeout: it wakes only when the consumer has freed half the ring or a control call gives it work).
+//   None of them waits for the worker's step in progress, which may be long (opening a file on a slow disk or a
+//   pipe nobody writes to yet): only `stop` waits, for the thread to end.
+// - Notices are delivered on the worker thread with no lock held. The handler must be quick (the worker
+//   decodes nothing meanwhile) and must not call `stop` (it waits for this very thread); it may call
 //   `continueAfterFormatChange` or hand the notice to another context.
 // - The track markers live behind their own lock; the real-time consumer never takes it. It is a
 //   SystemSupport Lock (a pthread mutex), not Synchronization's Mutex: ThreadSanitizer on Linux does not see the
@@ -45,6 +46,9 @@ public struct TrackPosition: Equatable, Sendable {
 /// Every `ringFrame` is a value of `FrameRing.totalFramesWritten`: the consumer has played up to that
 /// point when its `totalFramesRead` (less its own output latency) reaches it.
 public enum DecodeNotice: Sendable, Equatable {
+    /// The worker took the start point of ring generation `generation` (`reposition`): its audio begins at
+    /// `ringFrame`, and every notice before this one belongs to an older generation.
+    case restarted(generation: Int, ringFrame: Int)
     /// The track at `index` begins at `ringFrame` (after a reposition it begins mid-track).
     case trackStarted(index: Int, ringFrame: Int, format: AudioFormat, lengthFrames: Int?, metadata: TrackMetadata)
     /// The track at `index` could not be opened or stopped decoding; the worker goes on with the next.
@@ -54,7 +58,7 @@ public enum DecodeNotice: Sendable, Equatable {
     /// Frames from `ringFrame` on will be in format `to`. The worker writes none of them until
     /// `continueAfterFormatChange()`: play out to `ringFrame`, re-create the stream, then call it.
     case formatChange(from: AudioFormat, to: AudioFormat, ringFrame: Int)
-    /// No track is left after `ringFrame`; the worker idles until `load` or `resumeProduction`.
+    /// No track is left after `ringFrame`; the worker idles until `load`, `append` or `reposition`.
     case queueFinished(ringFrame: Int)
     /// The ring holds at least the frames asked for with `noticeWhenBuffered(frames:)` (once per request).
     case buffered(readableFrames: Int)
@@ -79,15 +83,20 @@ struct TrackMarker: Equatable, Sendable {
 /// How far ahead is the ring's capacity (for example 2 s). Tracks of the same format follow each other
 /// in the ring with no gap. A file that cannot be opened or decoded is reported and skipped.
 ///
-/// ## Repositioning (seek, skip, flush): pause, discard, resume
-/// 1. Controller: `pauseProduction()`. It returns once the worker is parked: it has committed every
-///    frame it wrote and will write nothing more.
+/// ## Repositioning (seek, skip, flush): a new ring generation, nothing waited for
+/// 1. Controller: `let generation = ring.beginGeneration()`. The consumer reads nothing more until the worker
+///    answers it, so nothing the worker's step in progress writes can be heard.
 /// 2. Consumer side (for example the output's write path, with its audio lock held): `ring.discardReadable()`
-///    throws away everything decoded but not yet played. Now `totalFramesRead == totalFramesWritten`.
-/// 3. Controller: `resumeProduction(trackIndex:frame:)`. The worker opens that track, seeks, posts
-///    `.trackStarted` at the current ring frame and fills the ring from there.
-/// Any pending format change is cancelled by the resume (the worker re-checks the new track's format
-/// against the ring's).
+///    frees the room of everything decoded but not yet played.
+/// 3. Controller: `reposition(paths:trackIndex:frame:generation:)`, which returns at once. Between two steps the
+///    worker takes it: it abandons its track, answers the generation at the write index
+///    (`ring.publishGenerationStart`, which makes the consumer skip whatever the abandoned step wrote after 2),
+///    posts `.restarted`, opens the track, seeks, posts `.trackStarted` at that same ring frame and fills the ring.
+/// The steps' order matters: a discard after 3 could drop the new generation's first frames. Any pending format
+/// change is cancelled by the new start point (the worker re-checks the new track's format against the ring's).
+/// Between 1 and 3 the worker writes nothing new (it waits at its next checkpoint for the start point), so at most the
+/// one step under way at 1 writes frames after 2 (a quarter of the ring at most): the new generation always finds
+/// room, even when the consumer does not run (a corked stream waiting for `.buffered`).
 ///
 /// ## Format changes
 /// The output plays one sample rate at a time. When the next frames' format differs from the
@@ -107,8 +116,8 @@ public final class DecodeWorker: @unchecked Sendable {
     /// The receiver of notices, called on the worker thread.
     private let notify: @Sendable (DecodeNotice) -> Void
 
-    /// Guards `state`; its condition wakes the worker from its parked states and the controller from
-    /// its waits for the worker.
+    /// Guards `state`; its condition wakes the worker from its idle states and `stop` callers that wait for
+    /// the thread to end.
     private let control = Condition()
 
     /// What the controller asked for and what the worker acknowledged. Guarded by `control`.
@@ -124,8 +133,12 @@ public final class DecodeWorker: @unchecked Sendable {
     private var thread = pthread_t()
 
     /// The free space the worker waits for before decoding again: half the ring, so it wakes rarely (about every
-    /// 1.5 s with the player's ring) and then writes half a ring, `chunkFrames` at a time, before it sleeps again.
+    /// 1.5 s with the player's ring) and then fills the ring, `stepFrames` at a time, before it sleeps again.
     private let refillFrames: Int
+
+    /// The most frames one decode call writes before they are committed: `chunkFrames`, at most a quarter of the ring,
+    /// so that what a step under way writes after a reposition began (never heard) leaves room for the new audio.
+    private let stepFrames: Int
 
     /// The most frames one decode call writes before they are committed. Without a bound the first call after an
     /// empty ring decoded a whole ring (3 s of audio, a millisecond or two of CPU on a loaded machine) before the
@@ -150,12 +163,10 @@ public final class DecodeWorker: @unchecked Sendable {
     private struct ControlState {
         /// The paths of the queue (shared with the controller's copy until either changes).
         var queue = TrackList()
-        /// Where to (re)start decoding, set by `load` and `resumeProduction`, taken by the worker.
+        /// Where to (re)start decoding, set by `load`, `append` and `reposition`, taken by the worker.
         var restart: StartPoint?
-        /// The controller wants the worker parked.
-        var pauseRequested = false
-        /// The worker is parked and writes nothing.
-        var parked = false
+        /// The ring generation the controller started for its latest `reposition`, until the worker answers it.
+        var unansweredGeneration: Int?
         /// The worker waits for `continueAfterFormatChange`.
         var awaitingFormatContinue = false
         /// The controller wants the thread to end.
@@ -184,6 +195,12 @@ public final class DecodeWorker: @unchecked Sendable {
         var ringFormat: AudioFormat?
         /// The ring reached what the controller waits for: `.buffered` is due, outside the lock.
         var bufferedToAnnounce: Int?
+        /// A generation was answered: `.restarted` is due, outside the lock, before any other notice.
+        var restartToAnnounce: (generation: Int, ringFrame: Int)?
+        /// The ring generation last answered; while the ring's newest differs, the start point for it is on its way.
+        var answeredGeneration = 0
+        /// The worker woke with `refillFrames` free and fills the ring up before it sleeps again.
+        var filling = false
     }
 
     /// Why the current decoder's frames get a new marker.
@@ -199,6 +216,7 @@ public final class DecodeWorker: @unchecked Sendable {
         self.ring = ring
         self.notify = notify
         refillFrames = min(max(ring.capacity / 2, 1), 65_536)
+        stepFrames = min(Self.chunkFrames, max(ring.capacity / 4, 1))
         markerRetentionFrames = max(ring.capacity, 10 * 48_000)
         // The thread holds a strong reference until it exits, so the worker outlives it.
         let retained = Unmanaged.passRetained(self).toOpaque()
@@ -216,8 +234,7 @@ public final class DecodeWorker: @unchecked Sendable {
 
     /// Replaces the queue and starts decoding at `startIndex`, `startFrame`, after what is in the ring.
     ///
-    /// To drop what is buffered, call it between `pauseProduction()` and `resumeProduction`; while
-    /// paused the new queue waits, and `resumeProduction` chooses where in it to start.
+    /// To drop what is buffered, use `reposition` instead.
     public func load(paths: TrackList, startIndex: Int = 0, startFrame: Int = 0) {
         control.lock()
         state.queue = paths
@@ -241,35 +258,18 @@ public final class DecodeWorker: @unchecked Sendable {
         control.unlock()
     }
 
-    /// Parks the worker and returns once it has finished any write in progress and will write no more.
-    ///
-    /// Then the consumer side may `ring.discardReadable()`; then call `resumeProduction`. Returns at
-    /// once after `stop()`. Must not be called from the notice handler.
-    public func pauseProduction() {
-        precondition(!isWorkerThread, "pauseProduction called from the decode thread would wait for itself")
+    /// Replaces the queue with `paths` and moves decoding to frame `frame` of track `trackIndex`, as ring generation
+    /// `generation` (just started with `ring.beginGeneration()`, and the ring discarded since: see the type's
+    /// "Repositioning"). Returns at once: the worker takes it between two steps, answers the generation and posts
+    /// `.restarted`.
+    public func reposition(paths: TrackList, trackIndex: Int, frame: Int, generation: Int) {
         control.lock()
-        state.pauseRequested = true
-        control.broadcast()
-        control.unlock()
-        // Interrupts a sleep for space; a worker that was not sleeping just re-checks once more.
-        ring.wakeProducer()
-        control.lock()
-        while !state.parked && !state.exited {
-            control.wait()
-        }
-        control.unlock()
-    }
-
-    /// Ends a pause: decoding restarts at frame `frame` of track `trackIndex`, at the ring's write index.
-    ///
-    /// Called without a pause it still repositions, appending after what is already in the ring.
-    public func resumeProduction(trackIndex: Int, frame: Int) {
-        control.lock()
+        state.queue = paths
         state.restart = StartPoint(index: trackIndex, frame: frame)
-        state.pauseRequested = false
+        state.unansweredGeneration = generation
         control.broadcast()
         control.unlock()
-        // Without a pause the worker may be asleep for space in a full ring (a paused player): the restart is work.
+        // The worker may be asleep for space in a full ring (a paused player): the new start point is work.
         ring.wakeProducer()
     }
 
@@ -295,7 +295,8 @@ public final class DecodeWorker: @unchecked Sendable {
         control.unlock()
     }
 
-    /// Ends the worker thread and waits for it (join). Further control calls do nothing.
+    /// Ends the worker thread and waits for it (join), which includes the worker's step in progress. Further
+    /// control calls do nothing.
     public func stop() {
         precondition(!isWorkerThread, "stop called from the decode thread would wait for itself")
         control.lock()
@@ -356,6 +357,10 @@ public final class DecodeWorker: @unchecked Sendable {
     private func run() {
         var work = WorkerState()
         while let queue = checkpoint(&work) {
+            if let restart = work.restartToAnnounce {
+                work.restartToAnnounce = nil
+                notify(.restarted(generation: restart.generation, ringFrame: restart.ringFrame))
+            }
             if let frames = work.bufferedToAnnounce {
                 work.bufferedToAnnounce = nil
                 notify(.buffered(readableFrames: frames))
@@ -368,10 +373,10 @@ public final class DecodeWorker: @unchecked Sendable {
         control.unlock()
     }
 
-    /// Applies the controller's requests and sleeps while parked or idle; nil means stop.
+    /// Applies the controller's requests and sleeps while idle; nil means stop.
     ///
     /// Here the worker holds no uncommitted frames (every write is committed within one step), which
-    /// is what makes a pause here quiescent.
+    /// is what makes the write index a clean start for a new generation.
     private func checkpoint(_ work: inout WorkerState) -> TrackList? {
         control.lock()
         defer { control.unlock() }
@@ -379,30 +384,34 @@ public final class DecodeWorker: @unchecked Sendable {
             if state.stopRequested {
                 return nil
             }
-            if state.pauseRequested {
-                state.parked = true
-                control.broadcast()
-                while state.pauseRequested && !state.stopRequested {
-                    control.wait()
-                }
-                state.parked = false
-                continue
-            }
             if let restart = state.restart {
                 state.restart = nil
                 state.exhaustedAt = nil
-                // A new start point supersedes the track being decoded and any pending format change.
+                // A new start point supersedes the track being decoded (the step just done is abandoned) and any
+                // pending format change.
                 state.awaitingFormatContinue = false
                 work.awaitingActivation = nil
                 work.track = nil
                 work.next = restart
+                if let generation = state.unansweredGeneration {
+                    state.unansweredGeneration = nil
+                    // Under the lock, so a later `reposition` cannot be answered before this one; the new track's
+                    // marker and `.trackStarted` come at this same ring frame, since opening writes nothing.
+                    let start = ring.publishGenerationStart(generation)
+                    work.restartToAnnounce = (generation, start)
+                    work.answeredGeneration = generation
+                }
             }
             if let wanted = state.bufferedWanted, ring.readableFrames >= wanted {
                 state.bufferedWanted = nil
                 work.bufferedToAnnounce = ring.readableFrames
             }
             let idle = work.track == nil && work.next == nil
-            if idle || state.awaitingFormatContinue {
+            // A generation was started and its start point is not here yet (the controller discards in between):
+            // decoding on would only write frames nobody hears, and could fill the ring with them. Waiting here keeps
+            // the stale frames to the one step that was under way when the generation began.
+            let startPointComing = ring.currentGeneration != work.answeredGeneration
+            if idle || state.awaitingFormatContinue || startPointComing {
                 control.wait()
                 continue
             }
@@ -425,15 +434,18 @@ public final class DecodeWorker: @unchecked Sendable {
             }
             return
         }
-        if ring.writableFrames < refillFrames {
+        let writable = ring.writableFrames
+        if writable == 0 || (!work.filling && writable < refillFrames) {
+            work.filling = false
             // No timeout: the consumer's read wakes it once the space is there, and every control call that gives
             // it other work wakes it too (`wakeProducer`), so a paused player's worker sleeps until it is needed.
             _ = ring.waitForSpace(minimumFrames: refillFrames, timeoutMilliseconds: nil)
             return
         }
+        work.filling = true
         // Straight into the ring: the decoder writes its output into the free region, no staging buffer.
         let free = ring.writableRegions().first
-        let region = UnsafeMutableBufferPointer(rebasing: free.prefix(Self.chunkFrames * FrameRing.samplesPerFrame))
+        let region = UnsafeMutableBufferPointer(rebasing: free.prefix(stepFrames * FrameRing.samplesPerFrame))
         do {
             switch try track.decoder.decode(into: region) {
             case .frames(let frames):

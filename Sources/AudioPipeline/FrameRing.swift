@@ -1,6 +1,14 @@
 // FrameRing: the hand-over point between the decode thread (producer) and the real-time write
 // callback (consumer). One producer and one consumer, no locks between them: each side owns one
 // monotonic index and only reads the other's.
+//
+// Generations: a seek, a skip or a flush must not wait for the producer's step in progress (it may be opening a
+// file on a slow disk), yet nothing that step writes may be heard. So a controller (the service's owner) starts a
+// new generation (`beginGeneration`): from then on the consumer reads nothing until the producer, between two of
+// its steps, answers it (`publishGenerationStart`) with the ring frame where the new position's audio starts; the
+// consumer then skips every frame below that start, stale ones written meanwhile included. Three atomics carry it,
+// each with one writer: `requestedGeneration` (the controller), `answeredGeneration` and `generationStart` (the
+// producer). The consumer only loads them, so its side stays wait-free.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,9 +40,10 @@ public struct FrameRegions {
 /// level and the storage slot of an index is `index & (capacity - 1)`.
 public final class FrameRing: @unchecked Sendable {
     // Sendable by discipline, not by a lock: the storage is written only by the producer in the span
-    // [readIndex + capacity, writeIndex) it owns and read only by the consumer in [readIndex, writeIndex);
+    // [writeIndex, readIndex + capacity) it owns and read only by the consumer in [readIndex, writeIndex);
     // the acquire/release pairs on the two atomic indices hand each frame from one side to the other.
-    // Everything else is immutable after `init`.
+    // The three generation atomics have one writer each (see the file's header). Everything else is
+    // immutable after `init`.
 
     /// Samples per frame: interleaved left and right.
     public static let samplesPerFrame = 2
@@ -65,6 +74,16 @@ public final class FrameRing: @unchecked Sendable {
 
     /// The semaphore the producer sleeps on, allocated once so its address never moves.
     private let spaceSemaphore: UnsafeMutablePointer<sem_t>
+
+    /// The newest generation the controller started (`beginGeneration`). Written only by the controller.
+    private let requestedGeneration = Atomic<Int>(0)
+
+    /// The newest generation the producer answered (`publishGenerationStart`). Written only by the producer.
+    private let answeredGeneration = Atomic<Int>(0)
+
+    /// The ring frame where the answered generation's audio starts. Written only by the producer, just before
+    /// `answeredGeneration`; it only grows (it is the write index at the moment of the answer).
+    private let generationStart = Atomic<Int>(0)
 
     /// Creates a ring holding at least `minimumCapacity` frames (rounded up to a power of two, at least 2).
     public init(minimumCapacity: Int) {
@@ -209,20 +228,27 @@ public final class FrameRing: @unchecked Sendable {
 
     // MARK: - Consumer side (real-time safe)
 
-    /// Frames the consumer can read now.
+    /// Frames the consumer can read now: none while the newest generation has no start yet, and none below its start.
+    ///
+    /// Only loads: any thread may ask (the producer does, for `.buffered`; the owner, before an uncork).
     public var readableFrames: Int {
-        // Acquiring pairs with the producer's releasing store in `commitWrite`: every frame below the
-        // index we see has been completely written.
-        let written = writeIndex.load(ordering: .acquiring)
-        return written - readIndex.load(ordering: .relaxed)
+        guard let span = readableSpan() else { return 0 }
+        return span.written - span.read
     }
 
     /// The readable audio as up to two pieces the consumer can copy from, then `commitRead`.
+    ///
+    /// Consumer side: frames below the current generation's start are skipped here first (the read index moves
+    /// past them as if they had been read); while the newest generation has no start, nothing is readable.
     public func readableRegions() -> FrameRegions {
-        // Acquiring: see `readableFrames`.
-        let written = writeIndex.load(ordering: .acquiring)
-        let read = readIndex.load(ordering: .relaxed)
-        return regions(start: read, count: written - read)
+        guard let span = readableSpan() else { return FrameRegions(first: .init(start: nil, count: 0),
+                                                                   second: .init(start: nil, count: 0)) }
+        if span.read != readIndex.load(ordering: .relaxed) {
+            // Releasing, as in `commitRead`: the skipped slots go back to the producer.
+            readIndex.store(span.read, ordering: .releasing)
+            notifyProducerIfWaiting(read: span.read)
+        }
+        return regions(start: span.read, count: span.written - span.read)
     }
 
     /// Gives `frames` frames back to the producer after the consumer has copied them out.
@@ -256,11 +282,12 @@ public final class FrameRing: @unchecked Sendable {
         return frames
     }
 
-    /// Drops everything readable (decoded but not yet played) and returns how many frames that was.
+    /// Drops everything written but not yet read (whatever its generation) and returns how many frames that was.
     ///
     /// Consumer side: call it on the consumer's thread (or while the consumer is excluded, for
-    /// example under the audio lock). To be sure no frames arrive right after it, park the producer
-    /// first (`DecodeWorker.pauseProduction()`).
+    /// example under the audio lock). Frames the producer's step in progress writes after it are kept out
+    /// by a generation started before it (`beginGeneration`): this only frees their room at once, so that a
+    /// consumer that does not run (a corked stream) cannot leave the producer without space.
     public func discardReadable() -> Int {
         // Acquiring: the frames we skip were completely written, so the producer is done with them.
         let written = writeIndex.load(ordering: .acquiring)
@@ -269,6 +296,62 @@ public final class FrameRing: @unchecked Sendable {
         readIndex.store(written, ordering: .releasing)
         notifyProducerIfWaiting(read: written)
         return written - read
+    }
+
+    // MARK: - Generations
+
+    /// Controller side: starts a new generation and returns its number. From now on the consumer reads nothing until
+    /// the producer answers this generation (`publishGenerationStart`), then nothing written before its start.
+    ///
+    /// Any thread, one at a time. A consumer callback already running may finish with what it had seen; one that
+    /// starts after this call returns (ordered after it by a lock both take, for example libpulse's mainloop lock
+    /// around a flush) sees the new generation.
+    public func beginGeneration() -> Int {
+        // Releasing: pairs with the acquiring loads in `readableSpan` and `publishGenerationStart`, so whoever sees
+        // this number also sees what the controller did before (the new start point it hands the producer next
+        // travels by the producer's own lock; this ordering only keeps the ring's reasoning self-contained).
+        requestedGeneration.wrappingAdd(1, ordering: .releasing).newValue
+    }
+
+    /// The newest generation started (`beginGeneration`).
+    public var currentGeneration: Int {
+        requestedGeneration.load(ordering: .acquiring)
+    }
+
+    /// Producer side, between two writes: the audio of `generation` starts at the write index, now. Everything
+    /// written before it (older generations, stale frames of a step that began before the generation) is never read.
+    ///
+    /// Returns the start (a `totalFramesWritten` value).
+    @discardableResult
+    public func publishGenerationStart(_ generation: Int) -> Int {
+        // Relaxed: the producer's own index.
+        let start = writeIndex.load(ordering: .relaxed)
+        // Releasing, before the generation: a consumer that acquires either value also sees every write index up to
+        // `start`, so the start it uses is never beyond what it can read.
+        generationStart.store(start, ordering: .releasing)
+        answeredGeneration.store(generation, ordering: .releasing)
+        return start
+    }
+
+    /// The span the consumer may read, `[read, written)`, after the current generation's start; nil while the newest
+    /// generation has not been answered. Loads only.
+    private func readableSpan() -> (read: Int, written: Int)? {
+        // Acquiring both: seeing a generation answered means seeing the start published with it (released before).
+        // Equal means the producer has answered the newest generation this consumer knows of. The producer answers
+        // only generations already started, but this snapshot may pair an older `requested` with a newer answer (a
+        // generation started and answered between the two loads): unequal too, so nothing is read this time.
+        let requested = requestedGeneration.load(ordering: .acquiring)
+        let answered = answeredGeneration.load(ordering: .acquiring)
+        guard answered == requested else { return nil }
+        // Acquiring: pairs with the release in `publishGenerationStart`. A later generation's start may be seen here
+        // (the producer answered again meanwhile); it is larger, and the frames it skips belong to a generation
+        // already superseded.
+        let start = generationStart.load(ordering: .acquiring)
+        // Acquiring pairs with the producer's releasing store in `commitWrite`: every frame below the index we see
+        // has been completely written. Loaded after the start, so it is at least the start.
+        let written = writeIndex.load(ordering: .acquiring)
+        let read = readIndex.load(ordering: .relaxed)
+        return (max(read, min(start, written)), written)
     }
 
     // MARK: - Internals

@@ -7,7 +7,8 @@ import AudioPipeline
 /// frame into a track and a frame within it. Two things make that mapping need bookkeeping of its own:
 /// - after a reposition (a seek, a jump, a flush), frames written before it were dropped unheard, yet the stream's
 ///   clock may still name one of them until new audio is heard: until then the position is the reposition's target
-///   (the floor);
+///   (the floor). Where the new audio starts in the ring is known only once the decoder has answered the reposition
+///   (`.restarted`, whose ring frame the ring's consumer skips to); until then every ring frame is below the floor;
 /// - a track boundary is reported once, when the listener crosses it (`heardTrack`), not when the decoder does.
 struct HeardPosition: Sendable, Equatable {
     /// The last position the listener heard; nil before anything was heard or positioned.
@@ -22,10 +23,16 @@ struct HeardPosition: Sendable, Equatable {
     /// The track the listener was last reported to hear.
     private var reportedTrack: Int?
 
-    /// A reposition's target and the first ring frame written after it.
+    /// A reposition's target and the ring frame where its audio starts (nil until the decoder has said).
     private struct Floor: Sendable, Equatable {
-        var ringFrame: Int
+        var ringFrame: Int?
         var position: TrackPosition
+
+        /// Whether `ringFrame` was written before the reposition's audio (or the start is not known yet).
+        func isAbove(_ ringFrame: Int) -> Bool {
+            guard let start = self.ringFrame else { return true }
+            return ringFrame < start
+        }
     }
 
     /// Nothing heard yet.
@@ -35,7 +42,7 @@ struct HeardPosition: Sendable, Equatable {
     /// mapping `locate`; the last known position when the frame cannot be placed. Changes nothing.
     func position(atRingFrame ringFrame: Int?, locate: (Int) -> TrackPosition?) -> TrackPosition? {
         guard let ringFrame else { return current }
-        if let floor, ringFrame < floor.ringFrame { return floor.position }
+        if let floor, floor.isAbove(ringFrame) { return floor.position }
         return locate(ringFrame) ?? current
     }
 
@@ -44,7 +51,7 @@ struct HeardPosition: Sendable, Equatable {
     mutating func observe(ringFrame: Int, locate: (Int) -> TrackPosition?) -> Int? {
         lastRingFrame = ringFrame
         let position: TrackPosition?
-        if let floor, ringFrame < floor.ringFrame {
+        if let floor, floor.isAbove(ringFrame) {
             position = floor.position
         } else {
             floor = nil
@@ -63,13 +70,19 @@ struct HeardPosition: Sendable, Equatable {
     }
 
     /// Audio before `floorRingFrame` was dropped and decoding continues at `position`: that is where the listener is,
-    /// and what the decoder had told of track ends no longer holds.
-    mutating func repositioned(to position: TrackPosition, floorRingFrame: Int) {
+    /// and what the decoder had told of track ends no longer holds. A nil `floorRingFrame` (the decoder has not taken
+    /// the new position yet) keeps every ring frame below the floor until `newAudioStarts(atRingFrame:)`.
+    mutating func repositioned(to position: TrackPosition, floorRingFrame: Int?) {
         floor = Floor(ringFrame: floorRingFrame, position: position)
         current = position
         trackEnds = [:]
         lastRingFrame = nil
         reportedTrack = position.trackIndex
+    }
+
+    /// The decoder took the last reposition: its audio starts at `ringFrame`, which becomes the floor's frame.
+    mutating func newAudioStarts(atRingFrame ringFrame: Int) {
+        floor?.ringFrame = ringFrame
     }
 
     /// The decoder finished track `index` at ring frame `ringFrame`.

@@ -309,39 +309,40 @@ extension Player {
         reposition(to: heard)
     }
 
-    /// Drops what is queued but unheard and continues decoding at `position`.
+    /// Drops what is queued but unheard and continues decoding at `position`, without waiting for the decoder (whose
+    /// step in progress may be opening a file on a slow disk): a new ring generation keeps whatever that step still
+    /// writes from being heard, and the decoder answers it with `.restarted` once it has taken the new position (see
+    /// `DecodeWorker`, "Repositioning"). The three steps' order is the ring's protocol.
     func reposition(to position: TrackPosition) {
         repositionCount += 1
-        // Read before production restarts: ring frames from here on are the new position's.
-        var floorFrame = ring.totalFramesWritten
-        if !workerLoaded {
-            workerLoaded = true
-            worker.load(paths: paths, startIndex: position.trackIndex, startFrame: position.frame)
+        workerLoaded = true
+        // 1. From here on the ring's consumer reads nothing until the decoder answers this generation.
+        let generation = ring.beginGeneration()
+        decoderGeneration = generation
+        // 2. What was queued is dropped, and its room freed for the new audio.
+        if let stream {
+            // The ring is emptied and the flush point kept before this returns (under libpulse's lock, which the
+            // write callback holds too, so every later callback sees the new generation); the server's part is
+            // sent, and only its acknowledgement comes later (`.flushed`). A running stream pads no silence until
+            // the decoder has refilled the ring (`refillWhenDecoded`).
+            stream.flush(refillFirst: true)
         } else {
-            worker.pauseProduction()
-            defer {
-                // The queue may have changed: the worker takes the current one, and the resume says where in it.
-                worker.load(paths: paths, startIndex: position.trackIndex, startFrame: position.frame)
-                worker.resumeProduction(trackIndex: position.trackIndex, frame: position.frame)
-            }
-            if let stream {
-                // The ring is emptied and the flush point kept before this returns; the server's part is sent, and
-                // only its acknowledgement comes later (`.flushed`). A running stream pads no silence until the
-                // decoder has refilled the ring (`refillWhenDecoded`).
-                stream.flush(refillFirst: true)
-            } else {
-                // No stream, so no consumer: this context may empty the ring.
-                _ = ring.discardReadable()
-            }
-            floorFrame = ring.totalFramesWritten
+            // No stream, so no consumer: this context may empty the ring.
+            _ = ring.discardReadable()
         }
-        listening.repositioned(to: position, floorRingFrame: floorFrame)
+        // 3. The decoder's new work, after the discard (which could otherwise drop the new audio's first frames). The
+        // queue may have changed: the worker takes the current one.
+        worker.reposition(paths: paths, trackIndex: position.trackIndex, frame: position.frame, generation: generation)
+        // Where the new audio starts in the ring comes with `.restarted`.
+        listening.repositioned(to: position, floorRingFrame: nil)
         pendingFormatChange = nil
         queueEndRingFrame = nil
         // The flush cancelled any drain; setEndOfData(false) would too.
         drainingFor = nil
         stream?.setEndOfData(false)
         disarmWatchdog()
+        // A waiting uncork's `.buffered` may have been answered for the old audio, a notice now dropped: asked again.
+        if uncorkWaitsForAudio && !awaitDecodedAudio() { decodedAudioArrived() }
         refillWhenDecoded()
     }
 
@@ -359,21 +360,20 @@ extension Player {
 
     // MARK: Notices
 
-    func decoderNoticed(_ notice: DecodeNotice, cover: CoverArtOutcome?) {
+    func decoderNoticed(_ notice: DecodeNotice) {
+        if case .restarted(let generation, let ringFrame) = notice {
+            decoderAnsweredGeneration = generation
+            if generation == decoderGeneration { listening.newAudioStarts(atRingFrame: ringFrame) }
+            return
+        }
+        // Until the decoder has taken the latest reposition, what it reports (a track started or failed, the queue's
+        // end, a format change, audio buffered) is about audio that is never heard.
+        guard decoderAnsweredGeneration == decoderGeneration else { return }
         switch notice {
+        case .restarted:
+            break
         case .trackStarted(let index, _, let format, let lengthFrames, let metadata):
-            var artFile: TrackPath?
-            switch cover {
-            case .stored(let path): artFile = path
-            case .skipped(let reason):
-                // Once per track, not at every seek; the reason names no path and no tag text.
-                if tracks[index] == nil {
-                    StandardStream.writeError("earshot: track \(index + 1) of \(paths.count): cover art skipped: "
-                        + reason + "\n")
-                }
-            case nil: break
-            }
-            tracks[index] = TrackInfo(format: format, lengthFrames: lengthFrames, metadata: metadata, artFile: artFile)
+            recordStartedTrack(index, format: format, lengthFrames: lengthFrames, metadata: metadata)
             // What is known of a track is kept near the cursor only (the one before it for `previous`, and those the
             // decoder has opened ahead), so a long queue played through does not keep every track's tags.
             if tracks.count > 32 {

@@ -36,6 +36,8 @@ actor Player {
     let inbox: AsyncStream<Input>.Continuation
     let ring: FrameRing
     let worker: DecodeWorker
+    /// Stores the cover pictures of started tracks, on a low-priority thread of its own (see `CoverArtWorker`).
+    let covers: CoverArtWorker
 
     /// The rulebook and the order of its decisions.
     let decisions: DecisionLoop
@@ -45,6 +47,10 @@ actor Player {
     var paths = TrackList()
     var tracks: [Int: TrackInfo] = [:]
     var workerLoaded = false
+    /// The ring generation of the latest reposition (`ring.beginGeneration()`), and the latest one the decoder has
+    /// answered (`.restarted`): while they differ, the decoder's notices describe audio that is never heard.
+    var decoderGeneration = 0
+    var decoderAnsweredGeneration = 0
 
     /// The connection and the stream, and how they are replaced (see `OutputLink`).
     var link: OutputLink
@@ -109,11 +115,12 @@ actor Player {
         self.inbox = inbox
         // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
         ring = FrameRing(minimumCapacity: 131_072)
-        // The cover picture is stored on the decode thread, which may wait for the disk; the owner never does.
-        let artCache = CoverArtCache(environment: ProcessEnvironment.current)
-        worker = DecodeWorker(ring: ring) { notice in
-            let settled = artCache.settle(notice)
-            inbox.yield(.decode(settled.notice, cover: settled.cover))
+        // The decode thread only passes its notices on: a started track's cover picture travels as its location (or
+        // the bytes a tag held inline), and the owner hands it to the cover worker, which reads, hashes and writes it
+        // at low priority and reports back through the inbox. Neither the decoder nor the owner waits for the disk.
+        worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
+        covers = CoverArtWorker(cache: CoverArtCache(environment: ProcessEnvironment.current)) { job, outcome in
+            inbox.yield(.cover(job, outcome))
         }
         tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
         link = OutputLink(
@@ -167,7 +174,8 @@ actor Player {
 
     func handle(_ input: Input) {
         switch input {
-        case .decode(let notice, let cover): decoderNoticed(notice, cover: cover)
+        case .decode(let notice): decoderNoticed(notice)
+        case .cover(let job, let outcome): coverSettled(job, outcome)
         case .stream(let notice, let generation):
             guard link.isCurrent(streamGeneration: generation) else { return }
             streamNoticed(notice)

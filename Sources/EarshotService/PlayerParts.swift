@@ -21,8 +21,10 @@ struct ConnectedServer: Sendable {
 extension Player {
     /// Everything that can happen to the player, in one ordered stream.
     enum Input: Sendable {
-        /// A notice of the decode thread, with what became of a started track's cover picture.
-        case decode(DecodeNotice, cover: CoverArtOutcome?)
+        /// A notice of the decode thread.
+        case decode(DecodeNotice)
+        /// What the cover worker made of a started track's picture.
+        case cover(CoverArtWorker.Job, CoverArtOutcome)
         case stream(StreamNotice, generation: Int)
         case connection(ConnectionNotice, generation: Int)
         /// The lists asked for with `requestInventory`, for the stream of that generation.
@@ -46,6 +48,8 @@ extension Player {
         var metadata: TrackMetadata
         /// The track's cover picture in the art cache, once stored.
         var artFile: TrackPath?
+        /// A reason the picture could not be stored was shown already (once per track, not at every seek).
+        var coverSkipShown = false
     }
 }
 

@@ -113,6 +113,9 @@ extension PlaybackStream {
                 return
             }
             let frames = min(remainingFrames, size / frameBytes)
+            // Nothing while a reposition waits for the decoder's answer, and never a frame from before the new
+            // position's start (FrameRing's generations): a few more atomic loads, at most one store and one
+            // sem_post, as for any read.
             let copied = ring.copyOut(to: memory, maxFrames: frames)
             var written = copied
             if copied < frames && padsWithSilence {

@@ -24,10 +24,10 @@ struct BufferedNoticeTests {
         // Nothing asked, nothing announced.
         #expect(!log.contains(where: Self.isBuffered))
 
-        worker.pauseProduction()
+        let generation = ring.beginGeneration()
         _ = ring.discardReadable()
         worker.noticeWhenBuffered(frames: 4_000)
-        worker.resumeProduction(trackIndex: 0, frame: 10_000)
+        worker.reposition(paths: [TrackPath(path)], trackIndex: 0, frame: 10_000, generation: generation)
         #expect(eventually { log.contains(where: Self.isBuffered) })
         let announced = log.notices.compactMap { notice -> Int? in
             if case .buffered(let frames) = notice { return frames }

@@ -138,18 +138,14 @@ struct DecodeWorkerTests {
         #expect(worker.currentFormat == stereo44)
     }
 
-    @Test("pause, discard on the consumer side, resume at a frame: the ring continues from that frame")
-    func pauseDiscardResume() throws {
+    @Test("reposition: a new generation, a discard, a new start point: the ring continues from that frame")
+    func repositionContinuesAtTheFrame() throws {
         let path = try TestAudio.sine(seconds: 2, frequency: 1_000)
         let reference = try TestAudio.decodeAll(try MP3Decoder(path: path))
         let ring = FrameRing(minimumCapacity: 4_096)
         let log = NoticeLog()
         let worker = DecodeWorker(ring: ring) { log.append($0) }
         defer { worker.stop() }
-
-        // Pausing an idle worker returns at once.
-        worker.pauseProduction()
-        worker.resumeProduction(trackIndex: 0, frame: 0)
         worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
         #expect(eventually { ring.readableFrames == ring.capacity })
 
@@ -159,30 +155,84 @@ struct DecodeWorkerTests {
         #expect(copied == 3_000)
         #expect(played == Array(reference[0..<6_000]))
 
-        worker.pauseProduction()
-        let writtenWhenParked = ring.totalFramesWritten
-        let dropped = ring.discardReadable()
-        #expect(dropped == writtenWhenParked - 3_000)
-        // Parked means parked: nothing arrives while paused.
-        usleep(50_000)
-        #expect(ring.totalFramesWritten == writtenWhenParked)
+        let generation = ring.beginGeneration()
+        // From here on nothing is readable until the worker answers, whatever it writes meanwhile.
         #expect(ring.readableFrames == 0)
-        worker.resumeProduction(trackIndex: 0, frame: 50_000)
+        #expect(ring.discardReadable() > 0)
+        let readWhenDiscarded = ring.totalFramesRead
+        worker.reposition(paths: [TrackPath(path)], trackIndex: 0, frame: 50_000, generation: generation)
 
         #expect(eventually { ring.readableFrames >= 4_000 })
         var afterSeek = [Int16](repeating: 0, count: 4_000 * 2)
         _ = afterSeek.withUnsafeMutableBytes { ring.copyOut(to: $0.baseAddress!, maxFrames: 4_000) }
         #expect(afterSeek == Array(reference[100_000..<108_000]))
 
-        let started = log.notices.filter { if case .trackStarted = $0 { return true } else { return false } }
-        #expect(started.count == 2)
-        if started.count == 2 {
-            #expect(started[1] == .trackStarted(index: 0, ringFrame: writtenWhenParked, format: stereo44,
-                                                lengthFrames: reference.count / 2, metadata: TrackMetadata()))
+        // `.restarted` comes first, and the track starts at the very ring frame the generation starts at.
+        let notices = log.notices
+        guard let restartedAt = notices.firstIndex(where: { if case .restarted = $0 { true } else { false } }),
+              case .restarted(let answered, let start) = notices[restartedAt]
+        else {
+            Issue.record("no .restarted in \(notices)")
+            return
         }
+        #expect(answered == generation)
+        #expect(start >= readWhenDiscarded)
+        #expect(notices[restartedAt + 1] == .trackStarted(index: 0, ringFrame: start, format: stereo44,
+                                                            lengthFrames: reference.count / 2,
+                                                            metadata: TrackMetadata()))
         #expect(worker.locate(ringFrame: 2_999) == TrackPosition(trackIndex: 0, frame: 2_999, sampleRate: 44_100))
-        #expect(worker.locate(ringFrame: writtenWhenParked + 10)
+        #expect(worker.locate(ringFrame: start + 10)
             == TrackPosition(trackIndex: 0, frame: 50_010, sampleRate: 44_100))
+    }
+
+    @Test("a worker stuck opening a file (held by a lease) holds up no reposition, and none of its step is heard")
+    func stuckWorkerHoldsUpNothing() throws {
+        let slow = try TestAudio.sine(seconds: 1, frequency: 440)
+        let good = try TestAudio.sine(seconds: 1, frequency: 660)
+        let reference = try TestAudio.decodeAll(try MP3Decoder(path: good))
+        let queue = TrackList([TrackPath(slow), TrackPath(good)])
+        let ring = FrameRing(minimumCapacity: 16_384)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        defer { worker.stop() }
+        // While the lease is held, the worker's open(2) of the first track blocks in the kernel. Released before
+        // `stop` (declared after it) whatever happens.
+        let lease = try FileLease(path: slow)
+        defer { lease.release() }
+        worker.load(paths: queue, startIndex: 0, startFrame: 0)
+        usleep(100_000)
+
+        let asked = ContinuousClock.now
+        let generation = ring.beginGeneration()
+        _ = ring.discardReadable()
+        worker.reposition(paths: queue, trackIndex: 1, frame: 0, generation: generation)
+        worker.noticeWhenBuffered(frames: 1_000)
+        let took = ContinuousClock.now - asked
+        // Nothing above waits for the worker, which is still blocked in open(2); 50 ms is a loaded machine's margin.
+        #expect(took < .milliseconds(50), "the reposition took \(took)")
+        usleep(100_000)
+        #expect(log.notices.isEmpty, "\(log.notices)")
+        #expect(ring.readableFrames == 0)
+
+        lease.release()
+        var heard: [Int16] = []
+        #expect(eventually {
+            heard += drainReadable(ring)
+            return log.contains(where: isQueueFinished) && ring.readableFrames == 0
+        })
+        // Only the new position's audio is heard: the first track, opened at last, is abandoned unheard.
+        #expect(heard == reference)
+        // The step that was blocked finished opening the first track and reported it, before `.restarted` (an owner
+        // drops what comes before it); nothing of that track was written.
+        let notices = log.notices
+        guard let restarted = notices.firstIndex(of: .restarted(generation: generation, ringFrame: 0)) else {
+            Issue.record("no .restarted: \(notices)")
+            return
+        }
+        #expect(notices[..<restarted].allSatisfy { if case .trackStarted(0, 0, _, _, _) = $0 { true } else { false } })
+        #expect(notices[restarted + 1] == .trackStarted(index: 1, ringFrame: 0, format: stereo44,
+                                                         lengthFrames: reference.count / 2, metadata: TrackMetadata()))
+        #expect(notices[restarted...].contains { if case .buffered = $0 { true } else { false } })
     }
 
     @Test("a track at another rate is converted to the ring's rate: no format change, no gap, right pitch")
@@ -261,7 +311,8 @@ struct DecodeWorkerTests {
         worker.stop()
         #expect(ContinuousClock.now - start < .seconds(1))
         // After stop, control calls return at once.
-        worker.pauseProduction()
+        worker.reposition(paths: [TrackPath(path)], trackIndex: 0, frame: 0, generation: ring.beginGeneration())
+        worker.continueAfterFormatChange()
     }
 
     @Test("a worker asleep for space in a full ring does not wake until space is freed or it is given work")
@@ -281,8 +332,10 @@ struct DecodeWorkerTests {
         #expect(decodeThreadWakeUps() == before)
         #expect(ring.totalFramesWritten == ring.capacity)
 
-        // Repositioning without a pause is work: the sleeping worker takes it at once (its track starts again).
-        worker.resumeProduction(trackIndex: 0, frame: 0)
+        // A reposition is work: the sleeping worker takes it at once (its track starts again).
+        let generation = ring.beginGeneration()
+        _ = ring.discardReadable()
+        worker.reposition(paths: [TrackPath(path)], trackIndex: 0, frame: 0, generation: generation)
         #expect(eventually { log.notices.filter { if case .trackStarted = $0 { true } else { false } }.count == 2 })
     }
 

@@ -3,6 +3,7 @@
 import AudioPipeline
 import EarshotTestSupport
 import Foundation
+import SystemSupport
 import Testing
 @testable import EarshotService
 import TrackPaths
@@ -76,6 +77,38 @@ struct CoverArtCacheTests {
             else { Issue.record("picture 4 not stored"); return }
             let left = Set(try FileManager.default.contentsOfDirectory(atPath: directory).map { directory + "/" + $0 })
             #expect(left == [paths[0], paths[2], String(decoding: newest.bytes, as: UTF8.self)])
+        }
+    }
+
+    @Test("the cover worker stores pictures in order, on its own thread under SCHED_IDLE, and reports each")
+    func workerStoresOffTheCaller() async throws {
+        try await TestEnvironment.withScratchDirectory { scratch in
+            let cache = CoverArtCache(directory: scratch.path + "/earshot/art")
+            let reported = LockedValue<[(index: Int, outcome: CoverArtOutcome, thread: String, policy: Int32)]>([])
+            let worker = CoverArtWorker(cache: cache) { job, outcome in
+                let thread = ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "")
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                reported.withLock { $0.append((job.index, outcome, thread, sched_getscheduler(0))) }
+            }
+            let pictures = (0..<3).map { Fixtures.fakePicture(count: 2_000, seed: UInt64(100 + $0)) }
+            for (index, bytes) in pictures.enumerated() {
+                let picture = CoverPicture(mimeType: "image/png", byteCount: bytes.count, bytes: .inline(bytes))
+                #expect(worker.submit(CoverArtWorker.Job(index: index, queueGeneration: 7, picture: picture)))
+            }
+            try await waitUntil("three outcomes", timeout: .seconds(30)) { reported.withLock { $0.count == 3 } }
+            let outcomes = reported.withLock { $0 }
+            #expect(outcomes.map(\.index) == [0, 1, 2])
+            for (outcome, bytes) in zip(outcomes, pictures) {
+                guard case .stored(let path) = outcome.outcome else {
+                    Issue.record("not stored: \(outcome.outcome)")
+                    continue
+                }
+                #expect(try Data(contentsOf: URL(fileURLWithPath: String(decoding: path.bytes, as: UTF8.self)))
+                    == Data(bytes))
+                #expect(outcome.thread == "earshot-covers")
+                // SCHED_IDLE is 5 on Linux; an unprivileged thread may always lower itself to it.
+                #expect(outcome.policy == 5)
+            }
         }
     }
 }

@@ -57,6 +57,26 @@ struct HeardPositionTests {
         #expect(book.position(atRingFrame: 100_000, locate: past)?.frame == 4_000)
     }
 
+    @Test("until the decoder says where the reposition's audio starts, every ring frame is below the floor")
+    func floorUnknownUntilTheDecoderAnswers() {
+        var book = HeardPosition()
+        _ = book.observe(ringFrame: 50_000, locate: Self.locate)
+        let target = TrackPosition(trackIndex: 0, frame: 4_800, sampleRate: 48_000)
+        book.repositioned(to: target, floorRingFrame: nil)
+        // Frames the decoder's abandoned step wrote after the reposition (never heard) map to the target too.
+        #expect(book.position(atRingFrame: 130_000, locate: Self.locate) == target)
+        #expect(book.observe(ringFrame: 130_000, locate: Self.locate) == nil)
+        #expect(book.current == target)
+        // `.restarted`: the new audio starts at ring frame 140 000.
+        book.newAudioStarts(atRingFrame: 140_000)
+        #expect(book.position(atRingFrame: 139_999, locate: Self.locate) == target)
+        let fromStart = { (ringFrame: Int) -> TrackPosition? in
+            TrackPosition(trackIndex: 0, frame: 4_800 + ringFrame - 140_000, sampleRate: 48_000)
+        }
+        #expect(book.observe(ringFrame: 140_480, locate: fromStart) == nil)
+        #expect(book.current == TrackPosition(trackIndex: 0, frame: 5_280, sampleRate: 48_000))
+    }
+
     @Test("a reposition to another track reports the track the listener then hears only if it changes again")
     func repositionSetsTheReportedTrack() {
         var book = HeardPosition()

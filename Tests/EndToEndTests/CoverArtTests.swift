@@ -54,6 +54,11 @@ struct CoverArtTests {
             try harness.playerctl(["-p", "earshot", "metadata", "xesam:title"]).standardOutput.trimmed
         }
         #expect(shown == title)
+        // The picture is stored by a worker of its own once the track has started, at the lowest priority: the title
+        // may be published a moment before the picture's file is named.
+        try await waitUntil("mpris:artUrl is set for \(title)", timeout: .seconds(20)) {
+            (try? harness.playerctlEarshot(["metadata", "mpris:artUrl"]))?.isEmpty == false
+        }
         let uri = try harness.playerctlEarshot(["metadata", "mpris:artUrl"])
         let file = try #require(URL(string: uri), "mpris:artUrl is not a URI: \(uri)")
         #expect(file.isFileURL, "\(uri)")

@@ -1,44 +1,152 @@
-// How long the player's serial owner takes to handle one input (issue 12), end to end: `slowestHandlingMicros` in
-// `earshot status --json` is present, a non-negative integer, and never goes down, while `earshot serve` plays,
-// after a pause and after an unplug. The values seen are reported, so a regression in the owner's waiting is visible.
+// How long the player's serial owner takes to handle one input (issue 21), end to end, when the decoder is slow. The
+// owner hands the decoder its new work and returns: neither a decoder stuck opening a file nor one whose track carries
+// an 8 MiB cover picture may show in the answers to `next`, `seek` and `status`, nor in `slowestHandlingMicros`.
+//
+// The slow input is real: a write lease on the next track (`FileLease`) makes the decoder's open(2) block in the
+// kernel until the test lets go, as a network share that hangs would. Before the decoder stopped being waited for, the
+// owner sat in `DecodeWorker.pauseProduction` for the whole of it: `next` was answered only when the lease went
+// (after 6 s here) and `slowestHandlingMicros` said as much.
+//
+// The bounds: a handling slower than 50 ms fails. The owner's own work for one input is well under a millisecond (the
+// values are reported); 50 ms leaves room for a loaded two-core machine to keep the owner thread (nice -15) off the CPU
+// for a while, and is still far below any wait for the decoder (a stuck open lasts seconds here; storing an 8 MiB
+// picture takes 50 ms optimised, 1.5 s in a debug build). A request's whole round trip (a client connecting, the
+// control server's thread, the reply) may take 2 s before it fails.
+//
+// The state file still goes to disk with an fsync on the owner (the saving is being moved off it separately): the
+// harness's state folder is put on a tmpfs, where an fsync costs nothing, so that what is measured here is the decoder.
 
 import Foundation
 import Testing
 import EarshotTestSupport
 
-@Suite("earshot serve: the slowest handling of one input", .serialized)
+@Suite("earshot serve: the owner never waits for the decoder", .serialized)
 struct HandlingTimeTests {
-    @Test("slowestHandlingMicros is reported while playing, after a pause and after an unplug, and never goes down")
-    func slowestHandlingIsReported() async throws {
+    /// The slowest handling of one input allowed, in microseconds.
+    static let handlingBound = 50_000
+    /// The longest round trip allowed for one control request.
+    static let roundTripBound = Duration.seconds(2)
+
+    @Test("a decoder stuck opening the next track holds up neither next, seek nor status; then it plays the seek")
+    func stuckDecoderHoldsUpNothing() async throws {
         try await ServiceHarness.run { harness in
-            defer { try? ServerControl.restoreStandardLayout() }
+            let tmpfs = try Self.keepStateOnTmpfs(harness)
+            defer { tmpfs.map { try? FileManager.default.removeItem(at: $0) } }
             let track = try harness.privatePositionTrack()
+            let held = try Fixtures.copy(try Fixtures.tone(seconds: 5), to: harness.root, named: "held.mp3")
+            // Started first, so that the 6 s below are all the test's: a loaded machine may take seconds to start it.
             let service = try await harness.startService()
-            let started = try harness.status()
-            try harness.earshotChecked(["play", track.path])
-            let playing = try await harness.waitForStatus(of: service, "1 s of the track was heard") {
-                $0.playback == "playing" && $0.positionMs >= 1000
+            let lease = try FileLease(path: held.path)
+            let leaseTaken = ContinuousClock.now
+            // Let go after 6 s whatever happens, so that a player that waits for its decoder is held up, not hung.
+            let safety = Task.detached {
+                try? await Task.sleep(for: .seconds(6))
+                lease.release()
             }
-            try harness.earshotChecked(["pause"])
-            let paused = try await harness.waitForStatus(of: service, "paused by the user") {
-                $0.playback == "paused" && $0.pauseReason == "user"
+            defer {
+                lease.release()
+                safety.cancel()
             }
-            try harness.earshotChecked(["resume"])
-            try await harness.waitForStatus(of: service, "playing again") {
-                $0.playback == "playing" && $0.positionMs >= paused.positionMs + 300
+            try harness.earshotChecked(["play", held.path, track.path])
+            // The decoder opens the held track at once and stays in open(2) until the lease goes.
+            try await Task.sleep(for: .milliseconds(300))
+
+            var roundTrips: [(String, Duration)] = []
+            func timed(_ fields: [String: Any]) throws -> [String: Any] {
+                let started = ContinuousClock.now
+                let reply = try harness.request(fields, timeout: .seconds(20))
+                roundTrips.append(("\(fields["command"] ?? "")", ContinuousClock.now - started))
+                #expect(reply["ok"] as? Bool == true, "\(fields): \(reply)")
+                return reply
             }
-            try ServerControl.unplug(sink: TestEnvironment.headphones)
-            let unplugged = try await harness.waitForStatus(of: service, "paused for the unplug") {
-                $0.playback == "paused" && $0.pauseReason == "outputLost"
+            for _ in 0..<3 { _ = try timed(["command": "status"]) }
+            _ = try timed(["command": "next"])
+            _ = try timed(["command": "status"])
+            _ = try timed(["command": "seek", "seconds": 20.0])
+            for _ in 0..<3 { _ = try timed(["command": "status"]) }
+            let whileStuck = try harness.socketStatus()
+            // Still within the lease, and nothing decoded yet: no stream could be opened without a format.
+            let decoderWasStuck = ContinuousClock.now - leaseTaken < .seconds(6) && whileStuck.trackIndex == 1
+                && !whileStuck.streamOpen
+
+            for (command, took) in roundTrips {
+                #expect(took < Self.roundTripBound, "`\(command)` took \(took) while the decoder was stuck")
             }
-            let seen = [started, playing, paused, unplugged].map(\.slowestHandlingMicros)
-            #expect(seen.allSatisfy { $0 >= 0 }, "slowestHandlingMicros: \(seen)")
-            #expect(seen == seen.sorted(), "slowestHandlingMicros went down: \(seen)")
-            report("slowest handling of one input, while playing", Double(playing.slowestHandlingMicros) / 1000)
-            report("slowest handling of one input, after a pause", Double(paused.slowestHandlingMicros) / 1000)
-            report("slowest handling of one input, after an unplug", Double(unplugged.slowestHandlingMicros) / 1000)
-            let status = await harness.stopService(service)
-            #expect(status == 0, "earshot serve exited with \(status)")
+            #expect(decoderWasStuck, "the decoder was not stuck on the held track: \(whileStuck)")
+            #expect(whileStuck.slowestHandlingMicros < Self.handlingBound,
+                    "slowestHandlingMicros \(whileStuck.slowestHandlingMicros) while the decoder was stuck")
+
+            // Let go: the decoder abandons the held track and plays the second one from the seek.
+            lease.release()
+            let playing = try await harness.waitForStatus(of: service, "the second track heard past 20.5 s") {
+                $0.playback == "playing" && $0.trackIndex == 1 && $0.positionMs >= 20_500
+            }
+            #expect(playing.positionMs < 28_000, "\(playing)")
+            #expect(playing.slowestHandlingMicros < Self.handlingBound, "\(playing)")
+            let slowestTrip = roundTrips.map(\.1).max() ?? .zero
+            report("slowest request round trip, decoder stuck in open(2)", slowestTrip / .milliseconds(1))
+            report("slowest handling of one input, decoder stuck", Double(whileStuck.slowestHandlingMicros) / 1000)
+            report("slowest handling of one input, after it played on", Double(playing.slowestHandlingMicros) / 1000)
+            #expect(await harness.stopService(service) == 0)
         }
+    }
+
+    @Test("seeks in a track with an 8 MiB cover picture: every one answered at once, the owner never slow")
+    func seeksWithALargeCover() async throws {
+        try await ServiceHarness.run { harness in
+            let tmpfs = try Self.keepStateOnTmpfs(harness)
+            defer { tmpfs.map { try? FileManager.default.removeItem(at: $0) } }
+            // Just under the 8 MiB a picture may have (CoverPicture.maximumBytes), so it is read, hashed and stored.
+            let picture = Fixtures.fakePicture(count: (8 << 20) - 4_096, seed: 0xB16C)
+            let track = try Fixtures.coverTagged(.flac, picture: picture, name: "large-cover.flac",
+                                                 title: "Large Cover", albumArtist: "Band", trackNumber: "1",
+                                                 seconds: 30)
+            let service = try await harness.startService()
+            try harness.earshotChecked(["play", track.path])
+            try await harness.waitForStatus(of: service, "playing") { $0.playback == "playing" }
+
+            var slowestTrip = Duration.zero
+            for second in [12.0, 3.0, 20.0, 7.5, 25.0, 1.0, 15.0, 9.0, 18.0, 5.0] {
+                let started = ContinuousClock.now
+                let reply = try harness.request(["command": "seek", "seconds": second], timeout: .seconds(20))
+                let took = ContinuousClock.now - started
+                slowestTrip = max(slowestTrip, took)
+                #expect(reply["ok"] as? Bool == true, "seek \(second): \(reply)")
+                #expect(took < Self.roundTripBound, "seek \(second) took \(took)")
+                try await Task.sleep(for: .milliseconds(150))
+            }
+            let afterSeeks = try harness.socketStatus()
+            #expect(afterSeeks.slowestHandlingMicros < Self.handlingBound,
+                    "slowestHandlingMicros \(afterSeeks.slowestHandlingMicros) after the seeks")
+            // The last seek is played: the decoder went on while the picture was being stored.
+            try await harness.waitForStatus(of: service, "heard past 5.5 s after the last seek") {
+                $0.playback == "playing" && $0.positionMs >= 5_500 && $0.positionMs < 12_000
+            }
+            // The picture is stored by a worker that runs only when nothing else wants the CPU: on a busy machine it
+            // may still be at it, so its outcome is reported, not required (CoverArtTests checks the stored file).
+            let art = harness.cacheHome.appendingPathComponent("earshot/art")
+            let stored = (try? FileManager.default.contentsOfDirectory(atPath: art.path))?.contains { name in
+                let size = (try? FileManager.default.attributesOfItem(atPath: art.appendingPathComponent(name).path))?[
+                    .size] as? Int
+                return size == picture.count
+            } ?? false
+            print("[handling time] the 8 MiB picture was \(stored ? "stored" : "not stored yet") after the seeks")
+            report("slowest seek round trip, 8 MiB cover", slowestTrip / .milliseconds(1))
+            report("slowest handling of one input, 8 MiB cover", Double(afterSeeks.slowestHandlingMicros) / 1000)
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    /// Puts `harness`'s state folder on a tmpfs (/dev/shm), where the state file's fsync on the owner costs nothing
+    /// (see the file's header), and returns that folder for the test to remove; the folder stays where it was, and nil
+    /// is returned, when there is no /dev/shm.
+    static func keepStateOnTmpfs(_ harness: ServiceHarness) throws -> URL? {
+        let shared = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
+        guard FileManager.default.isWritableFile(atPath: shared.path) else { return nil }
+        let folder = shared.appendingPathComponent("earshot-state-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.removeItem(at: harness.stateHome)
+        try FileManager.default.createSymbolicLink(at: harness.stateHome, withDestinationURL: folder)
+        return folder
     }
 }
