@@ -13,8 +13,8 @@
 // picture takes 50 ms optimised, 1.5 s in a debug build). A request's whole round trip (a client connecting, the
 // control server's thread, the reply) may take 2 s before it fails.
 //
-// The state file still goes to disk with an fsync on the owner (the saving is being moved off it separately): the
-// harness's state folder is put on a tmpfs, where an fsync costs nothing, so that what is measured here is the decoder.
+// The state files go to the real disk: the owner hands them to the storage writer's thread, which does every write and
+// fsync, so a slow disk does not show here either.
 
 import Foundation
 import Testing
@@ -30,8 +30,6 @@ struct HandlingTimeTests {
     @Test("a decoder stuck opening the next track holds up neither next, seek nor status; then it plays the seek")
     func stuckDecoderHoldsUpNothing() async throws {
         try await ServiceHarness.run { harness in
-            let tmpfs = try Self.keepStateOnTmpfs(harness)
-            defer { tmpfs.map { try? FileManager.default.removeItem(at: $0) } }
             let track = try harness.privatePositionTrack()
             let held = try Fixtures.copy(try Fixtures.tone(seconds: 5), to: harness.root, named: "held.mp3")
             // Started first, so that the 6 s below are all the test's: a loaded machine may take seconds to start it.
@@ -94,8 +92,6 @@ struct HandlingTimeTests {
     @Test("seeks in a track with an 8 MiB cover picture: every one answered at once, the owner never slow")
     func seeksWithALargeCover() async throws {
         try await ServiceHarness.run { harness in
-            let tmpfs = try Self.keepStateOnTmpfs(harness)
-            defer { tmpfs.map { try? FileManager.default.removeItem(at: $0) } }
             // Just under the 8 MiB a picture may have (CoverPicture.maximumBytes), so it is read, hashed and stored.
             let picture = Fixtures.fakePicture(count: (8 << 20) - 4_096, seed: 0xB16C)
             let track = try Fixtures.coverTagged(.flac, picture: picture, name: "large-cover.flac",
@@ -135,18 +131,5 @@ struct HandlingTimeTests {
             report("slowest handling of one input, 8 MiB cover", Double(afterSeeks.slowestHandlingMicros) / 1000)
             #expect(await harness.stopService(service) == 0)
         }
-    }
-
-    /// Puts `harness`'s state folder on a tmpfs (/dev/shm), where the state file's fsync on the owner costs nothing
-    /// (see the file's header), and returns that folder for the test to remove; the folder stays where it was, and nil
-    /// is returned, when there is no /dev/shm.
-    static func keepStateOnTmpfs(_ harness: ServiceHarness) throws -> URL? {
-        let shared = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
-        guard FileManager.default.isWritableFile(atPath: shared.path) else { return nil }
-        let folder = shared.appendingPathComponent("earshot-state-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try FileManager.default.removeItem(at: harness.stateHome)
-        try FileManager.default.createSymbolicLink(at: harness.stateHome, withDestinationURL: folder)
-        return folder
     }
 }
