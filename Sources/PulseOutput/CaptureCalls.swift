@@ -153,10 +153,19 @@ struct CaptureCalls: Sendable {
         alreadyRunning: Set<UInt32> = []
     ) -> [Event] {
         var now: [UInt32: Qualifying] = [:]
-        for capture in captures.values
-        where settings.exclusion(of: capture, source: sources[capture.sourceIndex]) == nil {
+        // Applications whose capture stopped counting because something about it is no longer known (its source
+        // went away, its client is missing or another): their call ends without permission to resume, since unknown
+        // is no permission to play (a microphone unplugged mid-call, the capture moved to another one).
+        var lostTrack: Set<UInt32> = []
+        for capture in captures.values {
+            let exclusion = settings.exclusion(of: capture, source: sources[capture.sourceIndex])
+            if let earlier = qualifying[capture.index],
+               exclusion == .unknownSource || exclusion == .noClient || (exclusion == nil
+                                                                         && capture.clientIndex != earlier.client) {
+                lostTrack.insert(earlier.client)
+            }
             // The exclusion check has made sure there is a client.
-            guard let client = capture.clientIndex else { continue }
+            guard exclusion == nil, let client = capture.clientIndex else { continue }
             if let earlier = qualifying[capture.index], earlier.client == client {
                 now[capture.index] = earlier
             } else {
@@ -175,8 +184,9 @@ struct CaptureCalls: Sendable {
         let ended = active.subtracting(counted).sorted()
         let began = counted.subtracting(active).sorted()
         active = counted
-        return ended.map { Event.interruptionEnded(.microphoneCapture(client: $0), resumeAllowed: true, at: moment) }
-            + began.map { Event.interruptionBegan(.microphoneCapture(client: $0), at: moment) }
+        return ended.map {
+            Event.interruptionEnded(.microphoneCapture(client: $0), resumeAllowed: !lostTrack.contains($0), at: moment)
+        } + began.map { Event.interruptionBegan(.microphoneCapture(client: $0), at: moment) }
     }
 
     /// Forgets everything (our stream is gone, with the server's description): active calls end without a resume,
