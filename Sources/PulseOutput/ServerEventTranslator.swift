@@ -60,7 +60,8 @@ import EarshotCore
 /// `callDetection: knownApps`, is made by a known calling application. Per application (client index):
 /// - its first such capture has run `delayMilliseconds` (a notice or the owner's timer at `captureDeadline`)
 ///                                                                        -> interruptionBegan(microphone#N)
-/// - its last such capture is removed, corks or changes into an excluded kind -> interruptionEnded(microphone#N, resume)
+/// - its last such capture is removed, corks or changes into an excluded kind
+///                                                                        -> interruptionEnded(microphone#N, resume)
 /// - its last such capture stops counting because its source went away or it lost its client (unknown is no
 ///   permission to play: a microphone unplugged mid-call, the capture moved on) -> interruptionEnded(microphone#N, no
 ///   resume)

@@ -158,7 +158,9 @@ struct CaptureCallExhaustiveTests {
                 // Our stream gone: the calls did not really end, so none resumes.
                 let streamGone: Bool
                 if case .streamGone = notice { streamGone = true } else { streamGone = false }
-                if resumeAllowed == (lostSight || streamGone) { problems.append("resumeAllowed \(resumeAllowed) for \(client)") }
+                if resumeAllowed == (lostSight || streamGone) {
+                    problems.append("resumeAllowed \(resumeAllowed) for \(client)")
+                }
             }
             if !problems.isEmpty {
                 violations += problems.map { "\($0) after \(path + [notice])" }
@@ -190,7 +192,8 @@ struct CaptureCallExhaustiveTests {
         }
         // No source active without a capture of it that is a call; every application whose capture has run the delay
         // is active; the translator's own record agrees; the deadline is the next capture's.
-        for client in model.announced where !model.qualifyingSince.keys.contains(where: { Self.clients[$0] == client }) {
+        for client in model.announced
+        where !model.qualifyingSince.keys.contains(where: { Self.clients[$0] == client }) {
             problems.append("active with no capture running: \(client)")
         }
         for (index, since) in model.qualifyingSince where now - since >= Self.delay {
