@@ -19,9 +19,10 @@ public enum CaptureExclusion: String, Sendable, CaseIterable {
     case detectionOff
     /// The capture is corked: nothing is being recorded.
     case corked
-    /// No client owns it: a module's stream (PulseAudio's own Bluetooth policy ignores these as well).
+    /// Neither a client nor a module owns it: nothing tells what it is (PulseAudio's own Bluetooth policy ignores
+    /// streams without a client as well).
     case noClient
-    /// A module owns it: a loopback, echo-cancel's or another filter's own capture of the device.
+    /// A module owns it and no client does: a loopback, echo-cancel's or another filter's own capture of the device.
     case moduleStream
     /// One half of a PipeWire filter or loopback (`node.link-group`).
     case filterStream
@@ -87,8 +88,9 @@ public struct CallDetectionSettings: Sendable, Equatable {
     public func exclusion(of capture: SourceOutputSnapshot, source: SourceSnapshot?) -> CaptureExclusion? {
         if detection == .roles { return .detectionOff }
         if capture.corked { return .corked }
-        if capture.ownerModuleIndex != nil { return .moduleStream }
-        if capture.clientIndex == nil { return .noClient }
+        // A module's own stream has no client on PulseAudio (its loopback, echo-cancel's capture of the device). The
+        // owner module alone tells nothing there: every client's stream is owned by module-native-protocol-unix.
+        if capture.clientIndex == nil { return capture.ownerModuleIndex == nil ? .noClient : .moduleStream }
         if capture.linkGroup != nil { return .filterStream }
         if capture.isLevelMeter || capture.isMonitorStream { return .levelMeter }
         if capture.capturesSink { return .recordsOutput }
