@@ -2,17 +2,6 @@
 // interruption row). Pure, like the translator that owns it: snapshots and moments in, events out.
 import EarshotCore
 
-/// How Earshot recognises a call that no stream role announces (configuration `callDetection`).
-public enum CallDetection: String, Sendable, CaseIterable {
-    /// Any other application's running capture from a microphone (the default): what browser meetings, Discord,
-    /// Zoom, Slack and Teams make, none of which sets `media.role=phone`.
-    case microphone
-    /// Only captures of applications known to make calls (`CallDetectionSettings.knownCallingApplications`).
-    case knownApps
-    /// No inferred calls: only trigger roles, cork requests and profile switches interrupt.
-    case roles
-}
-
 /// Why a capture stream is not a call, for tests and debug logs.
 public enum CaptureExclusion: String, Sendable, CaseIterable {
     /// Configuration `callDetection: "roles"`.
