@@ -124,6 +124,10 @@ struct CaptureCalls: Sendable {
     private(set) var qualifying: [UInt32: Qualifying] = [:]
     /// The applications (client indices) the rules were told of as `microphone#N` and not yet told the end of.
     private(set) var active: Set<UInt32> = []
+    /// Captures seen recording an output (a sink's monitor, a stream): they stay recordings for their life. When the
+    /// sink goes, PulseAudio moves a recorder of its monitor to the default source, a microphone, and a recorder of
+    /// what the speakers played is no call because the server moved it.
+    private(set) var recordersOfOutput: Set<UInt32> = []
 
     /// Calls judged with `settings`.
     init(settings: CallDetectionSettings) {
@@ -149,8 +153,11 @@ struct CaptureCalls: Sendable {
         // went away, its client is missing or another): their call ends without permission to resume, since unknown
         // is no permission to play (a microphone unplugged mid-call, the capture moved to another one).
         var lostTrack: Set<UInt32> = []
+        recordersOfOutput.formIntersection(captures.keys)
         for capture in captures.values {
-            let exclusion = settings.exclusion(of: capture, source: sources[capture.sourceIndex])
+            var exclusion = settings.exclusion(of: capture, source: sources[capture.sourceIndex])
+            if exclusion == .recordsOutput { recordersOfOutput.insert(capture.index) }
+            if recordersOfOutput.contains(capture.index) { exclusion = .recordsOutput }
             if let earlier = qualifying[capture.index],
                exclusion == .unknownSource || exclusion == .noClient || (exclusion == nil
                                                                          && capture.clientIndex != earlier.client) {
@@ -187,6 +194,7 @@ struct CaptureCalls: Sendable {
         let ended = active.sorted()
         qualifying = [:]
         active = []
+        recordersOfOutput = []
         return ended.map { Event.interruptionEnded(.microphoneCapture(client: $0), resumeAllowed: false, at: moment) }
     }
 }

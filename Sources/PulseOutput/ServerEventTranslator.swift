@@ -57,7 +57,9 @@ import EarshotCore
 /// (`stream.capture.sink`, a monitor source), records from a source known not to be a monitor (a virtual source that
 /// stands for the microphone, echo-cancel's or an effects tool's, counts; the filter's own capture of the device has an
 /// owner module or a link group and does not), is not Earshot's own, not ignored by configuration, and, with
-/// `callDetection: knownApps`, is made by a known calling application. Per application (client index):
+/// `callDetection: knownApps`, is made by a known calling application. A capture once seen recording an output stays a
+/// recording when the server moves it to a microphone (PulseAudio moves a removed sink's monitor recorders to the
+/// default source). Per application (client index):
 /// - its first such capture has run `delayMilliseconds` (a notice or the owner's timer at `captureDeadline`)
 ///                                                                        -> interruptionBegan(microphone#N)
 /// - its last such capture is removed, corks or changes into an excluded kind
@@ -300,7 +302,8 @@ public struct ServerEventTranslator: Sendable {
 
     /// Why `capture` is not a call as things stand, or nil when it is one (for tests and debug logs).
     public func callExclusion(of capture: SourceOutputSnapshot) -> CaptureExclusion? {
-        calls.settings.exclusion(of: capture, source: chain.sources[capture.sourceIndex])
+        if calls.recordersOfOutput.contains(capture.index) { return .recordsOutput }
+        return calls.settings.exclusion(of: capture, source: chain.sources[capture.sourceIndex])
     }
 
     /// The application name of a capture of `client`, for a debug log line only (never at the default level).

@@ -132,4 +132,26 @@ struct CaptureCallFaultTests {
         #expect(pipeline.state.playback == .playing)
         #expect(pipeline.translator.activeCalls.isEmpty)
     }
+
+    @Test("A recorder of a monitor moved to the microphone by the server (its sink unplugged) is still no call")
+    func monitorRecorderMovedToMicrophone() {
+        var pipeline = Pipeline(Pipeline.playing)
+        let recorder = SourceOutputSnapshot(index: 60, sourceIndex: 2, mediaRole: nil, clientIndex: 40,
+                                            applicationName: "parec")
+        pipeline.feed(pipeline.translator.sourceOutputChanged(recorder, at: Desk.at(0)))
+        // PulseAudio 16: SOURCE REMOVE of the monitor, then the recorder described on the default source.
+        pipeline.feed(pipeline.translator.sourceRemoved(2, at: Desk.at(1_000)))
+        var moved = recorder
+        moved.sourceIndex = 1
+        pipeline.feed(pipeline.translator.sourceOutputChanged(moved, at: Desk.at(1_001)))
+        #expect(pipeline.translator.callExclusion(of: moved) == .recordsOutput)
+        #expect(pipeline.translator.captureDeadline == nil)
+        pipeline.feed(pipeline.translator.captureTimerExpired(at: Desk.at(5_000)))
+        #expect(pipeline.commands.isEmpty)
+        // A new capture with that index later (the server reuses none while it lives, but a new server may) is
+        // judged afresh once the old one was removed.
+        pipeline.feed(pipeline.translator.sourceOutputRemoved(60, at: Desk.at(6_000)))
+        pipeline.feed(pipeline.translator.sourceOutputChanged(moved, at: Desk.at(7_000)))
+        #expect(pipeline.translator.callExclusion(of: moved) == nil)
+    }
 }
