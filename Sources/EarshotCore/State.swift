@@ -149,6 +149,9 @@ public struct PlayerState: Hashable, Sendable {
     public var playback: Playback
     /// The interruption sources active now.
     public var interruptions: Set<InterruptionSource>
+    /// Inferred calls (microphone captures) the user overruled by playing (rule 18): they no longer interrupt, and
+    /// are forgotten when they end. Never overlaps `interruptions`.
+    public var overruledInterruptions: Set<InterruptionSource>
     /// What to do when the last interruption source ends.
     public var resumeIntent: ResumeIntent
     /// The position in the queue.
@@ -174,7 +177,8 @@ public struct PlayerState: Hashable, Sendable {
         stream: StreamCondition = .openCorked,
         volumePercent: Int = 100,
         lastFailure: FailedTrack? = nil,
-        unansweredExternalPauses: Set<ExternalSender> = []
+        unansweredExternalPauses: Set<ExternalSender> = [],
+        overruledInterruptions: Set<InterruptionSource> = []
     ) {
         self.policy = policy
         self.playback = playback
@@ -185,6 +189,7 @@ public struct PlayerState: Hashable, Sendable {
         self.volumePercent = volumePercent
         self.lastFailure = lastFailure
         self.unansweredExternalPauses = unansweredExternalPauses
+        self.overruledInterruptions = overruledInterruptions
     }
 
     /// True when the user asked to play during an interruption and the player waits for it to end.

@@ -94,6 +94,8 @@ actor Player {
     let tickTimer: TickTimer
     /// What was handed to the state writer, and when (see `SaveSchedule`).
     var saving = SaveSchedule()
+    /// The call timer: armed only while a capture waits to have run long enough to count as a call (Player+Calls).
+    let callTimer: TickTimer
     /// What MPRIS was last told, so that it is told only changes.
     var publishedSnapshot: MPRISSnapshot?
     /// The playback shown last on the progress line, so that a change is shown at once.
@@ -123,12 +125,14 @@ actor Player {
             inbox.yield(.cover(job, outcome))
         }
         tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
+        callTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.callDue(arming: arming)) }
         link = OutputLink(
             reconnectTimer: TickTimer(on: ownerThread) { arming in inbox.yield(.reconnectDue(arming: arming)) })
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(
-            triggerRoles: configuration.triggerRoles, scope: configuration.interruptionScope)
+            triggerRoles: configuration.triggerRoles, scope: configuration.interruptionScope,
+            callDetection: Self.callDetection(of: configuration, ownProcessID: getpid()))
     }
 
     // MARK: Running
@@ -154,6 +158,7 @@ actor Player {
             handle(input)
             noteHandling(since: started)
             armTick()
+            armCallTimer()
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
                 finishProgressLine()
@@ -197,6 +202,10 @@ actor Player {
             guard link.reconnectTimer.wentOff(arming: arming) else { return }
             attemptConnection()
             return
+        case .callDue(let arming):
+            // A stale delivery (the timer was re-armed or disarmed as it went off) has no work.
+            guard callTimer.wentOff(arming: arming) else { return }
+            callTimerWentOff()
         case .tick(let arming):
             // A stale tick (its timer was replaced or disarmed as it went off) has no work.
             guard tickTimer.wentOff(arming: arming) else { return }
