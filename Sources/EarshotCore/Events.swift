@@ -37,13 +37,35 @@ public enum InterruptionSource: Hashable, Sendable, CustomStringConvertible {
     /// A Bluetooth headset, by its card's server index, left its A2DP profile for a call (HFP/HSP opens the
     /// microphone): our sink went away but the card stayed. Ends when our stream is back on an A2DP sink of it.
     case profileSwitch(card: UInt32)
+    /// A call inferred, not announced: another application's running capture from a microphone (a browser meeting,
+    /// Discord, Zoom), one source per capturing application, keyed by the server's index of its client. The user can
+    /// overrule it (rule 18).
+    case microphoneCapture(client: UInt32)
 
-    /// A short, content-free label for logs: `server`, `stream#12` or `profile#3`.
+    /// A short, content-free label for logs: `server`, `stream#12`, `profile#3` or `microphone#5`.
     public var description: String {
         switch self {
         case .serverCorkRequest: return "server"
         case .triggerStream(let index): return "stream#\(index)"
         case .profileSwitch(let card): return "profile#\(card)"
+        case .microphoneCapture(let client): return "microphone#\(client)"
+        }
+    }
+
+    /// Whether the source is a call Earshot inferred (a microphone capture) rather than one announced by a role, a
+    /// cork request or a profile switch: only inferred ones can be overruled by the user (rule 18).
+    public var isInferred: Bool {
+        if case .microphoneCapture = self { return true }
+        return false
+    }
+
+    /// The source's kind for status: `server`, `stream`, `profile` or `microphone`.
+    public var kind: String {
+        switch self {
+        case .serverCorkRequest: return "server"
+        case .triggerStream: return "stream"
+        case .profileSwitch: return "profile"
+        case .microphoneCapture: return "microphone"
         }
     }
 }

@@ -99,6 +99,8 @@ extension PlayerState {
     // MARK: Interruptions (rules 1-6, 9)
 
     private mutating func interruptionBegan(_ source: InterruptionSource, at moment: Moment) -> [Command] {
+        // Rule 18: a capture the user overruled interrupts no more until it has ended.
+        guard !overruledInterruptions.contains(source) else { return [] }
         // Rule 15: a source that is already active is a duplicate notification.
         guard interruptions.insert(source).inserted else { return [] }
         guard isPlaying else {
@@ -115,6 +117,8 @@ extension PlayerState {
     private mutating func interruptionEnded(
         _ source: InterruptionSource, resumeAllowed: Bool, at moment: Moment
     ) -> [Command] {
+        // Rule 18: an overruled capture ends without a word: the user has decided about the music since.
+        if overruledInterruptions.remove(source) != nil { return [] }
         // Rule 15: an end with no begin.
         guard interruptions.remove(source) != nil else { return [] }
         // Rule 4: another source still holds the player.
@@ -168,6 +172,7 @@ extension PlayerState {
         case .stopped, .paused:
             break
         }
+        if let overruled = overruleInferredCalls() { return overruled }
         guard interruptions.isEmpty else {
             // Rule 9: held until the interruption ends; get ready so the end only has to uncork.
             let preparation = prepareToPlay()
@@ -247,7 +252,8 @@ extension PlayerState {
         return commands
     }
 
-    private mutating func startPlaying() -> [Command] {
+    /// Starts playing at the current track: the stream is made ready and uncorked (rules 5, 8, 9 and 18).
+    mutating func startPlaying() -> [Command] {
         let preparation = prepareToPlay()
         playback = .playing
         // Without a stream there is nothing to uncork yet: `streamOpened` brings the uncork.

@@ -145,6 +145,9 @@ public struct PlayerState: Hashable, Sendable {
     public var playback: Playback
     /// The interruption sources active now.
     public var interruptions: Set<InterruptionSource>
+    /// Inferred calls (microphone captures) the user overruled by playing (rule 18): they no longer interrupt, and
+    /// are forgotten when they end. Never overlaps `interruptions`.
+    public var overruledInterruptions: Set<InterruptionSource>
     /// What to do when the last interruption source ends.
     public var resumeIntent: ResumeIntent
     /// The position in the queue.
@@ -165,7 +168,8 @@ public struct PlayerState: Hashable, Sendable {
         queue: QueueCursor = .empty,
         stream: StreamCondition = .openCorked,
         volumePercent: Int = 100,
-        lastFailure: FailedTrack? = nil
+        lastFailure: FailedTrack? = nil,
+        overruledInterruptions: Set<InterruptionSource> = []
     ) {
         self.policy = policy
         self.playback = playback
@@ -175,6 +179,7 @@ public struct PlayerState: Hashable, Sendable {
         self.stream = stream
         self.volumePercent = volumePercent
         self.lastFailure = lastFailure
+        self.overruledInterruptions = overruledInterruptions
     }
 
     /// True when the user asked to play during an interruption and the player waits for it to end.

@@ -6,6 +6,7 @@
 // it not to. `Config/config.json` in the repository documents every key with its default.
 import EarshotCore
 import Glibc
+import PulseOutput
 import SystemSupport
 
 /// Why the configuration file was refused. The message names the key and the file's path.
@@ -75,7 +76,7 @@ public enum ConfigurationFile {
     /// The keys the file may hold, in documentation order.
     public static let knownKeys = [
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
-        "targetLatencyMilliseconds", "logLevel", "sink",
+        "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -179,6 +180,10 @@ struct ConfigurationContents {
     var logLevel: String?
     /// `sink`: a sink name; absent or null for the server's default.
     var sink: String?
+    /// `callDetection`: "microphone", "knownApps" or "roles".
+    var callDetection: CallDetection?
+    /// `callIgnoreApplications`: application names whose captures never count as calls.
+    var callIgnoreApplications: [String]?
 
     /// Reads the file's top-level object, refusing unknown keys, wrong types and values out of range with a
     /// `ConfigurationError.Problem` that names the key. Keys are checked in this order, so a file with several
@@ -237,6 +242,22 @@ struct ConfigurationContents {
         if sink?.isEmpty == true {
             throw .outOfRange(key: "sink", allowed: "a sink name, or null for the server's default sink")
         }
+        if let detection = try Self.value("callDetection", in: object, expected: "a string", { $0 as? String }) {
+            guard let known = CallDetection(rawValue: detection) else {
+                let kinds = CallDetection.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+                throw .outOfRange(key: "callDetection", allowed: "one of \(kinds)")
+            }
+            callDetection = known
+        }
+        callIgnoreApplications = try Self.value(
+            "callIgnoreApplications", in: object, expected: "an array of strings") { value in
+            guard let elements = value as? [Any] else { return nil }
+            let strings = elements.compactMap { $0 as? String }
+            return strings.count == elements.count ? strings : nil
+        }
+        if let names = callIgnoreApplications, names.contains(where: { $0.isEmpty }) {
+            throw .outOfRange(key: "callIgnoreApplications", allowed: "an array of non-empty application names")
+        }
     }
 
     /// The value under `key` as `read` makes it, nil when absent (or null where allowed); a value `read` refuses
@@ -267,6 +288,8 @@ struct ConfigurationContents {
         if let targetLatencyMilliseconds { configuration.targetLatencyMilliseconds = targetLatencyMilliseconds }
         if let logLevel { configuration.debugLogging = logLevel == "debug" }
         if let sink { configuration.sinkName = sink }
+        if let callDetection { configuration.callDetection = callDetection }
+        if let callIgnoreApplications { configuration.callIgnoreApplications = Set(callIgnoreApplications) }
         return configuration
     }
 }

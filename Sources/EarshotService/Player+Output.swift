@@ -130,8 +130,10 @@ extension Player {
         ourSinkListed(inventory.sinks)
         for sink in inventory.sinks { dispatchAll(translator.sinkChanged(sink)) }
         for input in inventory.sinkInputs { dispatchAll(translator.sinkInputChanged(input, at: monotonicMoment())) }
-        for source in inventory.sources { translator.sourceChanged(source) }
-        for capture in inventory.sourceOutputs { translator.sourceOutputChanged(capture) }
+        let now = monotonicMoment()
+        for source in inventory.sources { dispatchCalls(translator.sourceChanged(source, at: now)) }
+        // Captures running before our stream count at once: a call under way holds the music before the uncork.
+        for capture in inventory.sourceOutputs { dispatchCalls(translator.sourceOutputListed(capture, at: now)) }
         for card in inventory.cards { dispatchAll(translator.cardChanged(card, at: monotonicMoment())) }
         link.openingFinished()
         // A playing player's stream is uncorked next (`uncorkWhenDecoded`).
@@ -516,14 +518,8 @@ extension Player {
             dispatchAll(translator.cardChanged(card, at: now))
         case .cardRemoved(let index):
             dispatchAll(translator.cardRemoved(index, at: now))
-        case .sourceChanged(let source):
-            translator.sourceChanged(source)
-        case .sourceRemoved(let index):
-            translator.sourceRemoved(index)
-        case .sourceOutputChanged(let capture):
-            translator.sourceOutputChanged(capture)
-        case .sourceOutputRemoved(let index):
-            translator.sourceOutputRemoved(index)
+        case .sourceChanged, .sourceRemoved, .sourceOutputChanged, .sourceOutputRemoved:
+            captureNoticed(notice, at: now)
         }
     }
 

@@ -85,6 +85,8 @@ actor Player {
     var watchdogArmed = false
     /// The tick's timer, armed only while playing (see `TickTimer`).
     let tickTimer: TickTimer
+    /// The call timer: armed only while a capture waits to have run long enough to count as a call (Player+Calls).
+    let callTimer: TickTimer
     /// When the state was last saved (or found unchanged).
     var lastSave = ContinuousClock.now
     /// What MPRIS was last told, so that it is told only changes.
@@ -117,11 +119,13 @@ actor Player {
             inbox.yield(.decode(settled.notice, cover: settled.cover))
         }
         tickTimer = TickTimer { arming in inbox.yield(.tick(arming: arming)) }
+        callTimer = TickTimer { arming in inbox.yield(.callDue(arming: arming)) }
         link = OutputLink(reconnectTimer: TickTimer { arming in inbox.yield(.reconnectDue(arming: arming)) })
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(
-            triggerRoles: configuration.triggerRoles, scope: configuration.interruptionScope)
+            triggerRoles: configuration.triggerRoles, scope: configuration.interruptionScope,
+            callDetection: Self.callDetection(of: configuration, ownProcessID: getpid()))
     }
 
     // MARK: Running
@@ -152,6 +156,7 @@ actor Player {
             handle(input)
             noteHandling(since: started)
             armTick()
+            armCallTimer()
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
                 finishProgressLine()
@@ -195,6 +200,10 @@ actor Player {
             guard link.reconnectTimer.wentOff(arming: arming) else { return }
             attemptReconnection()
             return
+        case .callDue(let arming):
+            // A stale delivery (the timer was re-armed or disarmed as it went off) has no work.
+            guard callTimer.wentOff(arming: arming) else { return }
+            callTimerWentOff()
         case .tick(let arming):
             // A stale tick (its timer was replaced or disarmed as it went off) has no work.
             guard tickTimer.wentOff(arming: arming) else { return }

@@ -1,5 +1,6 @@
 // What the player is told at start: where to play, how, and the user's resume policy.
 import EarshotCore
+import PulseOutput
 
 /// Settings for one player.
 public struct PlayerConfiguration: Sendable {
@@ -17,6 +18,10 @@ public struct PlayerConfiguration: Sendable {
     public var triggerRoles: Set<String> = ["phone"]
     /// Where such a stream must play to interrupt Earshot: anywhere in the session (the default), or on its sink.
     public var interruptionScope: InterruptionScope = .session
+    /// Which captures from a microphone are calls: any (the default), known calling applications only, or none.
+    public var callDetection: CallDetection = .microphone
+    /// Application names (`application.name` or `application.process.binary`) whose captures never count as calls.
+    public var callIgnoreApplications: Set<String> = []
     /// Whether and when to resume after an interruption.
     public var policy = ResumePolicy()
     /// Show a progress line on standard output (only when it is a terminal).

@@ -33,6 +33,8 @@ extension Player {
         /// The reconnection's timer went off: time for the next connection attempt.
         case reconnectDue(arming: Int)
         case tick(arming: Int)
+        /// The call timer went off: a capture may have run long enough to count as a call.
+        case callDue(arming: Int)
         case request(ControlRequest, ReplySlot<String>)
         case mpris(MPRISCommand, ReplySlot<MPRISReply>)
         case shutdown(signal: Int32)

@@ -85,6 +85,8 @@ struct PlayerReport {
             "outputLostReason": lossReason,
             "waitingForInterruptionEnd": rules.waitingForInterruptionEnd,
             "activeInterruptions": rules.interruptions.map(\.description).sorted(),
+            // Inferred calls the user overruled by playing (rule 18): they interrupt no more until they end.
+            "overruledInterruptions": rules.overruledInterruptions.map(\.description).sorted(),
             "resumeIntent": rules.resumeIntent.description,
             "positionMs": positionMilliseconds,
             "durationMs": durationMilliseconds.map { $0 as Any } ?? JSONNull(),

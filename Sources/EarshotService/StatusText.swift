@@ -20,7 +20,10 @@ public enum StatusText {
         lines.append("output: \(sink) (\(corked)) on \(server)")
         if let realtime = status["realtime"] as? String { lines.append("realtime: \(realtime)") }
         if let interruptions = status["activeInterruptions"] as? [String], !interruptions.isEmpty {
-            lines.append("interruptions: \(interruptions.joined(separator: ", "))")
+            lines.append("interruptions: \(byKind(interruptions))")
+        }
+        if let overruled = status["overruledInterruptions"] as? [String], !overruled.isEmpty {
+            lines.append("overruled by play: \(byKind(overruled))")
         }
         lines.append("volume \(status["volume"] as? Int ?? 100)%, underruns \(status["underruns"] as? Int ?? 0), "
             + "server underflows \(status["serverUnderflows"] as? Int ?? 0)")
@@ -28,6 +31,26 @@ public enum StatusText {
             lines.append("last error: track \((failure["trackIndex"] as? Int ?? 0) + 1): \(kind)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Interruption sources (`microphone#5`, `stream#12`) grouped by kind for people, e.g. `call from a microphone
+    /// capture (microphone#5), phone-role stream (stream#12)`.
+    static func byKind(_ sources: [String]) -> String {
+        let names = [
+            "microphone": "call from a microphone capture", "stream": "phone-role stream",
+            "profile": "headset call profile", "server": "server cork request",
+        ]
+        var groups: [(kind: String, members: [String])] = []
+        for source in sources {
+            let kind = String(source.prefix { $0 != "#" })
+            if let position = groups.firstIndex(where: { $0.kind == kind }) {
+                groups[position].members.append(source)
+            } else {
+                groups.append((kind, [source]))
+            }
+        }
+        return groups.map { "\(names[$0.kind] ?? $0.kind) (\($0.members.joined(separator: ", ")))" }
+            .joined(separator: ", ")
     }
 
     /// `m:ss` for a position in milliseconds.

@@ -131,11 +131,12 @@ public struct SourceSnapshot: Sendable, Equatable {
     }
 }
 
-/// A capture stream (a source output: anyone's recording) as the server last described it.
+/// A capture stream (a source output: anyone's recording) as the server last described it. It holds what judging a
+/// call needs (CaptureCalls.swift) and nothing of what is recorded: no media name.
 public struct SourceOutputSnapshot: Sendable, Equatable {
     /// The source output's index; valid until the stream goes away.
     public var index: UInt32
-    /// The index of the source it records from.
+    /// The index of the source it records from (PA_INVALID_INDEX while pipewire-pulse has not linked it yet).
     public var sourceIndex: UInt32
     /// The stream's `media.role` property ("phone", ...), if set.
     public var mediaRole: String?
@@ -144,17 +145,48 @@ public struct SourceOutputSnapshot: Sendable, Equatable {
     public var isLevelMeter: Bool
     /// The index of the module that created the stream (a loopback, a filter), if any.
     public var ownerModuleIndex: UInt32?
+    /// The index of the client that owns the stream; nil for a module's own stream (PulseAudio's loopback has none).
+    public var clientIndex: UInt32?
+    /// The owning application's `application.name` ("Chromium input", "Firefox"). Not user content, but logged at
+    /// debug level only.
+    public var applicationName: String?
+    /// The owning application's `application.process.binary` ("chrome", "firefox").
+    public var applicationBinary: String?
+    /// The owning application's `application.process.id`, when it says (as a client may claim any number, it only
+    /// tells Earshot's own streams apart).
+    public var processID: Int32?
+    /// Whether the stream is corked (paused): Chromium opens its capture corked and uncorks it while capturing.
+    public var corked: Bool
+    /// Whether pipewire-pulse marks the stream as a monitor (`stream.monitor=true`: its peak-detect streams).
+    public var isMonitorStream: Bool
+    /// Whether the stream records a sink or one of its streams (`stream.capture.sink=true` on pipewire-pulse, which
+    /// is how it carries `direct_on_input`; libpulse's source output info has no such field, and on PulseAudio such
+    /// a recording sits on the sink's monitor source).
+    public var capturesSink: Bool
+    /// The stream's `node.link-group`, which PipeWire sets on both halves of a filter or loopback (echo-cancel,
+    /// EasyEffects' own nodes, pw-loopback).
+    public var linkGroup: String?
 
     /// Creates a source output description.
     public init(
         index: UInt32, sourceIndex: UInt32, mediaRole: String?, isLevelMeter: Bool = false,
-        ownerModuleIndex: UInt32? = nil
+        ownerModuleIndex: UInt32? = nil, clientIndex: UInt32? = nil, applicationName: String? = nil,
+        applicationBinary: String? = nil, processID: Int32? = nil, corked: Bool = false,
+        isMonitorStream: Bool = false, capturesSink: Bool = false, linkGroup: String? = nil
     ) {
         self.index = index
         self.sourceIndex = sourceIndex
         self.mediaRole = mediaRole
         self.isLevelMeter = isLevelMeter
         self.ownerModuleIndex = ownerModuleIndex
+        self.clientIndex = clientIndex
+        self.applicationName = applicationName
+        self.applicationBinary = applicationBinary
+        self.processID = processID
+        self.corked = corked
+        self.isMonitorStream = isMonitorStream
+        self.capturesSink = capturesSink
+        self.linkGroup = linkGroup
     }
 
     /// Copies a source output out of libpulse's callback-scoped struct.
@@ -165,7 +197,15 @@ public struct SourceOutputSnapshot: Sendable, Equatable {
             sourceIndex: info.source,
             mediaRole: property(info.proplist, PA_PROP_MEDIA_ROLE),
             isLevelMeter: string(info.resample_method) == "peaks",
-            ownerModuleIndex: validIndex(info.owner_module)
+            ownerModuleIndex: validIndex(info.owner_module),
+            clientIndex: validIndex(info.client),
+            applicationName: property(info.proplist, PA_PROP_APPLICATION_NAME),
+            applicationBinary: property(info.proplist, PA_PROP_APPLICATION_PROCESS_BINARY),
+            processID: property(info.proplist, PA_PROP_APPLICATION_PROCESS_ID).flatMap { Int32($0) },
+            corked: info.corked != 0,
+            isMonitorStream: property(info.proplist, "stream.monitor") == "true",
+            capturesSink: property(info.proplist, "stream.capture.sink") == "true",
+            linkGroup: property(info.proplist, "node.link-group")
         )
     }
 }

@@ -49,6 +49,23 @@ import EarshotCore
 /// to the default sink (often the speakers) when the old one is unlinked, and back only once the new A2DP sink is
 /// the default again or our stream's preferred sink, so resuming on the sink's appearance could play out loud.
 ///
+/// Calls inferred from microphone captures (RULES.md, the interruption row; CaptureCalls.swift)
+/// ------------------------------------------------------------------------------------------
+/// Almost no calling application sets `media.role=phone`; every call has another application's running capture from a
+/// microphone. A capture is a call when it runs (not corked), has a client and no owner module, is no filter's half
+/// (`node.link-group`), no level meter (`peaks`, `stream.monitor`), no recording of a sink or a stream
+/// (`stream.capture.sink`, a monitor source), records from a source known not to be a monitor (a virtual source that
+/// stands for the microphone, echo-cancel's or an effects tool's, counts; the filter's own capture of the device has an
+/// owner module or a link group and does not), is not Earshot's own, not ignored by configuration, and, with
+/// `callDetection: knownApps`, is made by a known calling application. Per application (client index):
+/// - its first such capture has run `delayMilliseconds` (a notice or the owner's timer at `captureDeadline`)
+///                                                                        -> interruptionBegan(microphone#N)
+/// - its last such capture is removed, corks, changes into an excluded kind, or its source goes away
+///                                                                        -> interruptionEnded(microphone#N, resume)
+/// - our stream is gone (the server's description is forgotten)           -> interruptionEnded(microphone#N, no resume)
+/// A capture that opens a Bluetooth headset's microphone is both such a call and the evidence of the profile switch
+/// below: the reducer nests the two sources (rules 3 and 4), so the music resumes when both have ended.
+///
 /// The device behind a virtual sink (RULES.md, output lost and route changed)
 /// ---------------------------------------------------------------------------
 /// When our sink is virtual (a null sink whose monitor a loopback plays to a device, a combine sink, a filter), our
@@ -105,10 +122,23 @@ public struct ServerEventTranslator: Sendable {
     /// sinks between), by index; empty when our sink is a device.
     public var sinksBehindOurSink: Set<UInt32> { chain.sinksBehind }
 
-    /// A translator for `triggerRoles` within `scope`.
-    public init(triggerRoles: Set<String> = ["phone"], scope: InterruptionScope = .session) {
+    /// The calls inferred from capture streams (see CaptureCalls.swift and the type's notes).
+    private var calls: CaptureCalls
+
+    /// The applications (client indices) whose capture is an active call (`microphone#N`).
+    public var activeCalls: Set<UInt32> { calls.active }
+    /// The moment a capture that qualifies as a call will have run long enough to count; nil when none waits. The owner
+    /// arms a one-shot timer for it and reports its expiry with `captureTimerExpired`.
+    public var captureDeadline: Moment? { calls.deadline }
+
+    /// A translator for `triggerRoles` within `scope`, inferring calls from captures as `callDetection` says.
+    public init(
+        triggerRoles: Set<String> = ["phone"], scope: InterruptionScope = .session,
+        callDetection: CallDetectionSettings = CallDetectionSettings()
+    ) {
         self.triggerRoles = triggerRoles
         self.scope = scope
+        calls = CaptureCalls(settings: callDetection)
     }
 
     /// Our stream is (now) on `sink` as sink-input `sinkInputIndex`: after it became ready or moved. Trigger
@@ -125,9 +155,9 @@ public struct ServerEventTranslator: Sendable {
         return reweigh(at: moment) + profileSwitchReached(sink, at: moment)
     }
 
-    /// Our stream is gone (server lost, stream closed): nothing can interrupt it now. Active trigger streams and
-    /// profile switches end without permission to resume, since they did not really end. What is known of the
-    /// server's cards, sources and capture streams is forgotten too: the owner describes them again with the next
+    /// Our stream is gone (server lost, stream closed): nothing can interrupt it now. Active trigger streams, profile
+    /// switches and inferred calls end without permission to resume, since they did not really end. What is known of
+    /// the server's cards, sources and capture streams is forgotten too: the owner describes them again with the next
     /// stream (an index of a server that went away may name something else on the next one).
     public mutating func ourStreamIsGone(at moment: Moment) -> [Event] {
         ourSink = nil
@@ -143,7 +173,7 @@ public struct ServerEventTranslator: Sendable {
         profileSwitches = [:]
         cards = [:]
         chain = VirtualSinkChain()
-        return ended
+        return ended + calls.forget(at: moment)
     }
 
     /// A sink-input appeared or changed. A loopback (or another carrier of our virtual sink, see the type's notes)
@@ -225,25 +255,59 @@ public struct ServerEventTranslator: Sendable {
         return switchTurnedIntoUnplug(card: index, at: moment)
     }
 
-    /// A source appeared or changed.
-    public mutating func sourceChanged(_ source: SourceSnapshot) {
+    /// A source appeared or changed: a capture waiting for its source to be known is judged now.
+    public mutating func sourceChanged(_ source: SourceSnapshot, at moment: Moment) -> [Event] {
         chain.sourceDescribed(source)
+        return reweighCalls(at: moment)
     }
 
-    /// A source was removed.
-    public mutating func sourceRemoved(_ index: UInt32) {
+    /// A source was removed: the calls recording from it end (a capture the server moves elsewhere is judged again
+    /// when its change arrives).
+    public mutating func sourceRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
         chain.sourceRemoved(index)
+        return reweighCalls(at: moment)
     }
 
-    /// A capture stream appeared or changed. By itself never an event: it is evidence of a call when a Bluetooth
-    /// card leaves A2DP, and a loopback's carries our virtual sink's audio on.
-    public mutating func sourceOutputChanged(_ capture: SourceOutputSnapshot) {
+    /// A capture stream appeared or changed: another application's running capture from a microphone is a call once
+    /// it has run `CallDetectionSettings.delayMilliseconds` (CaptureCalls.swift). It is also evidence of a call when
+    /// a Bluetooth card leaves A2DP, and a loopback's carries our virtual sink's audio on.
+    public mutating func sourceOutputChanged(_ capture: SourceOutputSnapshot, at moment: Moment) -> [Event] {
         chain.captureDescribed(capture)
+        return reweighCalls(at: moment)
     }
 
-    /// A capture stream went away. A profile switch goes on until our stream is back on A2DP.
-    public mutating func sourceOutputRemoved(_ index: UInt32) {
+    /// A capture stream listed with the server's inventory when our stream opened: it was running before, so it counts
+    /// at once when it is a call (no probe to wait out), and a playing player is paused before it is uncorked.
+    public mutating func sourceOutputListed(_ capture: SourceOutputSnapshot, at moment: Moment) -> [Event] {
+        chain.captureDescribed(capture)
+        return reweighCalls(at: moment, alreadyRunning: [capture.index])
+    }
+
+    /// A capture stream went away: its application's call ends with its last counting capture. A profile switch goes
+    /// on until our stream is back on A2DP.
+    public mutating func sourceOutputRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
         chain.captureRemoved(index)
+        return reweighCalls(at: moment)
+    }
+
+    /// The one-shot timer armed for `captureDeadline` went off: captures that have run long enough count now.
+    public mutating func captureTimerExpired(at moment: Moment) -> [Event] {
+        reweighCalls(at: moment)
+    }
+
+    /// Why `capture` is not a call as things stand, or nil when it is one (for tests and debug logs).
+    public func callExclusion(of capture: SourceOutputSnapshot) -> CaptureExclusion? {
+        calls.settings.exclusion(of: capture, source: chain.sources[capture.sourceIndex])
+    }
+
+    /// The application name of a capture of `client`, for a debug log line only (never at the default level).
+    public func applicationName(ofClient client: UInt32) -> String? {
+        let capture = chain.captures.values.first { $0.clientIndex == client }
+        return capture.flatMap { $0.applicationName ?? $0.applicationBinary }
+    }
+
+    private mutating func reweighCalls(at moment: Moment, alreadyRunning: Set<UInt32> = []) -> [Event] {
+        calls.reweigh(captures: chain.captures, sources: chain.sources, at: moment, alreadyRunning: alreadyRunning)
     }
 
     // MARK: Bluetooth profile switches

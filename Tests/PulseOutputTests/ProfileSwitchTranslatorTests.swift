@@ -89,7 +89,7 @@ struct ProfileSwitchTranslatorTests {
         var translator = ServerEventTranslator()
         #expect(translator.cardChanged(laptopCard, at: now) == [])
         #expect(translator.cardChanged(PulseAudioHeadset.card("a2dp_sink"), at: now) == [])
-        translator.sourceChanged(PulseAudioHeadset.microphone)
+        #expect(translator.sourceChanged(PulseAudioHeadset.microphone, at: now) == [])
         #expect(translator.ourStreamIsOn(PulseAudioHeadset.a2dpSink, sinkInputIndex: 10, at: now) == [])
         return translator
     }
@@ -98,7 +98,7 @@ struct ProfileSwitchTranslatorTests {
     func onWirePlumberHeadset() -> ServerEventTranslator {
         var translator = ServerEventTranslator()
         #expect(translator.cardChanged(WirePlumberHeadset.card("a2dp-sink"), at: now) == [])
-        translator.sourceChanged(WirePlumberHeadset.loopbackSource)
+        #expect(translator.sourceChanged(WirePlumberHeadset.loopbackSource, at: now) == [])
         #expect(translator.ourStreamIsOn(WirePlumberHeadset.a2dpSink, sinkInputIndex: 10, at: now) == [])
         return translator
     }
@@ -135,7 +135,7 @@ struct ProfileSwitchTranslatorTests {
         var events: [Event] = []
         // The call starts recording; module-bluetooth-policy switches the card at once, inside the same request:
         // SINK REMOVE of our sink, our stream rescued to the default sink, SINK NEW of the head unit sink, CARD CHANGE.
-        translator.sourceOutputChanged(PulseAudioHeadset.callCapture)
+        #expect(translator.sourceOutputChanged(PulseAudioHeadset.callCapture, at: now) == [])
         events += translator.sinkRemoved(40, at: now)
         #expect(events == [.interruptionBegan(pulseSwitch, at: now)])
         #expect(translator.ourStreamLeftRemovedSink(at: now) == [])
@@ -149,7 +149,7 @@ struct ProfileSwitchTranslatorTests {
 
         // The call ends: the policy switches back; the head unit sink goes, our stream is rescued again, the new
         // A2DP sink appears (a new index, the old name), the card says a2dp_sink, our stream is moved back.
-        translator.sourceOutputRemoved(60)
+        #expect(translator.sourceOutputRemoved(60, at: now) == [])
         #expect(translator.sinkRemoved(41, at: later) == [])
         #expect(translator.ourStreamLeftRemovedSink(at: later) == [])
         #expect(translator.ourStreamIsOn(speakers, sinkInputIndex: 10, at: later) == [])
@@ -172,7 +172,7 @@ struct ProfileSwitchTranslatorTests {
         var translator = onPulseAudioHeadset()
         #expect(translator.sinkRemoved(40, at: now) == [.interruptionBegan(pulseSwitch, at: now)])
         #expect(translator.profileSwitches == [7: .pending])
-        translator.sourceOutputChanged(PulseAudioHeadset.callCapture)
+        #expect(translator.sourceOutputChanged(PulseAudioHeadset.callCapture, at: now) == [])
         #expect(translator.cardChanged(PulseAudioHeadset.card("handsfree_head_unit"), at: now) == [])
         #expect(translator.profileSwitches == [7: .call])
         #expect(translator.ourStreamIsOn(PulseAudioHeadset.a2dpSinkAgain, sinkInputIndex: 10, at: later)
@@ -183,7 +183,7 @@ struct ProfileSwitchTranslatorTests {
     func wirePlumberProfileFirst() {
         var translator = onWirePlumberHeadset()
         // 500 ms before the switch, a capture links to the headset's loopback source.
-        translator.sourceOutputChanged(WirePlumberHeadset.callCapture)
+        #expect(translator.sourceOutputChanged(WirePlumberHeadset.callCapture, at: now) == [])
         #expect(translator.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
         #expect(translator.sinkRemoved(70, at: now) == [.interruptionBegan(pipeWireSwitch, at: now)])
         #expect(translator.profileSwitches == [50: .call])
@@ -191,7 +191,7 @@ struct ProfileSwitchTranslatorTests {
         #expect(translator.ourStreamLeftRemovedSink(at: now) == [])
         #expect(translator.ourStreamIsOn(WirePlumberHeadset.headUnitSink, sinkInputIndex: 10, at: now) == [])
         // 2 s after the capture ends: the new A2DP node and our move come before the device's change.
-        translator.sourceOutputRemoved(90)
+        #expect(translator.sourceOutputRemoved(90, at: now) == [])
         #expect(translator.sinkRemoved(71, at: later) == [])
         #expect(translator.sinkAdded(WirePlumberHeadset.a2dpSinkAgain) == [.outputAppeared])
         #expect(translator.ourStreamLeftRemovedSink(at: later) == [])
@@ -204,7 +204,7 @@ struct ProfileSwitchTranslatorTests {
     func wirePlumberNodeFirst() {
         // PLATFORM.md: the order of the node's removal and the device's change is not guaranteed on pipewire-pulse.
         var translator = onWirePlumberHeadset()
-        translator.sourceOutputChanged(WirePlumberHeadset.callCapture)
+        #expect(translator.sourceOutputChanged(WirePlumberHeadset.callCapture, at: now) == [])
         #expect(translator.sinkRemoved(70, at: now) == [.interruptionBegan(pipeWireSwitch, at: now)])
         #expect(translator.sinkAdded(WirePlumberHeadset.headUnitSink) == [.outputAppeared])
         // The head unit node is seen before the device's change: it is no way back (its own profile says so).
@@ -212,7 +212,7 @@ struct ProfileSwitchTranslatorTests {
         #expect(translator.ourStreamIsOn(WirePlumberHeadset.headUnitSink, sinkInputIndex: 10, at: now) == [])
         #expect(translator.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
         #expect(translator.profileSwitches == [50: .call])
-        translator.sourceOutputRemoved(90)
+        #expect(translator.sourceOutputRemoved(90, at: now) == [])
         #expect(translator.cardChanged(WirePlumberHeadset.card("a2dp-sink"), at: later) == [])
         #expect(translator.sinkRemoved(71, at: later) == [])
         #expect(translator.ourStreamLeftRemovedSink(at: later) == [])
@@ -224,7 +224,7 @@ struct ProfileSwitchTranslatorTests {
     func unplugDuringCall() {
         // PulseAudio: unloading module-bluez5-device unlinks the sink (SINK REMOVE) before freeing the card.
         var pulse = onPulseAudioHeadset()
-        pulse.sourceOutputChanged(PulseAudioHeadset.callCapture)
+        #expect(pulse.sourceOutputChanged(PulseAudioHeadset.callCapture, at: now) == [])
         var events = pulse.sinkRemoved(40, at: now)
         #expect(events == [.interruptionBegan(pulseSwitch, at: now)])
         events += pulse.ourStreamLeftRemovedSink(at: now) + pulse.ourStreamIsOn(speakers, sinkInputIndex: 10, at: now)
@@ -240,7 +240,7 @@ struct ProfileSwitchTranslatorTests {
 
         // pipewire-pulse may report the device gone before its node: then the card is unknown at the removal.
         var pipeWire = onWirePlumberHeadset()
-        pipeWire.sourceOutputChanged(WirePlumberHeadset.callCapture)
+        #expect(pipeWire.sourceOutputChanged(WirePlumberHeadset.callCapture, at: now) == [])
         #expect(pipeWire.cardRemoved(50, at: now) == [])
         #expect(pipeWire.sinkRemoved(70, at: now) == [.outputLost(.deviceRemoved)])
         #expect(pipeWire.ourStreamLeftRemovedSink(at: now) == [])
@@ -266,13 +266,15 @@ struct ProfileSwitchTranslatorTests {
 
         // Monitor recordings and level meters are not calls; nor is a card switched off.
         var meters = onWirePlumberHeadset()
-        meters.sourceChanged(SourceSnapshot(index: 81, cardIndex: 50, monitorOfSinkIndex: 70))
-        meters.sourceOutputChanged(SourceOutputSnapshot(index: 91, sourceIndex: 81, mediaRole: nil))
-        meters.sourceOutputChanged(SourceOutputSnapshot(index: 92, sourceIndex: 80, mediaRole: nil, isLevelMeter: true))
+        #expect(meters.sourceChanged(SourceSnapshot(index: 81, cardIndex: 50, monitorOfSinkIndex: 70), at: now) == [])
+        let monitorRecording = SourceOutputSnapshot(index: 91, sourceIndex: 81, mediaRole: nil)
+        let meter = SourceOutputSnapshot(index: 92, sourceIndex: 80, mediaRole: nil, isLevelMeter: true)
+        #expect(meters.sourceOutputChanged(monitorRecording, at: now) == [])
+        #expect(meters.sourceOutputChanged(meter, at: now) == [])
         #expect(meters.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
         #expect(meters.sinkRemoved(70, at: now) == [.outputLost(.deviceRemoved)])
         var off = onWirePlumberHeadset()
-        off.sourceOutputChanged(WirePlumberHeadset.callCapture)
+        #expect(off.sourceOutputChanged(WirePlumberHeadset.callCapture, at: now) == [])
         #expect(off.cardChanged(WirePlumberHeadset.card("off"), at: now) == [])
         #expect(off.sinkRemoved(70, at: now) == [.outputLost(.deviceRemoved)])
     }
@@ -330,8 +332,9 @@ struct ProfileSwitchTranslatorTests {
         let usbSink = SinkSnapshot(name: "alsa_output.usb-headset.analog-stereo", index: 30, cardIndex: 9)
         var translator = ServerEventTranslator()
         #expect(translator.cardChanged(usbCard, at: now) == [])
-        translator.sourceChanged(SourceSnapshot(index: 31, cardIndex: 9))
-        translator.sourceOutputChanged(SourceOutputSnapshot(index: 32, sourceIndex: 31, mediaRole: "phone"))
+        #expect(translator.sourceChanged(SourceSnapshot(index: 31, cardIndex: 9), at: now) == [])
+        let phoneCapture = SourceOutputSnapshot(index: 32, sourceIndex: 31, mediaRole: "phone")
+        #expect(translator.sourceOutputChanged(phoneCapture, at: now) == [])
         #expect(translator.ourStreamIsOn(usbSink, sinkInputIndex: 10, at: now) == [])
         #expect(usbCard.isBluetooth == false)
         #expect(translator.sinkRemoved(30, at: now) == [.outputLost(.deviceRemoved)])
@@ -347,7 +350,7 @@ struct ProfileSwitchTranslatorTests {
     func streamGoneDuringSwitch() {
         // The server died or our stream failed mid-switch: the Player forgets the old server's objects with it.
         var translator = onPulseAudioHeadset()
-        translator.sourceOutputChanged(PulseAudioHeadset.callCapture)
+        #expect(translator.sourceOutputChanged(PulseAudioHeadset.callCapture, at: now) == [])
         #expect(translator.sinkRemoved(40, at: now) == [.interruptionBegan(pulseSwitch, at: now)])
         #expect(translator.ourStreamIsGone(at: later)
             == [.interruptionEnded(pulseSwitch, resumeAllowed: false, at: later)])
@@ -361,7 +364,7 @@ struct ProfileSwitchTranslatorTests {
     func switchedOffDuringCall() {
         // Both servers have an `off` profile without sinks (module-bluez5-device.c, bluez5-device.c).
         var translator = onWirePlumberHeadset()
-        translator.sourceOutputChanged(WirePlumberHeadset.callCapture)
+        #expect(translator.sourceOutputChanged(WirePlumberHeadset.callCapture, at: now) == [])
         #expect(translator.sinkRemoved(70, at: now) == [.interruptionBegan(pipeWireSwitch, at: now)])
         #expect(translator.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
         #expect(translator.cardChanged(WirePlumberHeadset.card("off"), at: later)

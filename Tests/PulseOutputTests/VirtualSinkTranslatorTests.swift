@@ -30,9 +30,10 @@ struct VirtualSinkTranslatorTests {
         #expect(translator.ourStreamIsOn(fx, sinkInputIndex: 10, at: now) == [])
         for sink in [headphones, speakers, fx] { #expect(translator.sinkChanged(sink) == []) }
         #expect(translator.sinkInputChanged(loopback(on: 0), at: now) == [])
-        translator.sourceChanged(fxMonitor)
-        translator.sourceOutputChanged(
-            SourceOutputSnapshot(index: 0, sourceIndex: 3, mediaRole: nil, ownerModuleIndex: loopbackModule))
+        #expect(translator.sourceChanged(fxMonitor, at: now) == [])
+        #expect(translator.sourceOutputChanged(
+            SourceOutputSnapshot(index: 0, sourceIndex: 3, mediaRole: nil, ownerModuleIndex: loopbackModule),
+            at: now) == [])
         #expect(translator.sinksBehindOurSink == [0])
         return translator
     }
@@ -41,7 +42,7 @@ struct VirtualSinkTranslatorTests {
     func unplugOnPulseAudio() {
         var translator = onLoopback()
         #expect(translator.sinkRemoved(0, at: now) == [.outputLost(.deviceRemoved)])
-        translator.sourceRemoved(0)
+        #expect(translator.sourceRemoved(0, at: now) == [])
         #expect(translator.sinkInputChanged(loopback(on: 1), at: now) == [])
         #expect(translator.sinkInputChanged(loopback(on: 1), at: now) == [])
         // Now the speakers are behind fx, and watched.
@@ -57,15 +58,18 @@ struct VirtualSinkTranslatorTests {
         #expect(translator.ourStreamIsOn(fx, sinkInputIndex: 87, at: now) == [])
         #expect(translator.sinkChanged(SinkSnapshot(name: "headphones", index: 45, ownerModuleIndex: 536_870_913))
             == [])
-        translator.sourceChanged(SourceSnapshot(index: 66, cardIndex: nil, monitorOfSinkIndex: 66))
-        translator.sourceOutputChanged(
-            SourceOutputSnapshot(index: 75, sourceIndex: 66, mediaRole: nil, ownerModuleIndex: 536_870_916))
+        let monitor = SourceSnapshot(index: 66, cardIndex: nil, monitorOfSinkIndex: 66)
+        #expect(translator.sourceChanged(monitor, at: now) == [])
+        #expect(translator.sourceOutputChanged(
+            SourceOutputSnapshot(index: 75, sourceIndex: 66, mediaRole: nil, ownerModuleIndex: 536_870_916),
+            at: now) == [])
         #expect(translator.sinkInputChanged(
             SinkInputSnapshot(index: 74, sinkIndex: 45, mediaRole: nil, corked: false, muted: false, clientIndex: 40,
-                              applicationName: nil, ownerModuleIndex: 536_870_916), at: now) == [])
+                              applicationName: nil, ownerModuleIndex: 536_870_916),
+            at: now) == [])
         #expect(translator.sinksBehindOurSink == [45])
         #expect(translator.sinkRemoved(45, at: now) == [.outputLost(.deviceRemoved)])
-        translator.sourceRemoved(45)
+        #expect(translator.sourceRemoved(45, at: now) == [])
     }
 
     @Test("A deliberate move of the loopback while the headphones still exist is a route change")
@@ -83,9 +87,10 @@ struct VirtualSinkTranslatorTests {
     func unknownOrigin() {
         var translator = ServerEventTranslator()
         #expect(translator.ourStreamIsOn(fx, sinkInputIndex: 10, at: now) == [])
-        translator.sourceChanged(fxMonitor)
-        translator.sourceOutputChanged(
-            SourceOutputSnapshot(index: 0, sourceIndex: 3, mediaRole: nil, ownerModuleIndex: loopbackModule))
+        #expect(translator.sourceChanged(fxMonitor, at: now) == [])
+        #expect(translator.sourceOutputChanged(
+            SourceOutputSnapshot(index: 0, sourceIndex: 3, mediaRole: nil, ownerModuleIndex: loopbackModule),
+            at: now) == [])
         #expect(translator.sinkInputChanged(loopback(on: 0), at: now) == [])
         #expect(translator.sinkInputChanged(loopback(on: 1), at: now) == [.outputLost(.deviceRemoved)])
     }
@@ -96,9 +101,9 @@ struct VirtualSinkTranslatorTests {
         #expect(translator.sinkRemoved(1, at: now) == [])
         // A loopback from another monitor, and a client's stream moving, are not ours.
         let speakersMonitor = SourceSnapshot(index: 1, cardIndex: nil, monitorOfSinkIndex: 1)
-        translator.sourceChanged(speakersMonitor)
-        translator.sourceOutputChanged(
-            SourceOutputSnapshot(index: 5, sourceIndex: 1, mediaRole: nil, ownerModuleIndex: 9))
+        #expect(translator.sourceChanged(speakersMonitor, at: now) == [])
+        #expect(translator.sourceOutputChanged(
+            SourceOutputSnapshot(index: 5, sourceIndex: 1, mediaRole: nil, ownerModuleIndex: 9), at: now) == [])
         let other = SinkInputSnapshot(index: 6, sinkIndex: 0, mediaRole: nil, corked: false, muted: false,
                                       clientIndex: nil, applicationName: nil, ownerModuleIndex: 9)
         #expect(translator.sinkInputChanged(other, at: now) == [])

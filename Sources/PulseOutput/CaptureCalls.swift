@@ -1,0 +1,190 @@
+// Calls as real applications make them: another application's running capture from a microphone (RULES.md, the
+// interruption row). Pure, like the translator that owns it: snapshots and moments in, events out.
+import EarshotCore
+
+/// How Earshot recognises a call that no stream role announces (configuration `callDetection`).
+public enum CallDetection: String, Sendable, CaseIterable {
+    /// Any other application's running capture from a microphone (the default): what browser meetings, Discord,
+    /// Zoom, Slack and Teams make, none of which sets `media.role=phone`.
+    case microphone
+    /// Only captures of applications known to make calls (`CallDetectionSettings.knownCallingApplications`).
+    case knownApps
+    /// No inferred calls: only trigger roles, cork requests and profile switches interrupt.
+    case roles
+}
+
+/// Why a capture stream is not a call, for tests and debug logs.
+public enum CaptureExclusion: String, Sendable, CaseIterable {
+    /// Configuration `callDetection: "roles"`.
+    case detectionOff
+    /// The capture is corked: nothing is being recorded.
+    case corked
+    /// No client owns it: a module's stream (PulseAudio's own Bluetooth policy ignores these as well).
+    case noClient
+    /// A module owns it: a loopback, echo-cancel's or another filter's own capture of the device.
+    case moduleStream
+    /// One half of a PipeWire filter or loopback (`node.link-group`).
+    case filterStream
+    /// A level meter: peak detection (resample method `peaks`, or pipewire-pulse's `stream.monitor`).
+    case levelMeter
+    /// A recording of a sink or of one stream (`stream.capture.sink`), or of a source that is a sink's monitor.
+    case recordsOutput
+    /// The source is not known (not described yet, or gone): not known to be a microphone.
+    case unknownSource
+    /// Earshot's own process.
+    case ownProcess
+    /// The application is named in `callIgnoreApplications`.
+    case ignoredApplication
+    /// `callDetection: "knownApps"` and the application is not one of them.
+    case unknownApplication
+}
+
+/// What call detection is told by configuration.
+public struct CallDetectionSettings: Sendable, Equatable {
+    /// Which captures count.
+    public var detection: CallDetection
+    /// Application names (`application.name` or `application.process.binary`, compared without case) that never count.
+    public var ignoredApplications: Set<String>
+    /// Earshot's own process id: its own captures never count (it makes none today; a future level meter must not
+    /// pause it).
+    public var ownProcessID: Int32?
+    /// How long a capture must run before it counts, in milliseconds.
+    public var delayMilliseconds: Int64
+
+    /// 400 ms. A page that asks for the device list opens no stream at all; a microphone check or a permission probe
+    /// opens one for a moment and closes it, and Chromium opens its capture corked and uncorks it only to record. A
+    /// call's far end takes far longer than this to answer, so the music still pauses before anyone speaks, and
+    /// WirePlumber 0.5 waits 500 ms after a capture links before it switches a headset for it, for the same reason.
+    public static let defaultDelayMilliseconds: Int64 = 400
+
+    /// Applications known to make calls, lower case, matched against `application.name` and
+    /// `application.process.binary`: browsers (every web meeting: Meet, Teams, Zoom and Discord on the web),
+    /// WebRTC's native voice engine (Discord) and Zoom's, Electron calling apps, Telegram, Skype, Mumble, Jitsi,
+    /// Element.
+    /// Names from PLATFORM.md ("Calls as real applications make them") and the applications' own sources.
+    public static let knownCallingApplications: Set<String> = [
+        "chromium", "chromium input", "chromium-browser", "chrome", "google chrome", "google chrome input",
+        "brave", "brave-browser", "msedge", "microsoft edge", "vivaldi-bin", "opera",
+        "firefox", "firefox-esr", "firefox-bin", "librewolf", "waterfox",
+        "webrtc voiceengine", "discord", "discordcanary", "zoom voiceengine", "zoom", "zoom.real",
+        "slack", "teams", "teams-for-linux", "signal", "signal-desktop", "telegram-desktop", "telegram desktop",
+        "telegram", "skypeforlinux", "skype", "mumble", "jitsi meet", "element", "element-desktop", "webex",
+        "whatsapp-for-linux", "gnome-calls", "calls",
+    ]
+
+    /// Settings; by default any microphone capture counts after `defaultDelayMilliseconds`.
+    public init(
+        detection: CallDetection = .microphone, ignoredApplications: Set<String> = [], ownProcessID: Int32? = nil,
+        delayMilliseconds: Int64 = CallDetectionSettings.defaultDelayMilliseconds
+    ) {
+        self.detection = detection
+        self.ignoredApplications = Set(ignoredApplications.map { $0.lowercased() })
+        self.ownProcessID = ownProcessID
+        self.delayMilliseconds = delayMilliseconds
+    }
+
+    /// Whether `capture`, recording from `source` (nil: not known), is a call, and if not, why.
+    public func exclusion(of capture: SourceOutputSnapshot, source: SourceSnapshot?) -> CaptureExclusion? {
+        if detection == .roles { return .detectionOff }
+        if capture.corked { return .corked }
+        if capture.ownerModuleIndex != nil { return .moduleStream }
+        if capture.clientIndex == nil { return .noClient }
+        if capture.linkGroup != nil { return .filterStream }
+        if capture.isLevelMeter || capture.isMonitorStream { return .levelMeter }
+        if capture.capturesSink { return .recordsOutput }
+        guard let source, source.index == capture.sourceIndex else { return .unknownSource }
+        if source.isMonitor { return .recordsOutput }
+        if let own = ownProcessID, capture.processID == own { return .ownProcess }
+        let names = [capture.applicationName, capture.applicationBinary].compactMap { $0?.lowercased() }
+        if names.contains(where: ignoredApplications.contains) { return .ignoredApplication }
+        if detection == .knownApps && !names.contains(where: Self.knownCallingApplications.contains) {
+            return .unknownApplication
+        }
+        return nil
+    }
+}
+
+/// The calls inferred from capture streams: which captures are calls, since when, and which applications the rules
+/// have been told about.
+///
+/// One interruption source per application, keyed by the capture's client index (`microphone#N`): every capture of a
+/// client counts towards one call, the source begins when the first of them has run `delayMilliseconds` and ends when
+/// the last of them stops counting (removed, corked, its source gone). The client index rather than the process id:
+/// every client stream has one, the server never reuses it while the client lives, and it needs no trust in what the
+/// client says of itself (`application.process.id` is the client's own claim, and a number of another pid namespace
+/// inside a Flatpak sandbox).
+///
+/// Time enters only with notices: each call passes the moment, and a capture that qualifies but has not run long
+/// enough yet makes `deadline` the moment it will; the owner arms a one-shot timer for it and reports its expiry
+/// (`ServerEventTranslator.captureTimerExpired`).
+struct CaptureCalls: Sendable {
+    /// A capture that is a call now.
+    struct Qualifying: Sendable, Equatable {
+        /// Its client: the application the call is counted for.
+        var client: UInt32
+        /// Since when it has qualified without a break.
+        var since: Moment
+    }
+
+    /// What counts.
+    var settings: CallDetectionSettings
+    /// The captures that qualify now, by index.
+    private(set) var qualifying: [UInt32: Qualifying] = [:]
+    /// The applications (client indices) the rules were told of as `microphone#N` and not yet told the end of.
+    private(set) var active: Set<UInt32> = []
+
+    /// Calls judged with `settings`.
+    init(settings: CallDetectionSettings) {
+        self.settings = settings
+    }
+
+    /// The moment the next qualifying capture will have run long enough; nil when none waits.
+    var deadline: Moment? {
+        qualifying.values.filter { !active.contains($0.client) }.map {
+            Moment(milliseconds: $0.since.milliseconds + settings.delayMilliseconds)
+        }.min()
+    }
+
+    /// Judges every capture again at `moment` and reports the calls that began and ended, in client order (ends
+    /// first). Captures in `alreadyRunning` that qualify and were not qualifying count at once: they were running
+    /// before our stream existed (an inventory lists them), so no probe is waited out.
+    mutating func reweigh(
+        captures: [UInt32: SourceOutputSnapshot], sources: [UInt32: SourceSnapshot], at moment: Moment,
+        alreadyRunning: Set<UInt32> = []
+    ) -> [Event] {
+        var now: [UInt32: Qualifying] = [:]
+        for capture in captures.values
+        where settings.exclusion(of: capture, source: sources[capture.sourceIndex]) == nil {
+            // The exclusion check has made sure there is a client.
+            guard let client = capture.clientIndex else { continue }
+            if let earlier = qualifying[capture.index], earlier.client == client {
+                now[capture.index] = earlier
+            } else {
+                let head = alreadyRunning.contains(capture.index) ? settings.delayMilliseconds : 0
+                now[capture.index] = Qualifying(client: client, since: Moment(milliseconds: moment.milliseconds - head))
+            }
+        }
+        qualifying = now
+        let counting = Set(now.values.filter {
+            moment.milliseconds(since: $0.since) >= settings.delayMilliseconds
+        }.map(\.client))
+        // An application already counted stays counted while any capture of it qualifies, even one that started
+        // since (a second capture of the same call).
+        let stillActive = active.filter { client in now.values.contains { $0.client == client } }
+        let counted = counting.union(stillActive)
+        let ended = active.subtracting(counted).sorted()
+        let began = counted.subtracting(active).sorted()
+        active = counted
+        return ended.map { Event.interruptionEnded(.microphoneCapture(client: $0), resumeAllowed: true, at: moment) }
+            + began.map { Event.interruptionBegan(.microphoneCapture(client: $0), at: moment) }
+    }
+
+    /// Forgets everything (our stream is gone, with the server's description): active calls end without a resume,
+    /// since they did not really end.
+    mutating func forget(at moment: Moment) -> [Event] {
+        let ended = active.sorted()
+        qualifying = [:]
+        active = []
+        return ended.map { Event.interruptionEnded(.microphoneCapture(client: $0), resumeAllowed: false, at: moment) }
+    }
+}
