@@ -19,9 +19,10 @@ public enum CaptureExclusion: String, Sendable, CaseIterable {
     case detectionOff
     /// The capture is corked: nothing is being recorded.
     case corked
-    /// No client owns it: a module's stream (PulseAudio's own Bluetooth policy ignores these as well).
+    /// Neither a client nor a module owns it: nothing tells what it is (PulseAudio's own Bluetooth policy ignores
+    /// streams without a client as well).
     case noClient
-    /// A module owns it: a loopback, echo-cancel's or another filter's own capture of the device.
+    /// A module owns it and no client does: a loopback, echo-cancel's or another filter's own capture of the device.
     case moduleStream
     /// One half of a PipeWire filter or loopback (`node.link-group`).
     case filterStream
@@ -87,8 +88,9 @@ public struct CallDetectionSettings: Sendable, Equatable {
     public func exclusion(of capture: SourceOutputSnapshot, source: SourceSnapshot?) -> CaptureExclusion? {
         if detection == .roles { return .detectionOff }
         if capture.corked { return .corked }
-        if capture.ownerModuleIndex != nil { return .moduleStream }
-        if capture.clientIndex == nil { return .noClient }
+        // A module's own stream has no client on PulseAudio (its loopback, echo-cancel's capture of the device). The
+        // owner module alone tells nothing there: every client's stream is owned by module-native-protocol-unix.
+        if capture.clientIndex == nil { return capture.ownerModuleIndex == nil ? .noClient : .moduleStream }
         if capture.linkGroup != nil { return .filterStream }
         if capture.isLevelMeter || capture.isMonitorStream { return .levelMeter }
         if capture.capturesSink { return .recordsOutput }
@@ -153,10 +155,19 @@ struct CaptureCalls: Sendable {
         alreadyRunning: Set<UInt32> = []
     ) -> [Event] {
         var now: [UInt32: Qualifying] = [:]
-        for capture in captures.values
-        where settings.exclusion(of: capture, source: sources[capture.sourceIndex]) == nil {
+        // Applications whose capture stopped counting because something about it is no longer known (its source
+        // went away, its client is missing or another): their call ends without permission to resume, since unknown
+        // is no permission to play (a microphone unplugged mid-call, the capture moved to another one).
+        var lostTrack: Set<UInt32> = []
+        for capture in captures.values {
+            let exclusion = settings.exclusion(of: capture, source: sources[capture.sourceIndex])
+            if let earlier = qualifying[capture.index],
+               exclusion == .unknownSource || exclusion == .noClient || (exclusion == nil
+                                                                         && capture.clientIndex != earlier.client) {
+                lostTrack.insert(earlier.client)
+            }
             // The exclusion check has made sure there is a client.
-            guard let client = capture.clientIndex else { continue }
+            guard exclusion == nil, let client = capture.clientIndex else { continue }
             if let earlier = qualifying[capture.index], earlier.client == client {
                 now[capture.index] = earlier
             } else {
@@ -175,8 +186,9 @@ struct CaptureCalls: Sendable {
         let ended = active.subtracting(counted).sorted()
         let began = counted.subtracting(active).sorted()
         active = counted
-        return ended.map { Event.interruptionEnded(.microphoneCapture(client: $0), resumeAllowed: true, at: moment) }
-            + began.map { Event.interruptionBegan(.microphoneCapture(client: $0), at: moment) }
+        return ended.map {
+            Event.interruptionEnded(.microphoneCapture(client: $0), resumeAllowed: !lostTrack.contains($0), at: moment)
+        } + began.map { Event.interruptionBegan(.microphoneCapture(client: $0), at: moment) }
     }
 
     /// Forgets everything (our stream is gone, with the server's description): active calls end without a resume,

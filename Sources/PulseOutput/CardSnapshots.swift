@@ -143,7 +143,8 @@ public struct SourceOutputSnapshot: Sendable, Equatable {
     /// Whether the stream only measures levels (resample method `peaks`, as volume meters such as pavucontrol use):
     /// PulseAudio's module-bluetooth-policy ignores those too.
     public var isLevelMeter: Bool
-    /// The index of the module that created the stream (a loopback, a filter), if any.
+    /// The index of the module that created the stream (a loopback, a filter), if any. On PulseAudio every client's
+    /// stream names module-native-protocol-unix here (measured on 16.1 with parecord): only the client tells them apart.
     public var ownerModuleIndex: UInt32?
     /// The index of the client that owns the stream; nil for a module's own stream (PulseAudio's loopback has none).
     public var clientIndex: UInt32?

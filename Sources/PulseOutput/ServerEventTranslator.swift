@@ -60,8 +60,11 @@ import EarshotCore
 /// `callDetection: knownApps`, is made by a known calling application. Per application (client index):
 /// - its first such capture has run `delayMilliseconds` (a notice or the owner's timer at `captureDeadline`)
 ///                                                                        -> interruptionBegan(microphone#N)
-/// - its last such capture is removed, corks, changes into an excluded kind, or its source goes away
+/// - its last such capture is removed, corks or changes into an excluded kind
 ///                                                                        -> interruptionEnded(microphone#N, resume)
+/// - its last such capture stops counting because its source went away or it lost its client (unknown is no
+///   permission to play: a microphone unplugged mid-call, the capture moved on) -> interruptionEnded(microphone#N, no
+///   resume)
 /// - our stream is gone (the server's description is forgotten)           -> interruptionEnded(microphone#N, no resume)
 /// A capture that opens a Bluetooth headset's microphone is both such a call and the evidence of the profile switch
 /// below: the reducer nests the two sources (rules 3 and 4), so the music resumes when both have ended.
@@ -261,8 +264,8 @@ public struct ServerEventTranslator: Sendable {
         return reweighCalls(at: moment)
     }
 
-    /// A source was removed: the calls recording from it end (a capture the server moves elsewhere is judged again
-    /// when its change arrives).
+    /// A source was removed: the calls recording from it end, without a resume (a capture the server moves elsewhere
+    /// is judged again when its change arrives, as a new one).
     public mutating func sourceRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
         chain.sourceRemoved(index)
         return reweighCalls(at: moment)

@@ -144,8 +144,24 @@ struct CaptureCallExhaustiveTests {
                 events = translator.captureTimerExpired(at: deadline)
             }
             sequences += 1
+            let before = model
             model.updateQualifying(at: now)
-            let problems = check(&model, translator, events, now: now)
+            var problems = check(&model, translator, events, now: now)
+            // An end allows a resume only when nothing about the call was lost from sight: none of its captures that
+            // counted is still there on a source no longer known.
+            for case .interruptionEnded(.microphoneCapture(let client), let resumeAllowed, _) in events {
+                let lostSight = before.qualifyingSince.keys.contains { index in
+                    Self.clients[index] == client && model.captures[index] != nil && !model.qualifies(index)
+                        && model.captures[index]!.shape != .corkedOnMicrophone
+                        && model.captures[index]!.shape != .levelMeterOnMicrophone
+                }
+                // Our stream gone: the calls did not really end, so none resumes.
+                let streamGone: Bool
+                if case .streamGone = notice { streamGone = true } else { streamGone = false }
+                if resumeAllowed == (lostSight || streamGone) {
+                    problems.append("resumeAllowed \(resumeAllowed) for \(client)")
+                }
+            }
             if !problems.isEmpty {
                 violations += problems.map { "\($0) after \(path + [notice])" }
                 continue
@@ -176,7 +192,8 @@ struct CaptureCallExhaustiveTests {
         }
         // No source active without a capture of it that is a call; every application whose capture has run the delay
         // is active; the translator's own record agrees; the deadline is the next capture's.
-        for client in model.announced where !model.qualifyingSince.keys.contains(where: { Self.clients[$0] == client }) {
+        for client in model.announced
+        where !model.qualifyingSince.keys.contains(where: { Self.clients[$0] == client }) {
             problems.append("active with no capture running: \(client)")
         }
         for (index, since) in model.qualifyingSince where now - since >= Self.delay {
