@@ -39,6 +39,9 @@ struct CallTests {
                 report("chromium probe: capture started corked (1 = yes)", run.startedCorked == true ? 1 : 0,
                        unit: "")
                 report("chromium probe: capture announced to removed", lifetime * 1000)
+                if let running = run.running, let ended = run.ended {
+                    report("chromium probe: capture uncorked for", (ended.instant - running.instant).seconds * 1000)
+                }
                 print("[measure] chromium probe: reports \(watch.moments.withLock { $0 }.map(\.description))")
                 #expect(watch.runs(of: BrowserCall.captureApplicationName).count == 1, "\(watch.runs())")
             }

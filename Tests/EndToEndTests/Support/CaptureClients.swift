@@ -243,7 +243,9 @@ final class CaptureWatch: PulseTestClient, @unchecked Sendable {
         var found: CaptureRun?
         do {
             try await waitUntil("a capture by \(application) ran and ended", timeout: timeout) {
-                found = runs(of: application).first { removed ? $0.removed != nil : $0.running != nil && $0.ended != nil }
+                found = runs(of: application).first {
+                    removed ? $0.removed != nil : $0.running != nil && $0.ended != nil
+                }
                 return found != nil
             }
         } catch {
