@@ -6,7 +6,6 @@
 // it not to. `Config/config.json` in the repository documents every key with its default.
 import EarshotCore
 import Glibc
-import PulseOutput
 import SystemSupport
 
 /// Why the configuration file was refused. The message names the key and the file's path.

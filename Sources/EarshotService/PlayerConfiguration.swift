@@ -1,6 +1,5 @@
 // What the player is told at start: where to play, how, and the user's resume policy.
 import EarshotCore
-import PulseOutput
 
 /// Settings for one player.
 public struct PlayerConfiguration: Sendable {

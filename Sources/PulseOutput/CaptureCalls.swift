@@ -2,17 +2,6 @@
 // interruption row). Pure, like the translator that owns it: snapshots and moments in, events out.
 import EarshotCore
 
-/// How Earshot recognises a call that no stream role announces (configuration `callDetection`).
-public enum CallDetection: String, Sendable, CaseIterable {
-    /// Any other application's running capture from a microphone (the default): what browser meetings, Discord,
-    /// Zoom, Slack and Teams make, none of which sets `media.role=phone`.
-    case microphone
-    /// Only captures of applications known to make calls (`CallDetectionSettings.knownCallingApplications`).
-    case knownApps
-    /// No inferred calls: only trigger roles, cork requests and profile switches interrupt.
-    case roles
-}
-
 /// Why a capture stream is not a call, for tests and debug logs.
 public enum CaptureExclusion: String, Sendable, CaseIterable {
     /// Configuration `callDetection: "roles"`.
@@ -87,13 +76,14 @@ public struct CallDetectionSettings: Sendable, Equatable {
     /// Whether `capture`, recording from `source` (nil: not known), is a call, and if not, why.
     public func exclusion(of capture: SourceOutputSnapshot, source: SourceSnapshot?) -> CaptureExclusion? {
         if detection == .roles { return .detectionOff }
-        if capture.corked { return .corked }
         // A module's own stream has no client on PulseAudio (its loopback, echo-cancel's capture of the device). The
         // owner module alone tells nothing there: every client's stream is owned by module-native-protocol-unix.
         if capture.clientIndex == nil { return capture.ownerModuleIndex == nil ? .noClient : .moduleStream }
         if capture.linkGroup != nil { return .filterStream }
         if capture.isLevelMeter || capture.isMonitorStream { return .levelMeter }
         if capture.capturesSink { return .recordsOutput }
+        // What the stream is comes first, what it does now (corked) after: the reason stays the same for its life.
+        if capture.corked { return .corked }
         guard let source, source.index == capture.sourceIndex else { return .unknownSource }
         if source.isMonitor { return .recordsOutput }
         if let own = ownProcessID, capture.processID == own { return .ownProcess }

@@ -47,6 +47,21 @@ struct ConfigurationFileTests {
         #expect(configuration.policy == ResumePolicy(resumeAfterInterruption: true,
                                                      resumeWindowMilliseconds: 30 * 60 * 1000))
         #expect(configuration.debugLogging == false)
+        #expect(configuration.callDetection == .microphone)
+        #expect(configuration.callIgnoreApplications.isEmpty)
+    }
+
+    @Test("callDetection and callIgnoreApplications are applied")
+    func callKeys() throws {
+        for detection in CallDetection.allCases {
+            let configuration = try load(#"{"callDetection": "\#(detection.rawValue)", "#
+                + #""callIgnoreApplications": ["nerd-dictation", "Audacity"]}"#)
+            #expect(configuration.callDetection == detection)
+            #expect(configuration.callIgnoreApplications == ["nerd-dictation", "Audacity"])
+        }
+        let error = try refusal(#"{"callDetection": "browsers"}"#)
+        #expect(error.key == "callDetection")
+        #expect(error.description.contains(#"one of "microphone", "knownApps", "roles""#), "\(error)")
     }
 
     @Test("a missing file means the defaults")
@@ -145,6 +160,9 @@ struct ConfigurationFileTests {
         (#"{"sink": ["a"]}"#, "sink"),
         (#"{"logLevel": null}"#, "logLevel"),
         (#"{"//": 1}"#, "//"),
+        (#"{"callDetection": true}"#, "callDetection"),
+        (#"{"callIgnoreApplications": "zoom"}"#, "callIgnoreApplications"),
+        (#"{"callIgnoreApplications": ["zoom", 1]}"#, "callIgnoreApplications"),
     ])
     func wrongType(text: String, key: String) throws {
         let error = try refusal(text)
@@ -166,6 +184,8 @@ struct ConfigurationFileTests {
         (#"{"triggerRoles": [""]}"#, "triggerRoles"),
         (#"{"mediaRole": ""}"#, "mediaRole"),
         (#"{"sink": ""}"#, "sink"),
+        (#"{"callDetection": "Microphone"}"#, "callDetection"),
+        (#"{"callIgnoreApplications": [""]}"#, "callIgnoreApplications"),
     ])
     func outOfRange(text: String, key: String) throws {
         let error = try refusal(text)

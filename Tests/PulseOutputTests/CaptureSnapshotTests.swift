@@ -101,4 +101,36 @@ struct CaptureSnapshotTests {
             .interruptionEnded(.microphoneCapture(client: call.clientIndex!), resumeAllowed: true,
                                at: Moment(milliseconds: 3_000))])
     }
+
+    @Test("A module-loopback from the microphone is a module's or a filter's stream, never a call")
+    func loopbackFromMicrophone() async throws {
+        let notices = NoticeRecorder<ConnectionNotice>()
+        let connection = try connectToTestServer("EarshotCaptureSnapshotTests", notices: notices)
+        try connection.subscribe()
+        let (microphoneName, module) = try microphone()
+        defer { if let module { _ = try? ServerControl.pactl(["unload-module", module]) } }
+        let loopback = try ServerControl.pactl([
+            "load-module", "module-loopback", "source=\(microphoneName)", "sink=speakers",
+        ]).trimmingCharacters(in: .whitespacesAndNewlines)
+        defer { _ = try? ServerControl.pactl(["unload-module", loopback]) }
+
+        var translator = ServerEventTranslator()
+        // Linked to a source: the loopback's capture (PulseAudio: owned by the module with no client; pipewire-pulse:
+        // owned by the module, with a client and a `node.link-group`).
+        var found: SourceOutputSnapshot?
+        try await waitUntil("the loopback's capture is linked", timeout: .seconds(10)) {
+            found = try connection.sourceOutputs().first {
+                $0.ownerModuleIndex.map(String.init) == loopback && $0.sourceIndex != UInt32.max
+            }
+            return found != nil
+        }
+        let capture = try #require(found)
+        for source in try connection.sources() { _ = translator.sourceChanged(source, at: Moment(milliseconds: 0)) }
+        let exclusion = translator.callExclusion(of: capture)
+        #expect(exclusion == .moduleStream || exclusion == .filterStream,
+                "client \(String(describing: capture.clientIndex)), link group \(capture.linkGroup ?? "none")")
+        #expect(translator.sourceOutputChanged(capture, at: Moment(milliseconds: 10)) == [])
+        #expect(translator.captureTimerExpired(at: Moment(milliseconds: 10_000)) == [])
+        #expect(translator.captureDeadline == nil)
+    }
 }
