@@ -7,7 +7,7 @@
 #   pipewire    the system's PipeWire 0.3.65 and WirePlumber 0.4.13: a private session bus (`dbus-daemon
 #               --session`, WirePlumber needs one), then `pipewire`, `wireplumber` (Config/wireplumber-test/: no
 #               hardware monitors, no stream restore) and `pipewire-pulse`; the null sinks are made with
-#               `pactl load-module module-null-sink`.
+#               `pactl load-module module-null-sink`, and so is the microphone `mic`, the default source.
 #   pipewire-1.4  the same stack from PipeWire 1.4.2 and WirePlumber 0.5.8 of bookworm-backports, unpacked into a
 #               private prefix under the build folder (scripts/lib/pipewire-prefix.sh; downloaded once), with
 #               WirePlumber 0.5's SPA-JSON configuration (Config/wireplumber-0.5-test/).
@@ -395,6 +395,20 @@ _soundserver_launch_pipewire() {
     # The null sinks come from pipewire-pulse's module-null-sink (module-null-source and module-role-cork are
     # refused there).
     soundserver_layout >/dev/null || return 1
+    _soundserver_make_microphone
+}
+
+# A microphone for the call tests (a browser's getUserMedia, pw-record, parecord record from the default source):
+# pipewire-pulse refuses module-null-source, so a null sink made with the class of a virtual source stands in for
+# one (PLATFORM.md, "Calls as real applications make them"), and becomes the default source. Monitor recorders
+# name their sink's monitor and carry node.dont-reconnect, so a new default source does not move them. PulseAudio
+# has its null source `silence` as the default source (Config/pulse-test.pa), which serves as the microphone there.
+_soundserver_make_microphone() {
+    if ! pactl list short sources 2>/dev/null | cut -f2 | grep -qx mic; then
+        pactl load-module module-null-sink sink_name=mic media.class=Audio/Source/Virtual \
+            channel_map=front-left,front-right >/dev/null || return 1
+    fi
+    pactl set-default-source mic
 }
 
 # The graph runs in periods of at least SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES (1024 frames, 21.3 ms at 48 kHz: PipeWire's
