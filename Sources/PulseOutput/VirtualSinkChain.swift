@@ -9,7 +9,8 @@ import EarshotCore
 /// capture stream on our sink's monitor (`module-loopback source=fx.monitor`, `pw-loopback`), or the module that owns
 /// our sink itself and also plays into other sinks (`module-combine-sink`'s slaves, a filter's or echo-cancel's
 /// master). The sinks the carriers play on are followed in turn, so a chain of virtual sinks leads to the device at
-/// its end. Streams without an owner module (every client's, ours included) are never carriers: effect applications
+/// its end. A client's streams (ours included) are never carriers, whatever module the server names as their owner
+/// (PulseAudio names module-native-protocol-unix for every one): effect applications
 /// that are clients (EasyEffects on PipeWire is a graph of native nodes) cannot be followed this way.
 struct VirtualSinkChain: Sendable {
     /// Every sink known, by index: its owner module may carry it on, and a carrier's old sink still existing tells
@@ -81,7 +82,8 @@ struct VirtualSinkChain: Sendable {
 
     /// A playback stream appeared or changed: a carrier on another sink than before was moved.
     mutating func streamDescribed(_ input: SinkInputSnapshot) -> [Event] {
-        moduleStreams[input.index] = input.ownerModuleIndex == nil ? nil : input
+        // A module's own stream has an owner module and no client (measured on PulseAudio 16.1 and both PipeWires).
+        moduleStreams[input.index] = input.ownerModuleIndex == nil || input.clientIndex != nil ? nil : input
         let previous = carriers
         (carriers, sinksBehind) = follow()
         guard let from = previous[input.index], let to = carriers[input.index], from != to else { return [] }
@@ -129,8 +131,12 @@ struct VirtualSinkChain: Sendable {
     /// The modules that take `sink`'s audio: those recording its monitor, and the one that owns it.
     private func carrierModules(of sink: UInt32) -> Set<UInt32> {
         // Only a module's capture carries audio on; a client's (a recorder, a level meter) ends there.
+        // A client's stream names an owner module too on PulseAudio (module-native-protocol-unix owns every client
+        // stream), so ownership alone would make that module a carrier, and every client's playback anywhere would
+        // look like our audio carried on: only a stream without a client is a module's own.
         var modules = Set(captures.values.compactMap { capture in
-            sources[capture.sourceIndex]?.monitorOfSinkIndex == sink ? capture.ownerModuleIndex : nil
+            capture.clientIndex == nil && sources[capture.sourceIndex]?.monitorOfSinkIndex == sink
+                ? capture.ownerModuleIndex : nil
         })
         if let owner = sinks[sink]?.ownerModuleIndex { modules.insert(owner) }
         return modules

@@ -64,7 +64,7 @@ struct VirtualSinkTranslatorTests {
             SourceOutputSnapshot(index: 75, sourceIndex: 66, mediaRole: nil, ownerModuleIndex: 536_870_916),
             at: now) == [])
         #expect(translator.sinkInputChanged(
-            SinkInputSnapshot(index: 74, sinkIndex: 45, mediaRole: nil, corked: false, muted: false, clientIndex: 40,
+            SinkInputSnapshot(index: 74, sinkIndex: 45, mediaRole: nil, corked: false, muted: false, clientIndex: nil,
                               applicationName: nil, ownerModuleIndex: 536_870_916),
             at: now) == [])
         #expect(translator.sinksBehindOurSink == [45])
@@ -155,5 +155,24 @@ struct VirtualSinkTranslatorTests {
         var other = onLoopback()
         #expect(other.sinkInputChanged(loopback(on: 1), at: now).flatMap { moved.apply($0) } == [])
         #expect(moved.playback == .playing)
+    }
+
+    @Test("PulseAudio: a client recording our sink's monitor does not make every client's playback a carrier")
+    func clientRecorderIsNoCarrier() {
+        // As measured on PulseAudio 16.1: module-native-protocol-unix (module 0 here) owns every client's stream, a
+        // parec of fx.monitor and a paplay on the speakers alike.
+        var translator = onLoopback()
+        let protocolModule: UInt32 = 0
+        #expect(translator.sourceOutputChanged(
+            SourceOutputSnapshot(index: 1, sourceIndex: 3, mediaRole: nil, ownerModuleIndex: protocolModule,
+                                 clientIndex: 6),
+            at: now) == [])
+        #expect(translator.sinkInputChanged(
+            SinkInputSnapshot(index: 1, sinkIndex: 1, mediaRole: nil, corked: false, muted: false, clientIndex: 7,
+                              applicationName: "paplay", ownerModuleIndex: protocolModule),
+            at: now) == [])
+        #expect(translator.sinksBehindOurSink == [0], "the speakers are not behind fx")
+        #expect(translator.sinkRemoved(1, at: now) == [], "another application's device going is not our loss")
+        #expect(translator.sinkRemoved(0, at: now) == [.outputLost(.deviceRemoved)])
     }
 }
