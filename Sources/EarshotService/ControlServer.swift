@@ -100,7 +100,8 @@ public final class ControlServer: Sendable {
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             guard Self.peerIsOwner(client) else {
                 log.record("control", ["refused": "otherUser"])
-                _ = Self.write(ControlReply.failure("permission denied: not the owner of this player") + "\n", to: client)
+                let refusal = ControlReply.failure("permission denied: not the owner of this player")
+                _ = Self.write(refusal + "\n", to: client)
                 close(client)
                 continue
             }

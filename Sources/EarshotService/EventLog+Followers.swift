@@ -4,8 +4,8 @@
 // -------------------
 // - Whoever records a line (the owner above all, but also client threads and the MPRIS bus thread) only appends it
 //   to each follower's `FollowerQueue` under `FollowerTable.lock`, then writes a byte to the wake-up pipe
-//   (non-blocking: a full pipe already holds a wake-up) if a queue had nothing for the writer. The lock is held for appends only,
-//   never across a system call, by anyone.
+//   (non-blocking: a full pipe already holds a wake-up) if a queue had nothing for the writer. The lock is held for
+//   appends and takes only, never across a system call, by anyone.
 // - The writer thread ("earshot-events") runs while there are followers, and only then. It polls the wake-up pipe and
 //   every follower, takes lines out of a queue under the lock, and sends them with MSG_DONTWAIT outside it: a
 //   follower whose socket is full keeps its bytes waiting here until poll says it is writable again. It reads and
@@ -94,11 +94,15 @@ extension EventLog {
         let wake: Bool = table.lock.withLock {
             guard !table.queues.isEmpty else { return false }
             var wake = false
-            for descriptor in table.queues.keys {
-                let wasIdle = table.queues[descriptor]?.hasWork == false
-                let appended = table.queues[descriptor]?.append(line, now: now)
+            // Through the values' indices, in place: iterating the keys would share the table's storage and make
+            // every append copy it, queues and all.
+            var index = table.queues.values.startIndex
+            while index != table.queues.values.endIndex {
+                let wasIdle = !table.queues.values[index].hasWork
+                let appended = table.queues.values[index].append(line, now: now)
                 if case .queuedAfterDrops(let dropped) = appended { caughtUp.append(dropped) }
                 if wasIdle { wake = true }
+                table.queues.values.formIndex(after: &index)
             }
             return wake
         }

@@ -11,9 +11,9 @@ import Glibc
 import SystemSupport
 
 extension ControlClient {
-    /// Follows the event log at `path`, handing each line (with its newline) to `write` on the calling thread until
-    /// the player goes away. `write` may block as long as it likes: the socket is read meanwhile, and what does not
-    /// fit in a queue of `capacity` lines is dropped and marked.
+    /// Follows the event log at `path`, handing its lines (each with its newline, as many as are waiting at once) to
+    /// `write` on the calling thread until the player goes away. `write` may block as long as it likes: the socket is
+    /// read meanwhile, and what does not fit in a queue of `capacity` lines is dropped and marked.
     ///
     /// - Throws: when the player cannot be reached or refuses to be followed.
     public static func followEvents(
@@ -43,8 +43,9 @@ extension ControlClient {
             close(descriptor)
             lines.end()
         }
+        // All that waits in one write: a write per line would make a follower fall behind a burst for nothing.
         while let taken = lines.next() {
-            for line in taken { write(line) }
+            write(Array(taken.joined()))
         }
     }
 }
