@@ -1,5 +1,7 @@
 // The control socket: a Unix stream socket at $XDG_RUNTIME_DIR/earshot/control.sock (or $EARSHOT_SOCKET),
-// user-only, one thread per client (clients are few and short-lived), line-delimited JSON each way.
+// user-only, one thread per client (clients are few and short-lived, at most `clientLimit` at once), line-delimited
+// JSON each way. The owner never waits for a client: a client's thread waits for the owner's reply (ReplySlot) and
+// for the client to take it; followers of the event log are served by the log's own writer (EventLog+Followers).
 import Glibc
 import SystemSupport
 import Synchronization
@@ -38,6 +40,11 @@ public final class ControlServer: Sendable {
     /// Set when the server is closing; client threads then stop.
     private let closing = Atomic<Bool>(false)
     private let clients = LockedValue<Set<Int32>>([])
+
+    /// The most clients served at once, each on a thread of its own (followers of the event log leave their thread
+    /// once they are following). A client waiting for a reply, or one that never reads its replies, holds one thread
+    /// and a socket's buffers, no more; this bounds them all.
+    public static let clientLimit = 128
 
     /// Binds the socket (refusing when another instance answers on it) and starts accepting.
     public init(path: String, log: EventLog, handler: @escaping Handler) throws(ControlSocketError) {
@@ -79,6 +86,7 @@ public final class ControlServer: Sendable {
         clients.withLock { descriptors in
             for descriptor in descriptors { Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
         }
+        log.disconnectFollowers()
     }
 
     private func acceptLoop() {
@@ -92,13 +100,27 @@ public final class ControlServer: Sendable {
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             guard Self.peerIsOwner(client) else {
                 log.record("control", ["refused": "otherUser"])
-                _ = Self.write(ControlReply.failure("permission denied: not the owner of this player") + "\n", to: client)
+                let refusal = ControlReply.failure("permission denied: not the owner of this player")
+                _ = Self.write(refusal + "\n", to: client)
                 close(client)
                 continue
             }
-            clients.withLock { _ = $0.insert(client) }
+            let admitted = clients.withLock { clients in
+                guard clients.count < Self.clientLimit else { return false }
+                clients.insert(client)
+                return true
+            }
+            guard admitted else {
+                // The refusal fits an empty socket buffer: this write does not wait.
+                log.record("control", ["refused": "tooManyClients"])
+                _ = Self.write(ControlReply.failure("too many clients at once") + "\n", to: client)
+                close(client)
+                continue
+            }
             SystemThread.start(named: "earshot-client") { [self] in
-                serve(client)
+                // A follower's socket was handed to the event log, which closes it; that number may already name
+                // another client by the time `serve` returns, so it left the set before it was handed over.
+                guard serve(client) == .finished else { return }
                 clients.withLock { _ = $0.remove(client) }
                 close(client)
             }
@@ -115,34 +137,48 @@ public final class ControlServer: Sendable {
         return credentials.uid == getuid()
     }
 
-    private func serve(_ client: Int32) {
+    /// What became of a client's connection when `serve` returned.
+    private enum Served {
+        /// The client is done (or the server is closing): close its socket.
+        case finished
+        /// The event log owns the socket now (a follower).
+        case handedOver
+    }
+
+    private func serve(_ client: Int32) -> Served {
         var reader = LineReader(descriptor: client, maximumLineBytes: ControlRequest.maximumLineBytes)
         while !closing.load(ordering: .acquiring) {
             switch reader.nextLine() {
             case .end:
-                return
+                return .finished
             case .tooLong:
                 log.record("control", ["refused": "tooLong"])
                 guard Self.write(ControlReply.failure("request longer than 65536 bytes") + "\n", to: client) else {
-                    return
+                    return .finished
                 }
             case .line(let bytes):
                 switch ControlRequest.parse(bytes) {
                 case .failure(let error):
                     log.record("control", ["refused": "malformed"])
-                    guard Self.write(ControlReply.failure(error.message) + "\n", to: client) else { return }
+                    guard Self.write(ControlReply.failure(error.message) + "\n", to: client) else { return .finished }
                 case .success(.events):
-                    guard Self.write(ControlReply.success(["following": true]) + "\n", to: client) else { return }
-                    log.follow(client)
-                    // Wait for the follower to hang up (or the server to close); lines arrive from the log.
-                    while reader.nextLine() != .end && !closing.load(ordering: .acquiring) {}
-                    log.unfollow(client)
-                    return
+                    // The log's writer thread serves the follower from here on, and closes it (EventLog+Followers):
+                    // this thread ends. The reply goes through the follower's queue, ahead of the first line.
+                    let reply = Array((ControlReply.success(["following": true]) + "\n").utf8)
+                    clients.withLock { _ = $0.remove(client) }
+                    if log.follow(client, greeting: reply) { return .handedOver }
+                    clients.withLock { _ = $0.insert(client) }
+                    log.record("control", ["refused": "tooManyFollowers"])
+                    _ = Self.write(ControlReply.failure("too many followers of the event log") + "\n", to: client)
+                    return .finished
                 case .success(let request):
-                    guard Self.write(handler(request) + "\n", to: client) else { return }
+                    // A blocking write: a client that never reads its replies blocks this thread of its own, and
+                    // stops being read, so its requests stop reaching the player; the owner never waits for it.
+                    guard Self.write(handler(request) + "\n", to: client) else { return .finished }
                 }
             }
         }
+        return .finished
     }
 
     /// Writes all of `text`; false when the peer is gone.
@@ -264,18 +300,5 @@ public enum ControlClient {
                                           : "the player closed the connection")
         }
         return String(decoding: reply, as: UTF8.self)
-    }
-
-    /// Follows the event log, calling `line` for each line until the player goes away.
-    public static func follow(path: String, line: (String) -> Void) throws(ControlSocketError) {
-        let descriptor = try connect(path: path)
-        defer { close(descriptor) }
-        guard ControlServer.write(ControlRequest.events.jsonLine + "\n", to: descriptor) else {
-            throw ControlSocketError("the player closed the connection")
-        }
-        var reader = LineReader(descriptor: descriptor, maximumLineBytes: 1 << 20)
-        while case .line(let bytes) = reader.nextLine() {
-            line(String(decoding: bytes, as: UTF8.self))
-        }
     }
 }

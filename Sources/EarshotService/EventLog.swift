@@ -1,46 +1,46 @@
 // The event log: one line per event with its kind, cause, the resulting playback state and the commands.
 // It records kinds and states only: never a path, a title or other user content, at any level.
+//
+// Recording a line never waits for a follower (`earshot events`): the owner records decisions on its own thread,
+// ahead of the cork an unplug needs, so a follower that stops reading (a pager, a stopped terminal) must cost it
+// nothing. Each follower has a bounded `FollowerQueue` that `record` fills under a short mutex (appends only: no
+// system call, no I/O under it); one writer thread (EventLog+Followers) drains every queue with non-blocking sends.
 import Glibc
-import Synchronization
 import SystemSupport
 
 /// Writes event-log lines to standard error and to every follower (`earshot events`).
 public final class EventLog: Sendable {
-    /// Followers' socket descriptors; guarded by the mutex, written to outside the audio path.
-    private let followers = LockedValue<[Int32]>([])
+    /// The most followers at once: each may hold a full queue (see `FollowerQueue.defaultCapacity`).
+    public static let followerLimit = 128
+
+    /// The followers, their queues and their writer thread (see EventLog+Followers).
+    let followers = FollowerTable()
     /// Whether lines also go to standard error.
     private let echoToStandardError: Bool
+    /// The capacity of each follower's queue.
+    let followerCapacity: Int
+    /// How long a follower may leave a full queue untouched before it is disconnected.
+    let stuckLimit: Duration
 
-    /// A log that echoes to standard error when `echoToStandardError` is true.
-    public init(echoToStandardError: Bool = true) {
+    /// A log that echoes to standard error when `echoToStandardError` is true. Tests shrink `followerCapacity` and
+    /// `stuckLimit`.
+    public init(
+        echoToStandardError: Bool = true, followerCapacity: Int = FollowerQueue.defaultCapacity,
+        stuckLimit: Duration = FollowerQueue.stuckLimit
+    ) {
         self.echoToStandardError = echoToStandardError
+        self.followerCapacity = followerCapacity
+        self.stuckLimit = stuckLimit
     }
 
-    /// Records one line: `time kind key=value ...`. Callers pass only kinds, causes and states.
+    /// Records one line: `time kind key=value ...`. Callers pass only kinds, causes and states. Never waits for a
+    /// follower: a follower whose queue is full loses the line.
     public func record(_ kind: String, _ fields: KeyValuePairs<String, String> = [:]) {
         var line = "\(Self.timestamp()) \(kind)"
         for (key, value) in fields { line += " \(key)=\(value)" }
         line += "\n"
         if echoToStandardError { StandardStream.writeError(line) }
-        let bytes = Array(line.utf8)
-        followers.withLock { descriptors in
-            descriptors.removeAll { descriptor in
-                bytes.withUnsafeBytes { raw in
-                    // MSG_NOSIGNAL: a follower that went away must not kill the service with SIGPIPE.
-                    send(descriptor, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) != raw.count
-                }
-            }
-        }
-    }
-
-    /// Adds a follower socket. The log owns nothing: the connection's owner closes it after `unfollow`.
-    public func follow(_ descriptor: Int32) {
-        followers.withLock { $0.append(descriptor) }
-    }
-
-    /// Removes a follower socket.
-    public func unfollow(_ descriptor: Int32) {
-        followers.withLock { $0.removeAll { $0 == descriptor } }
+        queueForFollowers(Array(line.utf8))
     }
 
     /// UTC time with milliseconds, e.g. `2026-11-30T07:50:00.123Z`.

@@ -245,8 +245,11 @@ case "status":
 case "events":
     expectNoArguments(verb, arguments)
     do {
-        try ControlClient.follow(path: controlSocketPath()) { line in
-            if !line.hasPrefix("{") { StandardStream.writeOutput(line + "\n") }
+        // The socket is read on a thread of its own while standard output may block (a stopped pager): lines that
+        // pile up are dropped here with a `... N events dropped` marker, and the service never sees a stuck follower
+        // (see EventsClient.swift for why this side drops rather than the service).
+        try ControlClient.followEvents(path: controlSocketPath()) { lines in
+            StandardStream.writeOutput(String(decoding: lines, as: UTF8.self))
         }
     } catch {
         fail(error.description, code: ExitStatus.failure)
