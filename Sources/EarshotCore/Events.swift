@@ -58,6 +58,25 @@ public enum InterruptionScope: String, Sendable, CaseIterable {
     case sameSink
 }
 
+/// A program that pauses the player for an event of its own, not at the user's request (rule 21), told apart by
+/// the MPRIS adapter from the sending process. A kind only: never a process name or id.
+public enum ExternalSender: Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    /// The session's sound policy manager (WirePlumber): it pauses a player whose device goes away, and (0.5.14 and
+    /// later) whose Bluetooth headset leaves A2DP for a call. It never sends `Play`.
+    case sessionManager
+    /// A phone bridge (KDE Connect, GSConnect, Valent): it pauses players that play when the phone rings, and sends
+    /// `Play` (or, in older KDE Connect, `PlayPause`) to those it paused when the call is over.
+    case phoneBridge
+
+    /// The sender's kind as logs show it: `sessionManager` or `phoneBridge`.
+    public var description: String {
+        switch self {
+        case .sessionManager: return "sessionManager"
+        case .phoneBridge: return "phoneBridge"
+        }
+    }
+}
+
 /// Why the output went away.
 public enum OutputLossReason: Hashable, Sendable, CustomStringConvertible {
     /// Our sink was removed (USB or Bluetooth device unplugged); the server moved us elsewhere.
@@ -144,9 +163,15 @@ public enum Event: Hashable, Sendable {
     case userSeek(milliseconds: Int)
     /// Set the stream volume, in percent (0...150).
     case userVolume(percent: Int)
-    /// A pause request from outside the user's own controls (MPRIS `Pause`, e.g. sent by WirePlumber
-    /// when it is about to relink our audio). Idempotent: never a toggle.
-    case externalPause
+    /// MPRIS `Pause` from a program that acts for an event of its own (rule 21): WirePlumber before it relinks
+    /// our audio from a removed device or a headset leaving A2DP for a call, a phone bridge when the phone rings.
+    /// Idempotent: never a toggle.
+    case externalPause(ExternalSender)
+    /// MPRIS `Play` from such a program: after its own `Pause`, it asks to undo that pause (rule 21).
+    case externalPlay(ExternalSender)
+    /// MPRIS `PlayPause` from such a program: after its own `Pause`, it asks to undo that pause (rule 21); never
+    /// a toggle that pauses what the user restarted.
+    case externalPlayPause(ExternalSender)
     /// The queue was replaced by `trackCount` tracks, positioned at `startIndex`.
     case queueReplaced(trackCount: Int, startIndex: Int)
     /// Tracks were added to the end of the queue, which now holds `trackCount`.
@@ -206,7 +231,9 @@ extension Event: CustomStringConvertible {
         case .userPrevious: return "userPrevious"
         case .userSeek(let milliseconds): return "userSeek(\(milliseconds)ms)"
         case .userVolume(let percent): return "userVolume(\(percent)%)"
-        case .externalPause: return "externalPause"
+        case .externalPause(let sender): return "externalPause(\(sender))"
+        case .externalPlay(let sender): return "externalPlay(\(sender))"
+        case .externalPlayPause(let sender): return "externalPlayPause(\(sender))"
         case .queueReplaced(let count, let start): return "queueReplaced(\(count) tracks, at \(start))"
         case .queueExtended(let count): return "queueExtended(\(count) tracks)"
         case .queueRestored(let count, let index): return "queueRestored(\(count) tracks, at \(index))"

@@ -20,8 +20,14 @@ extension PlayerState {
             return []
         case .userPlay:
             return play()
-        case .userPause, .externalPause:
+        case .userPause:
             return pause()
+        case .externalPause(let sender):
+            return externalPause(from: sender)
+        case .externalPlay(let sender):
+            return externalResume(from: sender, relayedUserEvent: .userPlay)
+        case .externalPlayPause(let sender):
+            return externalResume(from: sender, relayedUserEvent: .userToggle)
         case .userToggle:
             return isPlaying || waitingForInterruptionEnd ? pause() : play()
         case .userStop:
@@ -101,15 +107,18 @@ extension PlayerState {
     private mutating func interruptionBegan(_ source: InterruptionSource, at moment: Moment) -> [Command] {
         // Rule 15: a source that is already active is a duplicate notification.
         guard interruptions.insert(source).inserted else { return [] }
-        guard isPlaying else {
+        guard isPlaying || isHeldByExternalPause else {
             // Rule 2 (first source while not playing) and rule 3 (another source while one is active:
             // the player cannot be playing then). Nothing to resume later.
             return []
         }
-        // Rule 1: go quiet, keep the position, remember to come back.
+        // Rule 1: go quiet, keep the position, remember to come back. Rule 21: a player an outside sender has
+        // just paused (WirePlumber's Pause can come before the notices of the call it pauses for) counts as
+        // playing, and is already quiet.
+        let wasPlaying = isPlaying
         playback = .paused(.interruption)
         resumeIntent = .afterInterruption(since: moment)
-        return [.cork]
+        return wasPlaying ? [.cork] : []
     }
 
     private mutating func interruptionEnded(
@@ -159,7 +168,7 @@ extension PlayerState {
         }
     }
 
-    // MARK: User commands (rules 7-9, 16)
+    // MARK: User commands (rules 7-9, 16; the outside senders of rule 21 are in ExternalPauses.swift)
 
     private mutating func play() -> [Command] {
         switch playback {

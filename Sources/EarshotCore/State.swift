@@ -4,8 +4,11 @@
 
 /// Why a player that has a track is not playing.
 public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
-    /// The user (or an outside pause request) paused.
+    /// The user paused.
     case user
+    /// A program paused for an event of its own (rule 21): the music was playing, and only that sender's own
+    /// `Play` or `PlayPause`, the user, or the end of a call that took the pause over starts it again.
+    case external(ExternalSender)
     /// An interruption holds the player quiet.
     case interruption
     /// The interruption ended but the player did not resume (not allowed, or past the resume window).
@@ -15,10 +18,11 @@ public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
     /// The service started with a saved queue and position, and waits for a play.
     case restored
 
-    /// The reason's name as it appears in status: `user`, `interruption`, `resumeDeclined`, `outputLost`.
+    /// The reason's name as it appears in status: `user`, `external`, `interruption`, `resumeDeclined`, `outputLost`.
     public var description: String {
         switch self {
         case .user: return "user"
+        case .external: return "external"
         case .interruption: return "interruption"
         case .resumeDeclined: return "resumeDeclined"
         case .outputLost: return "outputLost"
@@ -155,6 +159,10 @@ public struct PlayerState: Hashable, Sendable {
     public var volumePercent: Int
     /// The most recent track that failed, for status.
     public var lastFailure: FailedTrack?
+    /// The outside senders whose `Pause` has not been answered by their own `Play` or `PlayPause` yet (rule 21).
+    /// Kept whatever the user does meanwhile, so that a sender's late `PlayPause` never toggles music the user
+    /// restarted; the answer itself removes it.
+    public var unansweredExternalPauses: Set<ExternalSender>
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(
@@ -165,7 +173,8 @@ public struct PlayerState: Hashable, Sendable {
         queue: QueueCursor = .empty,
         stream: StreamCondition = .openCorked,
         volumePercent: Int = 100,
-        lastFailure: FailedTrack? = nil
+        lastFailure: FailedTrack? = nil,
+        unansweredExternalPauses: Set<ExternalSender> = []
     ) {
         self.policy = policy
         self.playback = playback
@@ -175,6 +184,7 @@ public struct PlayerState: Hashable, Sendable {
         self.stream = stream
         self.volumePercent = volumePercent
         self.lastFailure = lastFailure
+        self.unansweredExternalPauses = unansweredExternalPauses
     }
 
     /// True when the user asked to play during an interruption and the player waits for it to end.

@@ -11,6 +11,9 @@
 // - Incoming method calls and property writes call the owner's `handler` ON THE BUS THREAD. The handler may
 //   block briefly (the player answers Pause once the stream is really corked); while it does, the bus thread
 //   serves nothing else. It must not wait for anything that itself waits for the bus thread (`stop()`).
+// - Before a Pause, PlayPause, Play or a write of Rate 0 goes to the handler, its sender is identified
+//   (`MPRISSender`): sd-bus asks the bus daemon for the sender's process id, a round trip only the bus thread waits
+//   for. The sender's kind travels with the command; the owner never waits for the bus.
 // - Property reads are answered on the bus thread from the last published snapshot; `Position` calls the
 //   `positionProvider` there, so that closure must be quick and must not wait on the player's actor.
 // - `update(_:)` and `emitSeeked(positionMicroseconds:)` may be called from any thread, including from
@@ -394,10 +397,11 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
         case (Self.rootInterface, "Quit"): command = .quit
         case (Self.playerInterface, "Next"): command = .next
         case (Self.playerInterface, "Previous"): command = .previous
-        case (Self.playerInterface, "Pause"): command = .pause
-        case (Self.playerInterface, "PlayPause"): command = .playPause
+        // Rule 21: who sent a Pause, and so who may send the Play or PlayPause that answers it.
+        case (Self.playerInterface, "Pause"): command = .pause(MPRISSender.of(message: message))
+        case (Self.playerInterface, "PlayPause"): command = .playPause(MPRISSender.of(message: message))
         case (Self.playerInterface, "Stop"): command = .stop
-        case (Self.playerInterface, "Play"): command = .play
+        case (Self.playerInterface, "Play"): command = .play(MPRISSender.of(message: message))
         case (Self.playerInterface, "Seek"):
             guard let offset = readInt64(message) else { return invalidArguments(error, "Seek needs an offset (x)") }
             command = .seek(offsetMicroseconds: offset)
@@ -568,7 +572,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
         case (Self.playerInterface, "Rate"):
             guard let rate = readDouble(value) else { return invalidArguments(error, "Rate must be a number") }
             // The MPRIS rule: a rate of 0.0 acts as Pause.
-            if rate == 0 { return answer(handler(.pause), error: error) }
+            if rate == 0 { return answer(handler(.pause(MPRISSender.of(message: value))), error: error) }
             if rate == 1 { return 1 }
             return sd_bus_error_set(error, notSupported, "Earshot plays at rate 1.0 only")
         case (Self.playerInterface, "LoopStatus"):

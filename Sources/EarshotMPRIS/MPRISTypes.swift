@@ -6,12 +6,12 @@ import TrackPaths
 
 /// A request a desktop client (playerctl, media keys, WirePlumber, a shell applet) made over MPRIS.
 public enum MPRISCommand: Hashable, Sendable {
-    /// `Play`: start or resume. Never toggles.
-    case play
-    /// `Pause`: pause. Never toggles; pausing a paused player changes nothing.
-    case pause
-    /// `PlayPause`: toggle.
-    case playPause
+    /// `Play`: start or resume. Never toggles. `sender` is who asked (see `MPRISSender`).
+    case play(MPRISSender)
+    /// `Pause`: pause. Never toggles; pausing a paused player changes nothing. Also a write of `Rate` 0.0.
+    case pause(MPRISSender)
+    /// `PlayPause`: a toggle when the user asks; from WirePlumber or a phone bridge, the answer to its own `Pause`.
+    case playPause(MPRISSender)
     /// `Stop`.
     case stop
     /// `Next`.

@@ -307,9 +307,10 @@ extension Player {
     /// Carries out an MPRIS request through the same rules as every other command.
     func answer(_ command: MPRISCommand) -> MPRISReply {
         switch command {
-        case .play: dispatch(.userPlay)
-        case .pause: dispatch(.externalPause)
-        case .playPause: dispatch(.userToggle)
+        // Rule 21: the session manager's and the phone bridges' requests are theirs, not the user's.
+        case .play(let sender): dispatch(sender.outsideSender.map(Event.externalPlay) ?? .userPlay)
+        case .pause(let sender): dispatch(sender.outsideSender.map(Event.externalPause) ?? .userPause)
+        case .playPause(let sender): dispatch(sender.outsideSender.map(Event.externalPlayPause) ?? .userToggle)
         case .stop: dispatch(.userStop)
         case .next: dispatch(.userNext)
         case .previous: dispatch(.userPrevious)
@@ -332,5 +333,16 @@ extension Player {
             inbox.yield(.shutdown(signal: SIGTERM))
         }
         return .done
+    }
+}
+
+extension MPRISSender {
+    /// The rules' name for a sender that pauses for an event of its own (rule 21); nil for the user.
+    fileprivate var outsideSender: ExternalSender? {
+        switch self {
+        case .user: return nil
+        case .sessionManager: return .sessionManager
+        case .phoneBridge: return .phoneBridge
+        }
     }
 }

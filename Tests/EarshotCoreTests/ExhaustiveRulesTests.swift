@@ -14,6 +14,74 @@ private struct Node: Hashable {
     var playingWhenInterruptionBegan: Bool
     /// The user asked to play during the current interruption episode (and has not paused since).
     var userPlayedDuringInterruption: Bool
+    /// Rule 21's history, kept apart (see `OutsideSenders`).
+    var outside = OutsideSenders()
+}
+
+/// What rule 21's invariants need to know of the outside senders (the session manager, the phone bridges).
+private struct OutsideSenders: Hashable {
+    /// The senders whose `Pause` has not been answered by their own `Play` or `PlayPause` yet.
+    var unansweredPauses: Set<ExternalSender> = []
+    /// The sender whose `Pause` stopped the music, while nothing else has changed the playback or come from the
+    /// user since.
+    var heldBy: ExternalSender?
+
+    /// Whether `event` is a sender's `Play` or `PlayPause` answering its own unanswered `Pause`, and which sender.
+    func answering(_ event: Event) -> ExternalSender? {
+        switch event {
+        case .externalPlay(let sender), .externalPlayPause(let sender):
+            return unansweredPauses.contains(sender) ? sender : nil
+        default: return nil
+        }
+    }
+
+    /// The user's request `event` stands for: a sender's `Play` or `PlayPause` with no `Pause` of its own to answer
+    /// is the user's, relayed (a phone's media remote).
+    func userEvent(for event: Event) -> Event {
+        switch event {
+        case .externalPlay(let sender) where !unansweredPauses.contains(sender): return .userPlay
+        case .externalPlayPause(let sender) where !unansweredPauses.contains(sender): return .userToggle
+        default: return event
+        }
+    }
+
+    /// Checks rule 21 on one transition and returns the history after it.
+    func step(_ event: Event, before: PlayerState, after state: PlayerState, userActed: Bool) -> (Self, [String]) {
+        var next = self
+        var problems: [String] = []
+        let startedPlaying = !before.isPlaying && state.isPlaying
+        // (e) An outside Pause never touches a player that is not playing: the reason it is quiet, the interruptions
+        // and the wish to resume stay.
+        if case .externalPause = event, !before.isPlaying,
+           state.playback != before.playback || state.resumeIntent != before.resumeIntent
+            || state.interruptions != before.interruptions {
+            problems.append("(e) an outside Pause changed a player that was not playing")
+        }
+        // (f) A sender's answer to its own Pause never pauses, and starts only what that Pause paused.
+        if let sender = answering(event) {
+            if before.isPlaying && !state.isPlaying { problems.append("(f) a sender's answer paused the music") }
+            if startedPlaying && heldBy != sender {
+                problems.append("(f) a sender's answer started what it had not paused")
+            }
+        }
+        // (g) A player an outside Pause holds starts only for the user, that sender's answer, or the end of a call
+        // that took the pause over.
+        if let holder = heldBy, startedPlaying, !userActed, answering(event) != holder {
+            if case .interruptionEnded = event {} else { problems.append("(g) held by \(holder), started by \(event)") }
+        }
+
+        switch event {
+        case .externalPause(let sender): next.unansweredPauses.insert(sender)
+        case .externalPlay(let sender), .externalPlayPause(let sender): next.unansweredPauses.remove(sender)
+        default: break
+        }
+        if case .externalPause(let sender) = event, before.isPlaying, !state.isPlaying {
+            next.heldBy = sender
+        } else if state.playback != before.playback || userActed {
+            next.heldBy = nil
+        }
+        return (next, problems)
+    }
 }
 
 private enum Alphabet {
@@ -34,7 +102,7 @@ private enum Alphabet {
         events += [
             .routeChanged, .outputAppeared,
             .userPlay, .userPause, .userToggle, .userStop, .userNext, .userPrevious,
-            .userSeek(milliseconds: 1_000), .userVolume(percent: 50), .externalPause,
+            .userSeek(milliseconds: 1_000), .userVolume(percent: 50),
             .queueReplaced(trackCount: 2, startIndex: 0), .queueReplaced(trackCount: 0, startIndex: 0),
             .queueRestored(trackCount: 2, index: 1), .queueExtended(trackCount: 3),
             .heardTrack(index: 1), .heardTrack(index: 0), .queuePlayedOut, .formatChangeReached,
@@ -42,6 +110,10 @@ private enum Alphabet {
             .trackFailed(index: 1, failure: .notMPEGAudio, next: nil),
             .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed, .outputStalled,
         ]
+        // Rule 21 with one sender, the phone bridge, which sends all three: the senders are alike to the rules, and a
+        // second one would multiply the states by four (ExternalPauseTests checks one sender's answer against
+        // another's pause).
+        events += [.externalPause(.phoneBridge), .externalPlay(.phoneBridge), .externalPlayPause(.phoneBridge)]
         return events
     }
 
@@ -94,7 +166,7 @@ struct ExhaustiveRulesTests {
         #expect(seen.count > 1_000, "the search should reach a large state space")
     }
 
-    /// Applies one event and checks invariants (a)-(d) and the state's own consistency.
+    /// Applies one event and checks invariants (a)-(g) and the state's own consistency.
     private func step(_ node: Node, _ event: Event) -> (Node, [String]) {
         var after = node
         let before = node.state
@@ -102,9 +174,12 @@ struct ExhaustiveRulesTests {
         let state = after.state
         var problems: [String] = []
 
-        let userPlayed = event == .userPlay || (event == .userToggle && !before.isPlaying && !before.waitingForInterruptionEnd)
-        let userPaused = event == .userPause || event == .externalPause || event == .userStop
-            || (event == .userToggle && (before.isPlaying || before.waitingForInterruptionEnd))
+        // A sender's Play or PlayPause with no Pause of its own to answer is the user's, relayed (rule 21).
+        let userEvent = node.outside.userEvent(for: event)
+        let userPlayed = userEvent == .userPlay
+            || (userEvent == .userToggle && !before.isPlaying && !before.waitingForInterruptionEnd)
+        let userPaused = userEvent == .userPause || userEvent == .userStop
+            || (userEvent == .userToggle && (before.isPlaying || before.waitingForInterruptionEnd))
         let lostOutput: Bool
         switch event {
         case .outputLost, .outputCommandFailed: lostOutput = true
@@ -119,8 +194,8 @@ struct ExhaustiveRulesTests {
         if startedPlaying && node.silencedUntilUserPlays && !userPlayed {
             problems.append("(a) played without a user play after a pause or output loss")
         }
-        // (b) An interruption ending never starts a player that was not playing when it began, unless the
-        // user pressed play during it.
+        // (b) An interruption ending never starts a player that was not playing when it began (or held by an
+        // outside Pause for it, rule 21), unless the user pressed play during it.
         if case .interruptionEnded = event, startedPlaying,
            !(node.playingWhenInterruptionBegan || node.userPlayedDuringInterruption) {
             problems.append("(b) an interruption's end started a player that was not playing")
@@ -164,13 +239,18 @@ struct ExhaustiveRulesTests {
             problems.append("idle with a queue")
         }
 
+        let (outside, outsideProblems) = node.outside.step(
+            event, before: before, after: state, userActed: userPlayed || userPaused)
+        problems += outsideProblems
+        after.outside = outside
+
         // Update the ghost history.
         if userPlayed { after.silencedUntilUserPlays = false }
         if (userPaused || lostOutput) && !state.isPlaying { after.silencedUntilUserPlays = true }
         // A restored queue is like a replug: it waits for the user.
         if case .queueRestored = event, state.playback == .paused(.restored) { after.silencedUntilUserPlays = true }
         if case .interruptionBegan = event, before.interruptions.isEmpty, !state.interruptions.isEmpty {
-            after.playingWhenInterruptionBegan = before.isPlaying
+            after.playingWhenInterruptionBegan = before.isPlaying || node.outside.heldBy != nil
             after.userPlayedDuringInterruption = false
         }
         if !state.interruptions.isEmpty {

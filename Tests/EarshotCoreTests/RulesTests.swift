@@ -385,12 +385,14 @@ struct RulesTests {
         store.send(.interruptionEnded(Given.secondCall, resumeAllowed: true, at: Given.at(3)), commands: [])
     }
 
-    @Test("Rule 16: a pause request from outside -> paused, idempotent, never a toggle")
+    @Test("Rule 16: the user's pause from outside the CLI (MPRIS Pause from playerctl, a shell) -> paused, idempotent")
     func rule16ExternalPause() {
+        // The MPRIS adapter hands the user's Pause over as `userPause`; the session manager's and the phone
+        // bridges' are rule 21 (ExternalPauseTests).
         var store = RuleStore(Given.playing)
-        store.send(.externalPause, commands: [.cork]) { $0.playback = .paused(.user) }
-        store.send(.externalPause, commands: [])
-        store.send(.externalPause, commands: [])
+        store.send(.userPause, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.userPause, commands: [])
+        store.send(.userPause, commands: [])
         #expect(store.state.playback == .paused(.user))
     }
 

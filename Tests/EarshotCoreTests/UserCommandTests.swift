@@ -150,7 +150,7 @@ struct UserCommandTests {
     @Test("Idle ignores play, pause, stop, next and previous")
     func idleIgnoresTransport() {
         var store = RuleStore(Given.idle)
-        for event in [Event.userPlay, .userPause, .userToggle, .userStop, .userNext, .userPrevious, .externalPause] {
+        for event in [Event.userPlay, .userPause, .userToggle, .userStop, .userNext, .userPrevious] {
             store.send(event, commands: [])
         }
     }

@@ -45,7 +45,8 @@ final class FakePlayer: @unchecked Sendable {
             if let refusal = refusals[command] { return (self.server, snapshot, refusal) }
             switch command {
             case .play: snapshot.playbackStatus = .playing
-            case .pause, .stop: snapshot.playbackStatus = command == .pause ? .paused : .stopped
+            case .pause: snapshot.playbackStatus = .paused
+            case .stop: snapshot.playbackStatus = .stopped
             case .playPause: snapshot.playbackStatus = snapshot.playbackStatus == .playing ? .paused : .playing
             case .next:
                 snapshot.trackId = MPRISSnapshot.trackId(4)
@@ -56,7 +57,7 @@ final class FakePlayer: @unchecked Sendable {
             return (self.server, snapshot, nil)
         }
         if let refusal { return .refused(refusal) }
-        if command == .pause {
+        if case .pause = command {
             // The Player answers Pause only once the stream is really corked: a short, real wait.
             usleep(50_000)
         }
@@ -104,7 +105,7 @@ struct MPRISTests {
         #expect(try ctl("pause").status == 0)
         #expect(try ctl("pause").status == 0)
         #expect(try ctl("status").standardOutput.trimmed == "Paused")
-        #expect(player.received == [.playPause, .pause, .pause])
+        #expect(player.received == [.playPause(.user), .pause(.user), .pause(.user)])
 
         #expect(try ctl("metadata", "title").standardOutput.trimmed == "Blue in Green")
         #expect(try ctl("metadata", "artist").standardOutput.trimmed == "Miles Davis, Bill Evans")
@@ -304,7 +305,7 @@ struct MPRISTests {
         #expect(server.isConnected)
         #expect(try bus.run(playerctl, ["-p", "earshot", "status"]).standardOutput.trimmed == "Paused")
         #expect(try bus.run(playerctl, ["-p", "earshot", "play"]).status == 0)
-        #expect(player.received == [.play])
+        #expect(player.received == [.play(.user)])
     }
 
     @Test("an address naming the daemon's guid still reconnects to the daemon that replaced it")

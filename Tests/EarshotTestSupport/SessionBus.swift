@@ -93,3 +93,62 @@ public final class PrivateSessionBus: Sendable {
         try ChildProcess(tool, arguments, environment: clientEnvironment, inheritsEnvironment: false)
     }
 }
+
+/// A D-Bus client that the kernel (`/proc/PID/comm`) and so Earshot's MPRIS adapter know by another process name: a
+/// copy of busctl named `processName`, standing in for WirePlumber (`wireplumber`), KDE Connect (`kdeconnectd`) or
+/// GSConnect (`gjs`, run from a folder whose name says `gsconnect`, as its daemon's script path does).
+public struct NamedBusClient: Sendable {
+    /// The kernel's name of the client's process.
+    public let processName: String
+    /// The copy of busctl, whose file name is `processName`.
+    public let executable: String
+
+    /// Copies busctl to `folder/processName` (or `folder/subfolder/processName`, so that the command line names
+    /// `subfolder`) and checks that the copy, running as a client of the bus at `address`, has the kernel name
+    /// `processName` and that command line.
+    ///
+    /// - Throws: when busctl is missing, the copy cannot be made, or its process is named otherwise.
+    public init(processName: String, in folder: URL, subfolder: String? = nil, checkingOn address: String) throws {
+        let busctl = try ProcessRunner.requireTool("busctl", package: "systemd")
+        var directory = folder
+        if let subfolder { directory = directory.appendingPathComponent(subfolder, isDirectory: true) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let copy = directory.appendingPathComponent(processName)
+        if !FileManager.default.fileExists(atPath: copy.path) {
+            try FileManager.default.copyItem(atPath: busctl, toPath: copy.path)
+        }
+        self.processName = processName
+        executable = copy.path
+        try checkProcessName(address: address)
+    }
+
+    /// Runs the copy as a bus monitor (a client that stays) and reads its name and command line from /proc.
+    private func checkProcessName(address: String) throws {
+        let monitor = try ChildProcess(executable, ["--address=\(address)", "monitor"], inheritsEnvironment: false)
+        defer { monitor.kill() }
+        let procFolder = "/proc/\(monitor.processIdentifier)"
+        var name = ""
+        var commandLine = ""
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            name = ((try? String(contentsOfFile: "\(procFolder)/comm", encoding: .utf8)) ?? "").trimmed
+            commandLine = (try? String(contentsOfFile: "\(procFolder)/cmdline", encoding: .utf8)) ?? ""
+            if name == processName && monitor.isRunning { return }
+            usleep(10_000)
+        }
+        throw ToolkitError("a copy of busctl named \(processName) runs as `\(name)` (command line "
+            + "`\(commandLine.replacingOccurrences(of: "\0", with: " "))`, running \(monitor.isRunning)): "
+            + monitor.standardError().trimmed)
+    }
+
+    /// Calls `org.mpris.MediaPlayer2.Player.<method>` (no arguments) on Earshot's MPRIS name through the bus at
+    /// `address`, and waits for the reply (a non-zero exit is not thrown).
+    public func callPlayer(
+        _ method: String, address: String, timeout: Duration = .seconds(15)
+    ) throws -> CommandResult {
+        try ProcessRunner.run(executable, [
+            "--address=\(address)", "--", "call", "org.mpris.MediaPlayer2.earshot", "/org/mpris/MediaPlayer2",
+            "org.mpris.MediaPlayer2.Player", method,
+        ], environment: ["PATH": "/usr/bin:/bin"], inheritsEnvironment: false, timeout: timeout)
+    }
+}
