@@ -72,8 +72,11 @@ struct WirePlumberPauseTests {
             if pauseExpected {
                 let line = try #require(
                     pauseLine, "WirePlumber's Pause never arrived; log:\n\(service.standardError())")
-                // What the log says the player did with it: unchanged, still paused for the lost output.
-                #expect(line.contains("playback=paused(outputLost)"), "\(line)")
+                // Both orders were seen on one machine: the Pause after the server's notice leaves the player as it
+                // is, paused for the lost output; the Pause first pauses it for WirePlumber (external), and the loss
+                // that follows makes the reason the output loss (checked below, once everything has arrived).
+                #expect(line.contains("playback=paused(outputLost)") || line.contains("playback=paused(external)"),
+                        "\(line)")
                 let order = Self.eventLines(service.standardError()).filter {
                     $0.contains("event kind=externalPause") || $0.contains("event kind=outputLost(")
                 }
