@@ -257,7 +257,9 @@ struct ToolkitTests {
             #expect(stream.sinkName == TestEnvironment.headphones)
             #expect(stream.role == "music")
             #expect(stream.applicationName == "paplay")
-            // pipewire-pulse 1.4 lists a new stream at 0 % for a moment before its volume arrives.
+            // pipewire-pulse 1.4 lists a new stream at 0 % for a moment before its volume arrives; 1.6 lists a
+            // stream whose client set no volume (paplay) at 0 % until one is set, though it plays at full level.
+            try ServerControl.pactl(["set-sink-input-volume", "\(stream.index)", "100%"])
             try await waitUntil("paplay's stream is listed at 100 %", timeout: .seconds(5)) {
                 try ServerControl.sinkInputs(ofProcess: player.processIdentifier).first?.volumePercent == 100
             }

@@ -2,7 +2,7 @@
 # Sourced by scripts/test, scripts/bench, scripts/run and scripts/lib/soundserver-ctl: starts and stops a private
 # sound server with two virtual outputs, `headphones` (the default sink) and `speakers`.
 #
-# Which server: EARSHOT_TEST_SERVER=pulseaudio (the default), pipewire or pipewire-1.4.
+# Which server: EARSHOT_TEST_SERVER=pulseaudio (the default), pipewire, pipewire-1.4, pipewire-1.6 or pulseaudio-17.
 #   pulseaudio  `pulseaudio -n -F Config/pulse-test.pa` (null sinks, module-role-cork, a null default source).
 #   pipewire    the system's PipeWire 0.3.65 and WirePlumber 0.4.13: a private session bus (`dbus-daemon
 #               --session`, WirePlumber needs one), then `pipewire`, `wireplumber` (Config/wireplumber-test/: no
@@ -11,12 +11,21 @@
 #   pipewire-1.4  the same stack from PipeWire 1.4.2 and WirePlumber 0.5.8 of bookworm-backports, unpacked into a
 #               private prefix under the build folder (scripts/lib/pipewire-prefix.sh; downloaded once), with
 #               WirePlumber 0.5's SPA-JSON configuration (Config/wireplumber-0.5-test/).
-# Both run as the caller (root in CI), headless, without systemd, and are up in about a second.
+#   pipewire-1.6  the same stack from PipeWire 1.6.9 and WirePlumber 0.5.12 of trixie-backports (the same
+#               configuration), its session bus too, chrooted in a Debian 13 root made once under the build folder
+#               (scripts/lib/debian13-root.sh, scripts/lib/soundserver-chroot.sh; needs root). WirePlumber 0.5.11
+#               and later send MPRIS `Pause` to a player whose output went away: to a player on
+#               SOUNDSERVER_DBUS_ADDRESS, the bus WirePlumber is on.
+#   pulseaudio-17 PulseAudio 17.0 of trixie with Config/pulse-test.pa, chrooted in the same root.
+# All run as the caller (root in CI), headless, without systemd, and are up in about a second. The chrooted ones
+# run in private mount namespaces, with SOUNDSERVER_ROOT bound at the same path inside: the host's pactl, the
+# tests and Earshot reach them through the same PULSE_SERVER and XDG_RUNTIME_DIR as the others.
 #
 # After `soundserver_start` these are exported:
 #   PULSE_SERVER        the server's native socket (libpulse, pactl, paplay and parec use it)
 #   XDG_RUNTIME_DIR     the server's private runtime folder (short: socket paths are limited to 108 bytes)
-#   EARSHOT_TEST_SERVER and SOUNDSERVER_KIND   `pulseaudio`, `pipewire` or `pipewire-1.4`
+#   EARSHOT_TEST_SERVER and SOUNDSERVER_KIND   `pulseaudio`, `pipewire`, `pipewire-1.4`, `pipewire-1.6` or
+#                       `pulseaudio-17`
 #   SOUNDSERVER_ROOT    the private folder with logs, pid files and (pipewire) XDG_CONFIG_HOME / XDG_STATE_HOME
 #   SOUNDSERVER_PID     the process serving PULSE_SERVER (pulseaudio, or pipewire-pulse) when it started; a
 #                       restart changes it: ask `soundserver-ctl pid`
@@ -24,7 +33,7 @@
 #   SOUNDSERVER_PERIOD_FRAMES  (pipewire) the graph's smallest period, in frames at its 48 kHz (see
 #                       _soundserver_set_min_quantum): PipeWire corks, moves and drops a stream at a period's edge,
 #                       so what it reports of a stopped stream is exact to one period; 0 on pulseaudio
-#   SOUNDSERVER_DBUS_ADDRESS   (pipewire) the private session bus the stack uses. It is NOT exported as
+#   SOUNDSERVER_DBUS_ADDRESS   (pipewire kinds) the private session bus the stack uses. It is NOT exported as
 #                       DBUS_SESSION_BUS_ADDRESS, so programs under test see the same session bus on both servers.
 # The daemons get their own HOME, XDG_CONFIG_HOME and XDG_STATE_HOME inside SOUNDSERVER_ROOT; the caller's are
 # left alone.
@@ -41,6 +50,8 @@
 
 # shellcheck source=pipewire-prefix.sh
 source "$EARSHOT_ROOT/scripts/lib/pipewire-prefix.sh"
+# shellcheck source=soundserver-chroot.sh
+source "$EARSHOT_ROOT/scripts/lib/soundserver-chroot.sh"
 
 # The control script tests run through Process (see its header).
 SOUNDSERVER_CTL="$EARSHOT_ROOT/scripts/lib/soundserver-ctl"
@@ -69,8 +80,10 @@ soundserver_start() {
                 return 1
             }
             ;;
+        pipewire-1.6 | pulseaudio-17) _soundserver_chroot_prepare || return 1 ;;
         *)
-            _soundserver_log "EARSHOT_TEST_SERVER must be pulseaudio, pipewire or pipewire-1.4, not '$kind'"
+            _soundserver_log "EARSHOT_TEST_SERVER must be pulseaudio, pipewire, pipewire-1.4, pipewire-1.6 or" \
+                "pulseaudio-17, not '$kind'"
             return 1
             ;;
     esac
@@ -79,11 +92,12 @@ soundserver_start() {
     root=$(mktemp -d /tmp/es-snd.XXXXXX) || return 1
     mkdir -p "$root/run" "$root/pids" && chmod 700 "$root/run"
     printf '%s\n' "$kind" >"$root/kind"
+    _soundserver_chroot_record "$root" "$kind"
     SOUNDSERVER_ROOT="$root"
     SOUNDSERVER_KIND="$kind"
     EARSHOT_TEST_SERVER="$kind"
     SOUNDSERVER_PERIOD_FRAMES=0
-    [ "$kind" = pulseaudio ] || SOUNDSERVER_PERIOD_FRAMES=$SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES
+    [[ "$kind" == pulseaudio* ]] || SOUNDSERVER_PERIOD_FRAMES=$SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES
     export SOUNDSERVER_ROOT SOUNDSERVER_KIND EARSHOT_TEST_SERVER SOUNDSERVER_CTL SOUNDSERVER_PERIOD_FRAMES
     _soundserver_export_addresses
     if ! _soundserver_launch; then
@@ -104,6 +118,7 @@ soundserver_stop() {
         _soundserver_kill_all TERM
         # The bus goes last: WirePlumber and pipewire-pulse talk to it while they shut down.
         _soundserver_stop_process dbus TERM
+        _soundserver_chroot_stop
         rm -rf "$SOUNDSERVER_ROOT"
     fi
     SOUNDSERVER_ROOT=
@@ -203,7 +218,7 @@ _soundserver_export_addresses() {
     PULSE_RUNTIME_PATH="$XDG_RUNTIME_DIR/pulse"
     PULSE_SERVER="unix:$XDG_RUNTIME_DIR/pulse/native"
     export XDG_RUNTIME_DIR PULSE_RUNTIME_PATH PULSE_SERVER
-    if [ "$SOUNDSERVER_KIND" != pulseaudio ]; then
+    if [[ "$SOUNDSERVER_KIND" != pulseaudio* ]]; then
         SOUNDSERVER_DBUS_ADDRESS="unix:path=$XDG_RUNTIME_DIR/bus"
         export SOUNDSERVER_DBUS_ADDRESS
     else
@@ -257,6 +272,8 @@ closedir($fds); POSIX::close($_) for @open; exec { $ARGV[0] } @ARGV or die "exec
 _soundserver_spawn() {
     local name="$1" prefix_environment=()
     shift
+    # The chrooted servers' daemons, and their bus, run in the Debian 13 root (scripts/lib/soundserver-chroot.sh).
+    _soundserver_chroot_command
     # PipeWire 1.4's daemons run from the prefix (its PATH, libraries, plugins and configuration); the bus does not.
     if [ "$SOUNDSERVER_KIND" = pipewire-1.4 ] && [ "$name" != dbus ]; then
         mapfile -t prefix_environment < <(pipewire_prefix_environment "$(pipewire_prefix_folder)/prefix")
@@ -264,7 +281,8 @@ _soundserver_spawn() {
     env HOME="$SOUNDSERVER_ROOT/home" XDG_RUNTIME_DIR="$XDG_RUNTIME_DIR" \
         XDG_CONFIG_HOME="$SOUNDSERVER_ROOT/config" XDG_STATE_HOME="$SOUNDSERVER_ROOT/state" \
         DBUS_SESSION_BUS_ADDRESS="${SOUNDSERVER_DBUS_ADDRESS:-}" PULSE_RUNTIME_PATH="$PULSE_RUNTIME_PATH" \
-        "${prefix_environment[@]}" perl -MPOSIX -e "$_SOUNDSERVER_CLEAN_DAEMON" "$@" </dev/null >>"$SOUNDSERVER_ROOT/$name.log" 2>&1 &
+        "${prefix_environment[@]}" perl -MPOSIX -e "$_SOUNDSERVER_CLEAN_DAEMON" "${SOUNDSERVER_CHROOT_EXEC[@]}" "$@" \
+        </dev/null >>"$SOUNDSERVER_ROOT/$name.log" 2>&1 &
     local pid=$! started
     # Not a job of the calling shell: no "Killed" report when a test kills it, and the shell still reaps it.
     disown "$pid" 2>/dev/null || true
@@ -274,7 +292,7 @@ _soundserver_spawn() {
 
 _soundserver_signal_graph() {
     local name=pulseaudio
-    [ "$SOUNDSERVER_KIND" = pulseaudio ] || name=pipewire
+    [[ "$SOUNDSERVER_KIND" == pulseaudio* ]] || name=pipewire
     _soundserver_alive "$name" || { _soundserver_log "the $name process is not running"; return 1; }
     kill "-$1" "$(_soundserver_pid_of "$name")"
 }
@@ -312,8 +330,8 @@ _soundserver_kill_all() {
 
 _soundserver_server_pid() {
     case "$SOUNDSERVER_KIND" in
-        pulseaudio) _soundserver_pid_of pulseaudio ;;
-        pipewire | pipewire-1.4) _soundserver_pid_of pipewire-pulse ;;
+        pulseaudio | pulseaudio-17) _soundserver_pid_of pulseaudio ;;
+        pipewire | pipewire-1.4 | pipewire-1.6) _soundserver_pid_of pipewire-pulse ;;
     esac
 }
 
@@ -321,8 +339,9 @@ _soundserver_server_pid() {
 _soundserver_running() {
     [ -n "${SOUNDSERVER_ROOT:-}" ] && [ -f "$SOUNDSERVER_ROOT/kind" ] || return 1
     case "$(cat "$SOUNDSERVER_ROOT/kind")" in
-        pulseaudio) _soundserver_alive pulseaudio ;;
-        pipewire | pipewire-1.4) _soundserver_alive pipewire && _soundserver_alive wireplumber && _soundserver_alive pipewire-pulse ;;
+        pulseaudio | pulseaudio-17) _soundserver_alive pulseaudio ;;
+        pipewire | pipewire-1.4 | pipewire-1.6)
+            _soundserver_alive pipewire && _soundserver_alive wireplumber && _soundserver_alive pipewire-pulse ;;
     esac || return 1
     pactl info >/dev/null 2>&1
 }
@@ -343,7 +362,8 @@ _soundserver_launch() {
     mkdir -p "$SOUNDSERVER_ROOT/home"
     case "$SOUNDSERVER_KIND" in
         pulseaudio) _soundserver_launch_pulseaudio ;;
-        pipewire | pipewire-1.4) _soundserver_launch_pipewire ;;
+        pulseaudio-17) _soundserver_chroot_launch_pulseaudio ;;
+        pipewire | pipewire-1.4 | pipewire-1.6) _soundserver_launch_pipewire ;;
     esac || return 1
     _soundserver_check_layout
 }
@@ -362,6 +382,10 @@ _soundserver_launch_pipewire() {
     local program configuration=wireplumber-test
     [ "$SOUNDSERVER_KIND" = pipewire ] || configuration=wireplumber-0.5-test
     for program in dbus-daemon pipewire wireplumber pipewire-pulse; do
+        if _soundserver_chrooted; then
+            _soundserver_chroot_has "$program" || return 1
+            continue
+        fi
         if [ "$SOUNDSERVER_KIND" = pipewire-1.4 ] && [ "$program" != dbus-daemon ]; then
             [ -x "$(pipewire_prefix_folder)/prefix/usr/bin/$program" ] && continue
             _soundserver_log "$program is missing from the PipeWire 1.4 prefix ($(pipewire_prefix_folder)/prefix)"
@@ -426,8 +450,9 @@ _soundserver_set_min_quantum() {
     fi
     # The settings metadata appears a moment after the socket.
     for _ in $(seq 1 50); do
-        if env "${prefix_environment[@]}" pw-metadata -n settings 0 clock.min-quantum "$frames" >/dev/null 2>&1 \
-            && settings=$(env "${prefix_environment[@]}" pw-metadata -n settings 2>/dev/null) \
+        if _soundserver_tool "${prefix_environment[@]}" pw-metadata -n settings 0 clock.min-quantum "$frames" \
+            >/dev/null 2>&1 \
+            && settings=$(_soundserver_tool "${prefix_environment[@]}" pw-metadata -n settings 2>/dev/null) \
             && [[ "$settings" == *"clock.min-quantum' value:'$frames'"* ]]; then
             return 0
         fi
