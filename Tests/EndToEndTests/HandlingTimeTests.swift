@@ -7,10 +7,11 @@
 // owner sat in `DecodeWorker.pauseProduction` for the whole of it: `next` was answered only when the lease went
 // (after 6 s here) and `slowestHandlingMicros` said as much.
 //
-// The bounds: a handling slower than 50 ms fails. The owner's own work for one input is well under a millisecond (the
-// values are reported); 50 ms leaves room for a loaded two-core machine to keep the owner thread (nice -15) off the CPU
-// for a while, and is still far below any wait for the decoder (a stuck open lasts seconds here; storing an 8 MiB
-// picture takes 50 ms optimised, 1.5 s in a debug build). A request's whole round trip (a client connecting, the
+// The bounds: a handling slower than 1 s fails. The owner's own work for one input is well under a millisecond (the
+// values are reported), but on a two-core machine loaded fifteen deep one handling of a seek was seen to take 77 ms
+// (its thread, nice -15, kept off the CPU), so the bound is set by what it must catch, not by what is usual: waiting
+// for the decoder took 5.6 s (a stuck open) and 3.9 s (storing an 8 MiB picture, 1.5 s of it hashing in a debug
+// build) on the old code. A request's whole round trip (a client connecting, the
 // control server's thread, the reply) may take 2 s before it fails.
 //
 // The state files go to the real disk: the owner hands them to the storage writer's thread, which does every write and
@@ -23,7 +24,7 @@ import EarshotTestSupport
 @Suite("earshot serve: the owner never waits for the decoder", .serialized)
 struct HandlingTimeTests {
     /// The slowest handling of one input allowed, in microseconds.
-    static let handlingBound = 50_000
+    static let handlingBound = 1_000_000
     /// The longest round trip allowed for one control request.
     static let roundTripBound = Duration.seconds(2)
 
