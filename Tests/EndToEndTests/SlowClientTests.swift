@@ -50,33 +50,46 @@ struct SlowClientTests {
         return followers
     }
 
-    /// Sends `floodEvents` volume requests in batches on the control socket, reading every reply.
-    private func flood(_ player: EarshotPlayer) throws -> Duration {
+    /// Sends `floodEvents` volume requests in batches on the control socket, reading every reply. A player that
+    /// stops answering is an issue, and the test goes on to the unplug, to measure what that costs.
+    private func flood(_ player: EarshotPlayer, label: String) throws {
         let socket = try #require(player.environment["EARSHOT_SOCKET"])
         let request = Array(#"{"command":"volume","percent":100}"#.utf8) + [UInt8(ascii: "\n")]
         let batch = 100
         let started = ContinuousClock.now
-        for _ in 0..<(Self.floodEvents / batch) {
-            let replies = try ControlSocketProbe.exchange(
-                path: socket, payload: Array([[UInt8]](repeating: request, count: batch).joined()), replies: batch,
-                timeout: .seconds(30))
-            #expect(replies.allSatisfy { ControlSocketProbe.parse($0).ok == true })
+        do {
+            for _ in 0..<(Self.floodEvents / batch) {
+                let replies = try ControlSocketProbe.exchange(
+                    path: socket, payload: Array([[UInt8]](repeating: request, count: batch).joined()),
+                    replies: batch, timeout: .seconds(10))
+                #expect(replies.allSatisfy { ControlSocketProbe.parse($0).ok == true })
+            }
+        } catch {
+            Issue.record("the player stopped answering during the flood: \(error)")
+            return
         }
-        return ContinuousClock.now - started
+        report("\(label): \(Self.floodEvents) requests answered in", (ContinuousClock.now - started).seconds * 1000)
     }
 
     /// Unplugs the headphones, waits for the output loss, and checks that the speakers got at most 10 ms of us and
     /// that status then answers within a second.
     private func unplugAndMeasure(_ player: EarshotPlayer, _ recorders: [MonitorRecorder], label: String) async throws {
         try ServerControl.unplug(sink: TestEnvironment.headphones)
-        let lost = try await player.waitForStatus("paused for the lost output") { $0.pauseReason == "outputLost" }
-        #expect(lost.playback == "paused", "\(lost)")
-        let asked = ContinuousClock.now
-        let settled = try player.status()
-        let answeredIn = ContinuousClock.now - asked
-        report("\(label): status answered in", answeredIn.seconds * 1000)
-        #expect(answeredIn < .seconds(1), "status took \(answeredIn)")
-        #expect(settled.pauseReason == "outputLost", "\(settled)")
+        do {
+            let lost = try await player.waitForStatus("paused for the lost output", timeout: .seconds(10)) {
+                $0.pauseReason == "outputLost"
+            }
+            #expect(lost.playback == "paused", "\(lost)")
+            let asked = ContinuousClock.now
+            let settled = try player.status()
+            let answeredIn = ContinuousClock.now - asked
+            report("\(label): status answered in", answeredIn.seconds * 1000)
+            #expect(answeredIn < .seconds(1), "status took \(answeredIn)")
+            #expect(settled.pauseReason == "outputLost", "\(settled)")
+        } catch {
+            // Still measured below: what a frozen owner lets through is the point.
+            Issue.record("the player did not report the unplug: \(String(describing: error).prefix(300))")
+        }
         try await Task.sleep(for: .milliseconds(1500))
         let recordings = try await stopRecorders(recorders)
         let leak = recordings[1].audibleMilliseconds
@@ -101,8 +114,7 @@ struct SlowClientTests {
             let followers = try await startFollowers(1, of: player)
             defer { for follower in followers { follower.kill() } }
             followers[0].signal(SIGSTOP)
-            let took = try flood(player)
-            report("one stopped follower: \(Self.floodEvents) requests answered in", took.seconds * 1000)
+            try flood(player, label: "one stopped follower")
             try await unplugAndMeasure(player, recorders, label: "one stopped follower")
             try await continueAndExpectMarker(followers)
             #expect(player.standardError.contains("follower dropped="), "the service did not say it dropped lines")
@@ -133,8 +145,7 @@ struct SlowClientTests {
                 sentRequests += 1
             }
             report("requests a deaf client got in before its socket filled", Double(sentRequests), unit: "")
-            let took = try flood(player)
-            report("50 followers, 25 stopped: \(Self.floodEvents) requests answered in", took.seconds * 1000)
+            try flood(player, label: "50 followers, 25 stopped")
             try await unplugAndMeasure(player, recorders, label: "50 followers, 25 stopped, a deaf client")
             try await continueAndExpectMarker(stopped)
             // The followers that kept reading still follow: a request made now reaches every one of them (one that
@@ -169,8 +180,7 @@ struct SlowClientTests {
                 shown += Self.drain(pager)
                 return shown.contains("userVolume")
             }
-            let took = try flood(player)
-            report("a follower whose output is blocked: \(Self.floodEvents) requests answered in", took.seconds * 1000)
+            try flood(player, label: "a follower whose output is blocked")
             try await unplugAndMeasure(player, recorders, label: "a follower whose output is blocked")
             // The pager reads again: what fitted, then the marker (the unplug came while the pager still stood, so
             // its line may be among those dropped), and new lines still come.
