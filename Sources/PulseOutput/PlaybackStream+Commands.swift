@@ -69,7 +69,7 @@ extension PlaybackStream {
             }
             track(sent)
             // A flush leaves libpulse without a write index until the server next reports timing.
-            resettleTimingLocked()
+            requestTimingLocked()
         }
     }
 

@@ -34,7 +34,7 @@ extension PlaybackStream {
         // Started, underflow and a move change how far the server is behind our writes: fresh timing follows each.
         pa_stream_set_started_callback(stream, { _, userdata in
             guard let owner = PlaybackStream.owner(userdata) else { return }
-            owner.resettleTimingLocked()
+            owner.requestTimingLocked()
             owner.deliver(.started)
         }, me)
         pa_stream_set_underflow_callback(stream, { _, userdata in

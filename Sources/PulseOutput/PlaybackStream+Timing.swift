@@ -2,9 +2,7 @@
 // its counters, the sink it plays on and the buffer the server granted. Each read takes the mainloop lock briefly and
 // never waits for the server: libpulse interpolates the timing between the updates the stream asks for (below).
 //
-// Timing is asked for only while the stream plays: a timer starts at each acknowledged uncork, once a second (five
-// times a second for the first two seconds after the uncork, a flush or a start, while libpulse's smoother learns the
-// rate afresh: at once a second from the start, playerctl saw 0.18 s of progress in the second after a `next`), and
+// Timing is asked for only while the stream plays: a timer starts at each acknowledged uncork, once a second, and
 // stops at the cork; single requests follow the events that change the server's distance from our writes (ready,
 // flush, started, underflow, a move) and the cork itself (`.corked` is delivered with that answer, so a pause's
 // position never rests on interpolation). A paused stream causes no traffic at all. The cadence: every 200 ms cost
@@ -124,25 +122,6 @@ extension PlaybackStream {
 
     /// How often a playing stream asks for timing, in microseconds.
     static let timingInterval: pa_usec_t = 1_000_000
-    /// How often a stream asks while it settles (after an uncork, a flush or a start), and how many times.
-    static let settlingInterval: pa_usec_t = 200_000
-    static let settlingTimings = 10
-
-    /// The delay before the next timed request: the settling one while settling requests are left. Lock held.
-    private func nextTimingDelayLocked() -> pa_usec_t {
-        guard settlingTimingsLeft > 0 else { return Self.timingInterval }
-        settlingTimingsLeft -= 1
-        return Self.settlingInterval
-    }
-
-    /// Asks for timing now and, when the timer runs (playing), settles again: the server's distance from our writes
-    /// has just changed (a flush, a start). Lock held.
-    func resettleTimingLocked() {
-        requestTimingLocked()
-        settlingTimingsLeft = Self.settlingTimings
-        guard let timingTimer, let context = connection.context, !acknowledgedCorked else { return }
-        pa_context_rttime_restart(context, timingTimer, pa_rtclock_now() + nextTimingDelayLocked())
-    }
 
     /// Asks the server for its timing once; libpulse records the answer and interpolates from it. Lock held.
     func requestTimingLocked() {
@@ -154,8 +133,7 @@ extension PlaybackStream {
     func startTimingUpdatesLocked() {
         guard let context = connection.context, isReadyLocked else { return }
         requestTimingLocked()
-        settlingTimingsLeft = Self.settlingTimings
-        let due = pa_rtclock_now() + nextTimingDelayLocked()
+        let due = pa_rtclock_now() + Self.timingInterval
         if let timingTimer {
             pa_context_rttime_restart(context, timingTimer, due)
             return
@@ -182,6 +160,6 @@ extension PlaybackStream {
     private func timingTimerFired() {
         guard let timingTimer, let context = connection.context, isReadyLocked, !acknowledgedCorked else { return }
         requestTimingLocked()
-        pa_context_rttime_restart(context, timingTimer, pa_rtclock_now() + nextTimingDelayLocked())
+        pa_context_rttime_restart(context, timingTimer, pa_rtclock_now() + Self.timingInterval)
     }
 }

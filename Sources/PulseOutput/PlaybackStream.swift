@@ -92,8 +92,6 @@ public final class PlaybackStream: @unchecked Sendable {
     var drainOperation: OpaquePointer?
     /// The timer that asks the server for timing while the stream plays (+Timing); disabled while corked.
     var timingTimer: OpaquePointer?
-    /// How many more timing requests come at the settling rate before the steady one (see PlaybackStream+Timing).
-    var settlingTimingsLeft = 0
 
     /// Creates the stream on `connection` and sends its connection (corked) to `sinkName` or the default sink. Does
     /// not wait: the `.ready` notice says it is connected, `.failed` that the server refused it (no such sink, for
