@@ -2,16 +2,12 @@
 // its counters, the sink it plays on and the buffer the server granted. Each read takes the mainloop lock briefly and
 // never waits for the server: libpulse interpolates the timing between the updates the stream asks for (below).
 //
-// Timing is asked for only while the stream plays: a timer starts at each acknowledged uncork, once a second, and
+// Timing is asked for only while the stream plays: a timer starts at each acknowledged uncork, every 200 ms, and
 // stops at the cork; single requests follow the events that change the server's distance from our writes (ready,
-// flush, started, underflow, a move) and the cork itself (`.corked` is delivered with that answer, so a pause's
-// position never rests on interpolation). A paused stream causes no traffic at all. The cadence: every 200 ms cost
-// the mainloop thread 50 wake-ups in 10 s, more than the server's own requests, and over half the process's CPU while
-// playing (2026-12-03: 18.6 ms of that thread's CPU in 20 s at 200 ms, 8.3 ms at 1 s); at 1 s `earshot status`
-// positions followed the wall clock as closely as at 200 ms (within the 80 ms a status process takes to start, on
-// PulseAudio and PipeWire), and the end-to-end position checks pass. An older build once saw playerctl's position
-// lag at 1 s; MPRIS now reads the position carried forward by the owner (`PositionCell`). libpulse's own automatic
-// updates, which this replaces, also ran while corked, every 1.5 s or so.
+// flush, started, underflow, a move) and the cork itself (`.corked` is delivered with that answer). A paused stream
+// causes no traffic at all. The cadence was measured: at once a second libpulse's interpolated position fell behind
+// what was heard (playerctl saw 0.04 s of progress in a second), at 200 ms and below it kept up; libpulse's own
+// automatic updates, which this replaces, also ran while corked, every 1.5 s or so.
 
 import CPulse
 
@@ -121,7 +117,7 @@ extension PlaybackStream {
     // MARK: - Timing requests (lock held)
 
     /// How often a playing stream asks for timing, in microseconds.
-    static let timingInterval: pa_usec_t = 1_000_000
+    static let timingInterval: pa_usec_t = 200_000
 
     /// Asks the server for its timing once; libpulse records the answer and interpolates from it. Lock held.
     func requestTimingLocked() {
