@@ -5,11 +5,12 @@
 // ahead of the cork an unplug needs, so a follower that stops reading (a pager, a stopped terminal) must cost it
 // nothing. Each follower has a bounded `FollowerQueue` that `record` fills under a short mutex (appends only: no
 // system call, no I/O under it); one writer thread (EventLog+Followers) drains every queue with non-blocking sends.
+import EarshotService
 import Glibc
 import SystemSupport
 
 /// Writes event-log lines to standard error and to every follower (`earshot events`).
-public final class EventLog: Sendable {
+public final class EventLog: EventRecording, Sendable {
     /// The most followers at once: each may hold a full queue (see `FollowerQueue.defaultCapacity`).
     public static let followerLimit = 128
 

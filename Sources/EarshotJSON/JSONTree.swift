@@ -50,7 +50,7 @@ public enum JSONTree {
 
     /// Appends valid UTF-8 `bytes` as a JSON string: quote, backslash and control characters escaped (lowercase
     /// hexadecimal, as JSONEncoder wrote them), and `/` too when `escapingSlashes`.
-    static func appendString(_ bytes: some Sequence<UInt8>, escapingSlashes: Bool, to out: inout [UInt8]) {
+    public static func appendString(_ bytes: some Sequence<UInt8>, escapingSlashes: Bool, to out: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for byte in bytes {
