@@ -6,7 +6,8 @@
 // own, "earshot-owner" (`OwnerThread`), which takes every input from one ordered inbox and handles it to the end before
 // the next. That thread waits on nothing but its inbox and its next timer's deadline: not on a client, not on the disk,
 // not on the sound server, not on the decoder. Whatever may wait lives in other targets, on threads of their own:
-// - EarshotClients: the control socket's threads, the replies they wait for, the event log and its followers' writer;
+// - EarshotClients: the control socket's threads, the replies they wait for, the event log and its followers' writer,
+//   the standard-error echo of the log;
 // - EarshotStorage: the state writer, the cover pictures' worker, the files the command line reads;
 // - PulseOutput, AudioPipeline, EarshotMPRIS: the adapters' mainloop, decode and bus threads.
 // This target imports neither EarshotClients nor EarshotStorage (LayeringTests checks the sources and Package.swift):
@@ -17,10 +18,12 @@ import SystemSupport
 import TrackPaths
 
 /// Where the owner records its event-log lines (EarshotClients' `EventLog`): kinds, causes and states, never a path
-/// or a title. A call only queues the line for the log's followers and returns: it never waits for a reader.
+/// or a title. A call only queues the line and returns: it never waits for a reader, nor for standard error.
 public protocol EventRecording: Sendable {
     /// Records one line: `kind` and its fields.
     func record(_ kind: String, _ fields: KeyValuePairs<String, String>)
+    /// Queues `message` (a whole line, with its newline) for the user on standard error; returns at once.
+    func tellUser(_ message: String)
 }
 
 extension EventRecording {

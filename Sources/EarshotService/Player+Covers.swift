@@ -40,6 +40,6 @@ extension Player {
 
     /// Says why track `index`'s picture is not shown, once per track; the reason names no path and no tag text.
     func showCoverSkipped(index: Int, reason: String) {
-        StandardStream.writeError("earshot: track \(index + 1) of \(paths.count): cover art skipped: \(reason)\n")
+        log.tellUser("earshot: track \(index + 1) of \(paths.count): cover art skipped: \(reason)\n")
     }
 }

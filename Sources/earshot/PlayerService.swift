@@ -83,6 +83,8 @@ enum PlayerService {
         stateWriter?.finish()
         server.shutdown()
         log.record("service", ["state": "stopped", "exit": "\(code)"])
+        // The owner queued its last lines for standard error: written before the process ends, unless it stalls.
+        log.flushStandardError()
         return code
     }
 }

@@ -165,4 +165,13 @@ struct LayeringTests {
             #expect(Self.dependencies(of: target, inPackage: package)?.contains("EarshotService") == true, "\(target)")
         }
     }
+
+    @Test("the owner writes nothing to standard error itself: lines and messages go through the log's queue")
+    func ownerNeverWritesStandardError() throws {
+        let folder = Self.sources.appendingPathComponent("EarshotService", isDirectory: true)
+        for name in try Self.swiftFiles(of: "EarshotService") {
+            let text = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+            #expect(!text.contains("StandardStream.writeError"), "\(name) writes to standard error on the owner")
+        }
+    }
 }
