@@ -10,6 +10,7 @@
 //   {"command": "add", "paths": ["/music/a.mp3", {"base64": "L211c2ljL//+Lm1wMw=="}]}
 //
 // Parsing is a pure function of the line's bytes, so it can be tested (and fuzzed) without a socket.
+import EarshotJSON
 import Glibc
 import TrackPaths
 
