@@ -57,6 +57,10 @@ let package = Package(
         // it exchanges with the player (`MPRISPublishing`, `MPRISCommand`, `MPRISSnapshot`).
         .target(name: "EarshotMPRIS", dependencies: ["CSystemd", "CMPRISShim", "TrackPaths", "SystemSupport"]),
 
+        // The logind adapter (sd-bus, system bus): sleep, the session leaving the seat, the screen lock, translated
+        // into rulebook events; and the sleep's delay lock, released when the rules say so.
+        .target(name: "EarshotLogind", dependencies: ["CSystemd", "EarshotCore", "SystemSupport"]),
+
         // Real-time scheduling of the thread that feeds the sound server: RLIMIT_RTTIME, SCHED_FIFO, else rtkit on the
         // system bus. A target of its own: it is neither sound (PulseOutput stays libpulse only) nor MPRIS (it shares
         // only libsystemd with it), and it keeps the service free of C modules.
@@ -67,7 +71,7 @@ let package = Package(
             name: "EarshotService",
             dependencies: [
                 "EarshotCore", "TrackPaths", "AudioPipeline", "PulseOutput", "EarshotMPRIS", "RealtimeScheduling",
-                "SystemSupport",
+                "EarshotLogind", "SystemSupport",
             ]
         ),
 

@@ -13,6 +13,7 @@
 // outside the actor can reach them anyway, since the actor isolates them.
 import AudioPipeline
 import EarshotCore
+import EarshotLogind
 import EarshotMPRIS
 import Glibc
 import SystemSupport
@@ -31,6 +32,8 @@ actor Player {
     /// Saves the state off the owner's thread (nil: nothing is saved, `earshot play`).
     let stateWriter: StateWriter?
     let mpris: (any MPRISPublishing)?
+    /// The logind adapter, which performs `releaseSleepDelay` (nil: `earshot play`, which follows no session).
+    let logind: LogindWatcher?
     let positionCell: PositionCell
     let log: EventLog
     let inbox: AsyncStream<Input>.Continuation
@@ -106,12 +109,14 @@ actor Player {
 
     init(
         configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, stateWriter: StateWriter?,
-        mpris: (any MPRISPublishing)?, positionCell: PositionCell, inbox: AsyncStream<Input>.Continuation
+        mpris: (any MPRISPublishing)?, logind: LogindWatcher? = nil, positionCell: PositionCell,
+        inbox: AsyncStream<Input>.Continuation
     ) {
         self.configuration = configuration
         self.mode = mode
         self.stateWriter = stateWriter
         self.mpris = mpris
+        self.logind = logind
         self.positionCell = positionCell
         self.log = log
         self.inbox = inbox
@@ -226,6 +231,7 @@ actor Player {
             publish()
             slot.fulfil(reply)
             return
+        case .session(let event): dispatch(event)
         case .shutdown(let signal): shutdown(signal: signal)
         }
         saveState()
@@ -311,6 +317,9 @@ actor Player {
             try? stream?.setVolume(percent: percent)
         case .switchFormat(let reopen):
             switchFormat(reopen: reopen)
+        case .releaseSleepDelay:
+            // Handed over, not waited for: the adapter closes the lock on its own thread.
+            logind?.releaseSleepDelay()
         }
     }
 }

@@ -1,6 +1,7 @@
 // Starting the player: the control socket, MPRIS, signals, and the run loop (the player arms its own timer).
 import AudioPipeline
 import Dispatch
+import EarshotLogind
 import EarshotMPRIS
 import Glibc
 import SystemSupport
@@ -67,9 +68,15 @@ public enum PlayerService {
         }
 
         awaitStopSignals(stopSignals, inbox: inbox)
+        // The service follows its login session (rule 19); it connects on its own thread, so a slow or missing system
+        // bus never holds up the start.
+        let logind = withMPRIS ? LogindWatcher(
+            sessionID: ProcessEnvironment.value(named: "XDG_SESSION_ID"), userID: getuid(),
+            report: { report in log.record(report) }, emit: { event in inbox.yield(.session(event)) }) : nil
+        logind?.start()
         let player = Player(
             configuration: configuration, mode: mode, log: log, stateWriter: stateWriter, mpris: mpris,
-            positionCell: positionCell, inbox: inbox)
+            logind: logind, positionCell: positionCell, inbox: inbox)
         if case .service = mode { log.record("service", ["state": "started"]) }
         let done = DispatchSemaphore(value: 0)
         let result = ExitCodeBox()
@@ -81,6 +88,7 @@ public enum PlayerService {
         done.wait()
         // The owner handed its last state over (`shutdown`): on disk before the process ends.
         stateWriter?.finish()
+        logind?.stop()
         server.shutdown()
         log.record("service", ["state": "stopped", "exit": "\(result.code)"])
         return result.code
@@ -118,6 +126,20 @@ extension EventLog {
         case .connected: record("mpris", ["state": "connected"])
         case .lost(let error): record("mpris", ["state": "lost", "error": error])
         case .reconnected: record("mpris", ["state": "reconnected"])
+        }
+    }
+}
+
+extension EventLog {
+    /// Records what the logind adapter reports: kinds and causes only.
+    func record(_ report: LogindReport) {
+        switch report {
+        case .connected(let session): record("logind", ["state": "connected", "session": session ? "found" : "none"])
+        case .unavailable(let reason): record("logind", ["state": "unavailable", "reason": reason])
+        case .sleepDelayTaken: record("logind", ["sleepDelay": "taken"])
+        case .sleepDelayRefused(let reason): record("logind", ["sleepDelay": "refused", "reason": reason])
+        case .sleepDelayReleased: record("logind", ["sleepDelay": "released"])
+        case .lost(let reason): record("logind", ["state": "lost", "reason": reason])
         }
     }
 }

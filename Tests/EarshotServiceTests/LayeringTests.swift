@@ -68,7 +68,7 @@ struct LayeringTests {
     /// The targets linked into `earshot` (Package.swift), whose sources must not import Foundation in any form.
     static let productTargets = [
         "EarshotCore", "TrackPaths", "SystemSupport", "AudioPipeline", "PulseOutput", "EarshotMPRIS",
-        "RealtimeScheduling", "EarshotService", "earshot",
+        "EarshotLogind", "RealtimeScheduling", "EarshotService", "earshot",
     ]
 
     @Test("no target of the earshot product imports Foundation or FoundationEssentials (issue 14)")
