@@ -23,8 +23,8 @@ public final class FakeLogind: Sendable {
 
     /// Starts the bus and the mock, waits until logind answers on it, and adds the session.
     ///
-    /// - Throws: when dbus-daemon, busctl, /usr/bin/python3 or python3-dbusmock is missing, or the mock does not come up
-    ///   within 10 s.
+    /// - Throws: when dbus-daemon, busctl, /usr/bin/python3 or python3-dbusmock is missing, or the mock does not come
+    ///   up within 10 s.
     public init() throws {
         busctl = try ProcessRunner.requireTool("busctl", package: "systemd")
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else {
@@ -67,8 +67,14 @@ public final class FakeLogind: Sendable {
 
     /// Emits `PrepareForSleep(starting)` from the manager: `true` announces a sleep, `false` the wake.
     public func prepareForSleep(_ starting: Bool) throws {
+        try emitManagerSignal("PrepareForSleep", signature: "b", value: starting ? "true" : "false")
+    }
+
+    /// Emits the manager's signal `name` with one argument of type `signature` (busctl's text for `value`): also a
+    /// malformed one, as a faulty logind might send.
+    public func emitManagerSignal(_ name: String, signature: String, value: String) throws {
         try mockCall(Self.manager, "EmitSignal", "sssav", [
-            "org.freedesktop.login1.Manager", "PrepareForSleep", "b", "1", "b", starting ? "true" : "false",
+            "org.freedesktop.login1.Manager", name, signature, "1", signature, value,
         ])
     }
 

@@ -14,7 +14,7 @@ struct SessionLeftTests {
     /// load.
     static let heardAfterSignalBound = 60.0
 
-    @Test("PrepareForSleep(true) while playing: paused, corked, the delay released after the cork; the wake stays paused")
+    @Test("PrepareForSleep(true) while playing: paused, corked, the delay released after the cork; wake: still paused")
     func sleepPausesCorksThenLetsGo() async throws {
         try await ServiceHarness.run { harness in
             let logind = try FakeLogind()
@@ -82,7 +82,8 @@ struct SessionLeftTests {
             #expect(returned.playback == "paused" && returned.pauseReason == "sessionLeft", "\(returned)")
             let recording = try await recorder.stop()
             let log = service.standardError()
-            #expect(log.contains("event kind=sessionLeft(inactive) playback=paused(sessionLeft) commands=cork"), "\(log)")
+            #expect(log.contains("event kind=sessionLeft(inactive) playback=paused(sessionLeft) commands=cork"),
+                    "\(log)")
             #expect(log.contains("event kind=sessionReturned(inactive) playback=paused(sessionLeft) commands=none"),
                     "\(log)")
             let after = recording.audibleMilliseconds(within: recording.time(of: signalled)..<recording.duration)
@@ -126,6 +127,58 @@ struct SessionLeftTests {
             let after = recording.audibleMilliseconds(within: recording.time(of: signalled)..<recording.duration)
             report("lock with pauseOnLock: heard after the Lock signal", after)
             #expect(after <= Self.heardAfterSignalBound, "\(recording.audibleRanges()); log:\n\(log)")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("Signals out of order (a wake with no sleep, two sleeps, two wakes, a malformed one): paused, one lock")
+    func signalsOutOfOrder() async throws {
+        try await ServiceHarness.run { harness in
+            let logind = try FakeLogind()
+            defer { logind.stop() }
+            let (service, recorder) = try await startPlaying(harness, logind)
+            _ = try await recorder.stop()
+            try logind.emitManagerSignal("PrepareForSleep", signature: "s", value: "yes")
+            try logind.prepareForSleep(false)
+            try await waitUntil("the lone wake reaches the rules", timeout: .seconds(10)) {
+                service.standardError().contains("event kind=sessionReturned(sleep) playback=playing commands=none")
+            }
+            #expect(try harness.status().playback == "playing")
+            try logind.prepareForSleep(true)
+            try logind.prepareForSleep(true)
+            try await harness.waitForStatus(of: service, "paused for the sleep") { $0.pauseReason == "sessionLeft" }
+            try await waitUntil("the delay lock released", timeout: .seconds(10)) {
+                try logind.inhibitorHolders().isEmpty
+            }
+            try logind.prepareForSleep(false)
+            try logind.prepareForSleep(false)
+            try await waitUntil("the lock taken again", timeout: .seconds(10)) {
+                try logind.inhibitorHolders() == ["Earshot"]
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            // One lock, not one per wake; still paused.
+            #expect(try logind.inhibitorHolders() == ["Earshot"])
+            let status = try harness.status()
+            #expect(status.playback == "paused" && status.pauseReason == "sessionLeft", "\(status)")
+            let log = service.standardError()
+            #expect(log.components(separatedBy: "event kind=sessionLeft(sleep)").count == 3, "\(log)")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("No system bus: said once in the log, and the service plays on")
+    func noSystemBus() async throws {
+        try await ServiceHarness.run { harness in
+            let nowhere = harness.root.appendingPathComponent("no-system-bus").path
+            let service = try await harness.startService(
+                extraEnvironment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(nowhere)"])
+            try await waitUntil("the log says logind is unavailable", timeout: .seconds(10)) {
+                service.standardError().contains("logind state=unavailable")
+            }
+            try harness.earshotChecked(["play", try harness.privatePositionTrack().path])
+            try await harness.waitForStatus(of: service, "playing") { $0.playback == "playing" && !$0.corked }
+            let log = service.standardError()
+            #expect(log.components(separatedBy: "logind ").count == 2, "logind said more than once:\n\(log)")
             #expect(await harness.stopService(service) == 0)
         }
     }
