@@ -9,7 +9,9 @@ extension PlayerState {
     public mutating func apply(_ event: Event) -> [Command] {
         // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
         // may go ahead then.
-        decide(event) + releaseSleepDelayWhenQuiet()
+        var commands = decide(event)
+        if let release = releaseSleepDelayWhenQuiet() { commands.append(release) }
+        return commands
     }
 
     /// The rules' decision about `event`, before an announced sleep is let go (`apply`).

@@ -43,10 +43,10 @@ extension PlayerState {
         return []
     }
 
-    /// `releaseSleepDelay` once an announced sleep waits and the player is quiet; nothing otherwise.
-    mutating func releaseSleepDelayWhenQuiet() -> [Command] {
-        guard sleepAwaitsQuiet, isQuiet else { return [] }
+    /// `releaseSleepDelay` once an announced sleep waits and the player is quiet; nil otherwise.
+    mutating func releaseSleepDelayWhenQuiet() -> Command? {
+        guard sleepAwaitsQuiet, isQuiet else { return nil }
         sleepAwaitsQuiet = false
-        return [.releaseSleepDelay]
+        return .releaseSleepDelay
     }
 }

@@ -7,24 +7,39 @@ import Glibc
 
 /// logind's names on the system bus.
 enum Logind {
+    /// logind's well-known name.
     static let busName = "org.freedesktop.login1"
+    /// The manager object: sleep, inhibitor locks, sessions and users.
     static let managerPath = "/org/freedesktop/login1"
+    /// The manager's interface (`PrepareForSleep`, `Inhibit`, `GetSession`, `GetUser`).
     static let managerInterface = "org.freedesktop.login1.Manager"
+    /// A session's interface (`Active`, `LockedHint`, `Lock`, `Unlock`).
     static let sessionInterface = "org.freedesktop.login1.Session"
+    /// A user's interface (`Display`).
     static let userInterface = "org.freedesktop.login1.User"
+    /// The standard properties interface (`PropertiesChanged`).
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
 }
 
 /// D-Bus type codes as sd-bus's `char` parameters.
 enum LogindType {
+    /// `b`.
     static let boolean = code("b")
+    /// `u`.
     static let uint32 = code("u")
+    /// `s`.
     static let string = code("s")
+    /// `o`.
     static let objectPath = code("o")
+    /// `h`: a Unix file descriptor.
     static let unixFD = code("h")
+    /// `a`.
     static let array = code("a")
+    /// `e`: a dictionary entry.
     static let dictionaryEntry = code("e")
+    /// `v`.
     static let variant = code("v")
+    /// `r`: a structure.
     static let structure = code("r")
 
     private static func code(_ letter: Unicode.Scalar) -> CChar {
@@ -69,14 +84,17 @@ struct SessionFollower {
 
 /// Reads values out of one sd-bus message (borrowed: the caller owns it).
 struct LogindReader {
+    /// The message read from.
     let message: OpaquePointer
 
+    /// The next value as a boolean, or nil when it is not one.
     func boolean() -> Bool? {
         // D-Bus booleans are an `int` in sd-bus's API.
         var value: Int32 = 0
         return sd_bus_message_read_basic(message, LogindType.boolean, &value) > 0 ? value != 0 : nil
     }
 
+    /// The next value as a string of `type` (a string or an object path), or nil when it is not one.
     func string(type: CChar = LogindType.string) -> String? {
         var pointer: UnsafePointer<CChar>?
         guard sd_bus_message_read_basic(message, type, &pointer) > 0, let pointer else { return nil }

@@ -158,9 +158,9 @@ struct ExhaustiveRulesTests {
 
     @Test("Rule 18: with inferred calls among the sources, every reachable state keeps the invariants too")
     func inferredCallsKeepTheInvariants() {
-        // Rule 19 with inferred calls: the sleep only (the other departures differ from it only in the delay lock,
-        // which the first search covers); all three doubled this search's 100 s here.
-        search(events: Alphabet.events(sources: Alphabet.withInferred, departures: [.sleep]), minimumStates: 10_000)
+        // Without rule 19's events, which the first search covers: they add 40 % to this search, the larger one (its
+        // interplay with an overruled capture is SessionLeftRulesTests' `rule19DuringAnOverruledCapture`).
+        search(events: Alphabet.events(sources: Alphabet.withInferred, departures: []), minimumStates: 10_000)
     }
 
     /// Searches every state reachable from the starts through `events`, checking each transition.

@@ -114,6 +114,26 @@ struct SessionLeftRulesTests {
         store.send(.externalPlay(.phoneBridge), commands: []) { $0.unansweredExternalPauses = [] }
     }
 
+    @Test("Rule 19 during an overruled capture (rule 18): paused, and the capture's end brings nothing back")
+    func rule19DuringAnOverruledCapture() {
+        let dictation = InterruptionSource.microphoneCapture(client: 9)
+        var start = Given.playing
+        start.overruledInterruptions = [dictation]
+        var store = RuleStore(start)
+        store.send(.sessionLeft(.sleep), commands: [.cork]) {
+            $0.playback = .paused(.sessionLeft(.sleep))
+            $0.sleepAwaitsQuiet = true
+        }
+        store.send(.streamCorked, commands: [.releaseSleepDelay]) {
+            $0.stream.isCorked = true
+            $0.sleepAwaitsQuiet = false
+        }
+        store.send(.sessionReturned(.sleep), commands: [])
+        store.send(.interruptionEnded(dictation, resumeAllowed: true, at: Given.at(9_000)), commands: []) {
+            $0.overruledInterruptions = []
+        }
+    }
+
     @Test("Rule 19: the reason of a user pause or an output loss stays")
     func rule19KeepsEarlierReasons() {
         var store = RuleStore(Given.pausedByUser)
