@@ -105,6 +105,10 @@ let package = Package(
         ),
         // MPRIS against a private dbus-daemon, driven by playerctl.
         .testTarget(name: "EarshotMPRISTests", dependencies: ["EarshotMPRIS", "TrackPaths", "EarshotTestSupport"]),
+        // The logind adapter against python3-dbusmock's logind on a private bus (no sound server).
+        .testTarget(
+            name: "EarshotLogindTests", dependencies: ["EarshotLogind", "EarshotCore", "EarshotTestSupport"]
+        ),
         // The fallback order of real-time scheduling (the real calls are proven end to end).
         .testTarget(name: "RealtimeSchedulingTests", dependencies: ["RealtimeScheduling"]),
         // Test-only: counts allocations and lock calls on armed threads by interposing malloc and the pthread locks
