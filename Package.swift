@@ -59,6 +59,10 @@ let package = Package(
         // it exchanges with the player (`MPRISPublishing`, `MPRISCommand`, `MPRISSnapshot`).
         .target(name: "EarshotMPRIS", dependencies: ["CSystemd", "CMPRISShim", "TrackPaths", "SystemSupport"]),
 
+        // The logind adapter (sd-bus, system bus): sleep, the session leaving the seat, the screen lock, translated
+        // into rulebook events; and the sleep's delay lock, released when the rules say so.
+        .target(name: "EarshotLogind", dependencies: ["CSystemd", "EarshotCore", "SystemSupport"]),
+
         // Real-time scheduling of the thread that feeds the sound server: RLIMIT_RTTIME, SCHED_FIFO, else rtkit on the
         // system bus. A target of its own: it is neither sound (PulseOutput stays libpulse only) nor MPRIS (it shares
         // only libsystemd with it), and it keeps the service free of C modules.
@@ -97,7 +101,7 @@ let package = Package(
             name: "earshot",
             dependencies: [
                 "EarshotService", "EarshotClients", "EarshotStorage", "EarshotJSON", "EarshotCore", "EarshotMPRIS",
-                "AudioPipeline", "TrackPaths", "SystemSupport",
+                "EarshotLogind", "AudioPipeline", "TrackPaths", "SystemSupport",
             ]
         ),
 
@@ -128,6 +132,10 @@ let package = Package(
         ),
         // MPRIS against a private dbus-daemon, driven by playerctl.
         .testTarget(name: "EarshotMPRISTests", dependencies: ["EarshotMPRIS", "TrackPaths", "EarshotTestSupport"]),
+        // The logind adapter against python3-dbusmock's logind on a private bus (no sound server).
+        .testTarget(
+            name: "EarshotLogindTests", dependencies: ["EarshotLogind", "EarshotCore", "EarshotTestSupport"]
+        ),
         // The fallback order of real-time scheduling (the real calls are proven end to end).
         .testTarget(name: "RealtimeSchedulingTests", dependencies: ["RealtimeScheduling"]),
         // Test-only: counts allocations and lock calls on armed threads by interposing malloc and the pthread locks

@@ -24,6 +24,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Move the output to the decoder's new format: close the stream (reported by `streamClosed`), let the decoder
     /// go on in the new format, and, when `reopen`, open a stream in it (reported by `streamOpened`).
     case switchFormat(reopen: Bool)
+    /// Let an announced sleep go ahead: release the delay lock logind waits for, now that the stream is quiet
+    /// (rule 19). The logind adapter performs it.
+    case releaseSleepDelay
 
     /// The command's name, e.g. `cork` or `playTrack(2)`.
     public var description: String {
@@ -37,6 +40,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"
+        case .releaseSleepDelay: return "releaseSleepDelay"
         }
     }
 }

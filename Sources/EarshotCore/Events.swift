@@ -124,6 +124,25 @@ public enum OutputLossReason: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// How the user's login session was left (rule 19), as logind tells it. A kind only.
+public enum SessionDeparture: Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    /// The machine is about to sleep (logind's `PrepareForSleep(true)`); its return is the wake.
+    case sleep
+    /// Our session stopped being the active one of its seat (another user's session took it: fast user switching).
+    case inactive
+    /// The session's screen was locked (logind's `Lock` signal or `LockedHint`); it pauses only with `pauseOnLock`.
+    case locked
+
+    /// The departure's name as logs and status show it: `sleep`, `inactive` or `locked`.
+    public var description: String {
+        switch self {
+        case .sleep: return "sleep"
+        case .inactive: return "inactive"
+        case .locked: return "locked"
+        }
+    }
+}
+
 /// Why a track could not be played. A kind only: never the file's name or content.
 public enum TrackFailure: Hashable, Sendable, CustomStringConvertible {
     /// The file could not be opened or read (missing, a directory, no permission, deleted).
@@ -166,6 +185,15 @@ public enum Event: Hashable, Sendable {
     case routeChanged
     /// A sink or port became available (a replug), or the server came back.
     case outputAppeared
+
+    // From the login session (logind, through its adapter).
+
+    /// The session was left (rule 19): the machine is about to sleep, another session took the seat, or the screen
+    /// was locked.
+    case sessionLeft(SessionDeparture)
+    /// The session is back: the machine woke, our session is the active one again, or the screen was unlocked.
+    /// Never starts anything (rule 19).
+    case sessionReturned(SessionDeparture)
 
     // From the user (CLI, control socket, MPRIS).
 
@@ -245,6 +273,8 @@ extension Event: CustomStringConvertible {
         case .outputLost(let reason): return "outputLost(\(reason))"
         case .routeChanged: return "routeChanged"
         case .outputAppeared: return "outputAppeared"
+        case .sessionLeft(let departure): return "sessionLeft(\(departure))"
+        case .sessionReturned(let departure): return "sessionReturned(\(departure))"
         case .userPlay: return "userPlay"
         case .userPause: return "userPause"
         case .userToggle: return "userToggle"

@@ -7,6 +7,15 @@ extension PlayerState {
     /// Pure: no clock, no I/O. An event that does not fit the state (an end with no begin, a duplicate,
     /// a stale track notice) changes nothing and returns no commands (rule 15); the executor logs it.
     public mutating func apply(_ event: Event) -> [Command] {
+        // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
+        // may go ahead then.
+        var commands = decide(event)
+        if let release = releaseSleepDelayWhenQuiet() { commands.append(release) }
+        return commands
+    }
+
+    /// The rules' decision about `event`, before an announced sleep is let go (`apply`).
+    private mutating func decide(_ event: Event) -> [Command] {
         switch event {
         case .interruptionBegan(let source, let moment):
             return interruptionBegan(source, at: moment)
@@ -14,6 +23,10 @@ extension PlayerState {
             return interruptionEnded(source, resumeAllowed: resumeAllowed, at: moment)
         case .outputLost(let reason):
             return outputLost(reason)
+        case .sessionLeft(let departure):
+            return sessionLeft(departure)
+        case .sessionReturned(let departure):
+            return sessionReturned(departure)
         case .routeChanged, .outputAppeared:
             // Rules 11 and 12: a deliberate move keeps playing on the new sink; a device appearing never
             // starts playback by itself.

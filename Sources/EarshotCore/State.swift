@@ -17,8 +17,12 @@ public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
     case outputLost(OutputLossReason)
     /// The service started with a saved queue and position, and waits for a play.
     case restored
+    /// The session was left (rule 19): sleep, another user's session, or a lock with `pauseOnLock`. Only the user
+    /// plays again.
+    case sessionLeft(SessionDeparture)
 
-    /// The reason's name as it appears in status: `user`, `external`, `interruption`, `resumeDeclined`, `outputLost`.
+    /// The reason's name as it appears in status: `user`, `external`, `interruption`, `resumeDeclined`, `outputLost`,
+    /// `restored`, `sessionLeft`.
     public var description: String {
         switch self {
         case .user: return "user"
@@ -27,6 +31,7 @@ public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
         case .resumeDeclined: return "resumeDeclined"
         case .outputLost: return "outputLost"
         case .restored: return "restored"
+        case .sessionLeft: return "sessionLeft"
         }
     }
 }
@@ -113,17 +118,23 @@ public struct StreamCondition: Hashable, Sendable {
     public static let openCorked = StreamCondition(isOpen: true, isCorked: true)
 }
 
-/// The user's choices about resuming after interruptions.
+/// The user's choices the rules consult: resuming after interruptions, and pausing when the screen is locked.
 public struct ResumePolicy: Hashable, Sendable {
     /// Whether to resume at all after an interruption that paused the player.
     public var resumeAfterInterruption: Bool
     /// How long an interruption may last and still be followed by a resume, in milliseconds.
     public var resumeWindowMilliseconds: Int64
+    /// Whether a screen lock leaves the session as sleep does (rule 19; configuration `pauseOnLock`).
+    public var pauseOnLock: Bool
 
-    /// A policy; the defaults are to resume, within 30 minutes.
-    public init(resumeAfterInterruption: Bool = true, resumeWindowMilliseconds: Int64 = 30 * 60 * 1000) {
+    /// A policy; the defaults are to resume, within 30 minutes, and to play on through a screen lock.
+    public init(
+        resumeAfterInterruption: Bool = true, resumeWindowMilliseconds: Int64 = 30 * 60 * 1000,
+        pauseOnLock: Bool = false
+    ) {
         self.resumeAfterInterruption = resumeAfterInterruption
         self.resumeWindowMilliseconds = resumeWindowMilliseconds
+        self.pauseOnLock = pauseOnLock
     }
 }
 
@@ -166,6 +177,9 @@ public struct PlayerState: Hashable, Sendable {
     /// Kept whatever the user does meanwhile, so that a sender's late `PlayPause` never toggles music the user
     /// restarted; the answer itself removes it.
     public var unansweredExternalPauses: Set<ExternalSender>
+    /// An announced sleep waits for Earshot's stream to be quiet (rule 19): logind holds the sleep until the delay
+    /// lock is released (`releaseSleepDelay`), which the rules ask for once the cork is acknowledged.
+    public var sleepAwaitsQuiet: Bool
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(
@@ -178,7 +192,8 @@ public struct PlayerState: Hashable, Sendable {
         volumePercent: Int = 100,
         lastFailure: FailedTrack? = nil,
         unansweredExternalPauses: Set<ExternalSender> = [],
-        overruledInterruptions: Set<InterruptionSource> = []
+        overruledInterruptions: Set<InterruptionSource> = [],
+        sleepAwaitsQuiet: Bool = false
     ) {
         self.policy = policy
         self.playback = playback
@@ -190,6 +205,7 @@ public struct PlayerState: Hashable, Sendable {
         self.lastFailure = lastFailure
         self.unansweredExternalPauses = unansweredExternalPauses
         self.overruledInterruptions = overruledInterruptions
+        self.sleepAwaitsQuiet = sleepAwaitsQuiet
     }
 
     /// True when the user asked to play during an interruption and the player waits for it to end.

@@ -77,6 +77,13 @@ public protocol CoverArtStoring: Sendable {
     func submit(_ job: CoverArtJob) -> Bool
 }
 
+/// What closes the delay lock logind gave for a sleep (EarshotLogind's `LogindWatcher`), when the rules say the
+/// player is quiet (rule 19). Closing it happens on the adapter's thread; this returns at once.
+public protocol SleepDelayReleasing: Sendable {
+    /// Asks for the sleep's delay lock to be released.
+    func releaseSleepDelay()
+}
+
 /// Where the owner puts its answer to a client's request (EarshotClients' `ReplySlot`, which a client's thread waits
 /// on). Filling it never waits.
 public protocol ReplyReceiver<Reply>: Sendable {

@@ -31,6 +31,8 @@ actor Player {
     /// Saves the state off the owner's thread (nil: nothing is saved, `earshot play`).
     let stateWriter: (any StateSaving)?
     let mpris: (any MPRISPublishing)?
+    /// The logind adapter, which performs `releaseSleepDelay` (nil: `earshot play`, which follows no session).
+    let logind: (any SleepDelayReleasing)?
     let positionCell: PositionCell
     let log: any EventRecording
     let inbox: AsyncStream<Input>.Continuation
@@ -113,6 +115,7 @@ actor Player {
         self.mode = mode
         self.stateWriter = parts.stateSaver
         self.mpris = parts.mpris
+        self.logind = parts.sleepDelay
         self.positionCell = parts.positionCell
         self.log = parts.log
         self.inbox = inbox
@@ -225,6 +228,7 @@ actor Player {
             publish()
             slot.fulfil(reply)
             return
+        case .session(let event): dispatch(event)
         case .shutdown(let signal): shutdown(signal: signal)
         }
         saveState()
@@ -310,6 +314,9 @@ actor Player {
             try? stream?.setVolume(percent: percent)
         case .switchFormat(let reopen):
             switchFormat(reopen: reopen)
+        case .releaseSleepDelay:
+            // Handed over, not waited for: the adapter closes the lock on its own thread.
+            logind?.releaseSleepDelay()
         }
     }
 }

@@ -2,6 +2,7 @@
 // hands work to (`OwnerParts`: the event log, the state writer, MPRIS, the cover pictures' store), the threads that put
 // inputs in (`PlayerInbox`: the control socket, MPRIS, signals), and then runs the owner here.
 import Dispatch
+import EarshotCore
 import EarshotMPRIS
 
 /// The owner's inbox: every input of the player, from every thread, in one order. Putting one in never waits.
@@ -24,6 +25,11 @@ public struct PlayerInbox: Sendable {
     /// Asks the player to carry out an MPRIS request and answer into `slot`.
     public func mpris(_ command: MPRISCommand, replyTo slot: any ReplyReceiver<MPRISReply>) {
         continuation.yield(.mpris(command, slot))
+    }
+
+    /// Hands the player what the session did, as logind's adapter translated it (rule 19).
+    public func session(_ event: Event) {
+        continuation.yield(.session(event))
     }
 
     /// Asks the player to stop, for `signal` (SIGINT or SIGTERM).
@@ -50,17 +56,21 @@ public struct OwnerParts: Sendable {
     public var positionCell: PositionCell
     /// Makes the store of cover pictures.
     public var makeCoverStore: CoverStoreMaker
+    /// Releases logind's delay lock for a sleep; nil when the player follows no session (`earshot play`).
+    public var sleepDelay: (any SleepDelayReleasing)?
 
     /// The parts the owner is given.
     public init(
         log: any EventRecording, stateSaver: (any StateSaving)?, mpris: (any MPRISPublishing)?,
-        positionCell: PositionCell, makeCoverStore: @escaping CoverStoreMaker
+        positionCell: PositionCell, makeCoverStore: @escaping CoverStoreMaker,
+        sleepDelay: (any SleepDelayReleasing)? = nil
     ) {
         self.log = log
         self.stateSaver = stateSaver
         self.mpris = mpris
         self.positionCell = positionCell
         self.makeCoverStore = makeCoverStore
+        self.sleepDelay = sleepDelay
     }
 }
 

@@ -40,6 +40,8 @@ extension Player {
         case callDue(arming: Int)
         case request(ControlRequest, any ReplyReceiver<String>)
         case mpris(MPRISCommand, any ReplyReceiver<MPRISReply>)
+        /// What logind announced, translated by its adapter (rule 19).
+        case session(Event)
         case shutdown(signal: Int32)
     }
 

@@ -77,7 +77,7 @@ public enum ConfigurationFile {
     /// The keys the file may hold, in documentation order.
     public static let knownKeys = [
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
-        "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications",
+        "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -185,6 +185,8 @@ struct ConfigurationContents {
     var callDetection: CallDetection?
     /// `callIgnoreApplications`: application names whose captures never count as calls.
     var callIgnoreApplications: [String]?
+    /// `pauseOnLock`: whether a screen lock pauses as sleep does.
+    var pauseOnLock: Bool?
 
     /// Reads the file's top-level object, refusing unknown keys, wrong types and values out of range with a
     /// `ConfigurationError.Problem` that names the key. Keys are checked in this order, so a file with several
@@ -259,6 +261,7 @@ struct ConfigurationContents {
         if let names = callIgnoreApplications, names.contains(where: { $0.isEmpty }) {
             throw .outOfRange(key: "callIgnoreApplications", allowed: "an array of non-empty application names")
         }
+        pauseOnLock = try Self.value("pauseOnLock", in: object, expected: "a boolean (true or false)") { $0 as? Bool }
     }
 
     /// The value under `key` as `read` makes it, nil when absent (or null where allowed); a value `read` refuses
@@ -291,6 +294,7 @@ struct ConfigurationContents {
         if let sink { configuration.sinkName = sink }
         if let callDetection { configuration.callDetection = callDetection }
         if let callIgnoreApplications { configuration.callIgnoreApplications = Set(callIgnoreApplications) }
+        if let pauseOnLock { configuration.policy.pauseOnLock = pauseOnLock }
         return configuration
     }
 }

@@ -3,6 +3,7 @@
 // signals. The owner only knows them by the interfaces it defines (`OwnerParts`, `PlayerInbox`).
 import AudioPipeline
 import EarshotClients
+import EarshotLogind
 import EarshotMPRIS
 import EarshotService
 import EarshotStorage
@@ -72,15 +73,22 @@ enum PlayerService {
         }
 
         awaitStopSignals(stopSignals, inbox: inbox)
+        // The service follows its login session (rule 19); it connects on its own thread, so a slow or missing system
+        // bus never holds up the start.
+        let logind = withMPRIS ? LogindWatcher(
+            sessionID: ProcessEnvironment.value(named: "XDG_SESSION_ID"), userID: getuid(),
+            report: { report in log.record(report) }, emit: { event in inbox.session(event) }) : nil
+        logind?.start()
         let parts = OwnerParts(
             log: log, stateSaver: stateWriter, mpris: mpris, positionCell: positionCell,
             makeCoverStore: { report in
                 CoverArtWorker(cache: CoverArtCache(environment: ProcessEnvironment.current), report: report)
-            })
+            }, sleepDelay: logind)
         if case .service = mode { log.record("service", ["state": "started"]) }
         let code = PlayerOwner.run(configuration: configuration, mode: mode, inbox: inbox, parts: parts)
         // The owner handed its last state over (`shutdown`): on disk before the process ends.
         stateWriter?.finish()
+        logind?.stop()
         server.shutdown()
         log.record("service", ["state": "stopped", "exit": "\(code)"])
         // The owner queued its last lines for standard error: written before the process ends, unless it stalls.
@@ -123,3 +131,19 @@ extension EventLog {
         }
     }
 }
+
+extension EventLog {
+    /// Records what the logind adapter reports: kinds and causes only.
+    func record(_ report: LogindReport) {
+        switch report {
+        case .connected(let session): record("logind", ["state": "connected", "session": session ? "found" : "none"])
+        case .unavailable(let reason): record("logind", ["state": "unavailable", "reason": reason])
+        case .sleepDelayTaken: record("logind", ["sleepDelay": "taken"])
+        case .sleepDelayRefused(let reason): record("logind", ["sleepDelay": "refused", "reason": reason])
+        case .sleepDelayReleased: record("logind", ["sleepDelay": "released"])
+        case .lost(let reason): record("logind", ["state": "lost", "reason": reason])
+        }
+    }
+}
+
+extension LogindWatcher: SleepDelayReleasing {}

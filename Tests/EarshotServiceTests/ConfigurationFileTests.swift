@@ -50,6 +50,7 @@ struct ConfigurationFileTests {
         #expect(configuration.debugLogging == false)
         #expect(configuration.callDetection == .microphone)
         #expect(configuration.callIgnoreApplications.isEmpty)
+        #expect(configuration.policy.pauseOnLock == false)
     }
 
     @Test("callDetection and callIgnoreApplications are applied")
@@ -125,6 +126,9 @@ struct ConfigurationFileTests {
         #expect(try load(#"{"targetLatencyMilliseconds": 10}"#).targetLatencyMilliseconds == 10)
         #expect(try load(#"{"targetLatencyMilliseconds": 2000}"#).targetLatencyMilliseconds == 2000)
         #expect(try load(#"{"logLevel": "info"}"#).debugLogging == false)
+        let pausingOnLock = try load(#"{"pauseOnLock": true}"#)
+        #expect(pausingOnLock.policy == ResumePolicy(pauseOnLock: true))
+        #expect(try load(#"{"pauseOnLock": false}"#).policy == ResumePolicy())
         #expect(try load(#"{"sink": null}"#).sinkName == nil)
         let onlySink = try load(#"{"sink": "speakers"}"#)
         #expect(onlySink.sinkName == "speakers")
@@ -151,6 +155,9 @@ struct ConfigurationFileTests {
         (#"{"triggerRoles": ["phone", 3]}"#, "triggerRoles"),
         (#"{"resumeAfterInterruption": "yes"}"#, "resumeAfterInterruption"),
         (#"{"resumeAfterInterruption": 1}"#, "resumeAfterInterruption"),
+        (#"{"pauseOnLock": "yes"}"#, "pauseOnLock"),
+        (#"{"pauseOnLock": 1}"#, "pauseOnLock"),
+        (#"{"pauseOnLock": null}"#, "pauseOnLock"),
         (#"{"resumeWindowMinutes": "30"}"#, "resumeWindowMinutes"),
         (#"{"resumeWindowMinutes": true}"#, "resumeWindowMinutes"),
         (#"{"mediaRole": 5}"#, "mediaRole"),

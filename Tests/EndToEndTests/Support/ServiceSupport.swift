@@ -122,16 +122,21 @@ final class ServiceHarness: Sendable {
     }
 
     /// Starts `earshot serve` without waiting for it; for tests that expect it to exit.
-    func spawnService() throws -> ChildProcess {
-        let service = try ChildProcess(try TestEnvironment.earshotBinary.path, ["serve"], environment: environment)
+    /// `extraEnvironment` goes on top of `environment` (a fake logind's `DBUS_SYSTEM_BUS_ADDRESS`).
+    func spawnService(extraEnvironment: [String: String] = [:]) throws -> ChildProcess {
+        let service = try ChildProcess(
+            try TestEnvironment.earshotBinary.path, ["serve"],
+            environment: environment.merging(extraEnvironment) { _, extra in extra })
         services.withLock { $0.append(service) }
         return service
     }
 
     /// Starts `earshot serve` and waits until its control socket answers `status --json` (and, with
     /// `waitForMPRIS`, until `playerctl -l` lists it).
-    func startService(waitForMPRIS: Bool = false, timeout: Duration = .seconds(20)) async throws -> ChildProcess {
-        let service = try spawnService()
+    func startService(
+        waitForMPRIS: Bool = false, extraEnvironment: [String: String] = [:], timeout: Duration = .seconds(20)
+    ) async throws -> ChildProcess {
+        let service = try spawnService(extraEnvironment: extraEnvironment)
         // Asked on the socket from here: starting an `earshot status` process per poll would cost more than the
         // wait itself on a loaded machine.
         let ready = "earshot serve answers `status` on its socket"
