@@ -166,6 +166,10 @@ public struct PlayerState: Hashable, Sendable {
     /// Kept whatever the user does meanwhile, so that a sender's late `PlayPause` never toggles music the user
     /// restarted; the answer itself removes it.
     public var unansweredExternalPauses: Set<ExternalSender>
+    /// What follows a track's end and the queue's end (PlayOrder.swift).
+    public var repeatMode: RepeatMode
+    /// The shuffled order of the queue, or nil when shuffle is off.
+    public var shuffle: ShuffleOrder?
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(
@@ -178,7 +182,9 @@ public struct PlayerState: Hashable, Sendable {
         volumePercent: Int = 100,
         lastFailure: FailedTrack? = nil,
         unansweredExternalPauses: Set<ExternalSender> = [],
-        overruledInterruptions: Set<InterruptionSource> = []
+        overruledInterruptions: Set<InterruptionSource> = [],
+        repeatMode: RepeatMode = .off,
+        shuffle: ShuffleOrder? = nil
     ) {
         self.policy = policy
         self.playback = playback
@@ -190,6 +196,8 @@ public struct PlayerState: Hashable, Sendable {
         self.lastFailure = lastFailure
         self.unansweredExternalPauses = unansweredExternalPauses
         self.overruledInterruptions = overruledInterruptions
+        self.repeatMode = repeatMode
+        self.shuffle = shuffle
     }
 
     /// True when the user asked to play during an interruption and the player waits for it to end.
