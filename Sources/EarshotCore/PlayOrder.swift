@@ -121,6 +121,23 @@ extension PlayerState {
         return order.first
     }
 
+    /// `track(after:trackEnded:)` for every track of the queue at once, indexed by track: what the decoder joins to
+    /// each track it finishes (`trackEnded`) or skips. Linear in the queue, for the executor to hand over whole.
+    public func followingTracks(trackEnded: Bool) -> [Int?] {
+        let order = playOrder
+        var table = [Int?](repeating: nil, count: order.count)
+        for (position, index) in order.enumerated() where position + 1 < order.count {
+            table[index] = order[position + 1]
+        }
+        if repeatMode == .queue, let last = order.last {
+            table[last] = shuffle.map { $0.upcomingRound().order.first } ?? order.first
+        }
+        if trackEnded && repeatMode == .track {
+            for index in table.indices { table[index] = index }
+        }
+        return table
+    }
+
     /// The track `previous` goes to: the one before `index` in play order, or the first of the round.
     public func track(before index: Int) -> Int? {
         let order = playOrder
@@ -134,7 +151,9 @@ extension PlayerState {
     func isAhead(_ index: Int) -> Bool {
         if index == track(after: queue.index, trackEnded: true) { return true }
         let order = playOrder
-        guard let here = order.firstIndex(of: queue.index), let there = order.firstIndex(of: index) else { return false }
+        guard let here = order.firstIndex(of: queue.index), let there = order.firstIndex(of: index) else {
+            return false
+        }
         return there > here
     }
 

@@ -58,8 +58,11 @@ struct HeardPosition: Sendable, Equatable {
             position = locate(ringFrame)
         }
         guard let position else { return nil }
+        // The same track from an earlier frame, with no reposition between: the decoder joined the track to itself
+        // (`repeat track`), and the listener crossed that boundary.
+        let playedAgain = position.trackIndex == current?.trackIndex && position.frame < current?.frame ?? 0
         current = position
-        guard position.trackIndex != reportedTrack else { return nil }
+        guard position.trackIndex != reportedTrack || playedAgain else { return nil }
         reportedTrack = position.trackIndex
         return position.trackIndex
     }
@@ -87,6 +90,8 @@ struct HeardPosition: Sendable, Equatable {
 
     /// The decoder finished track `index` at ring frame `ringFrame`.
     mutating func trackDecoded(_ index: Int, endsAtRingFrame ringFrame: Int) {
+        // A track the decoder joined to itself ends again later: the end still ahead of the listener comes first.
+        if let end = trackEnds[index], end > lastRingFrame ?? 0 { return }
         trackEnds[index] = ringFrame
     }
 

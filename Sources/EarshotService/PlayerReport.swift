@@ -102,6 +102,8 @@ struct PlayerReport {
             "realtime": (output.realtime ?? .none(reason: "not connected")).description,
             "realtimeThread": output.realtimeThread.map { Int($0) as Any } ?? JSONNull(),
             "volume": rules.volumePercent,
+            "repeat": rules.repeatMode.rawValue,
+            "shuffle": rules.shuffle != nil,
             "lastError": lastError,
             "slowestHandlingMicros": slowestHandlingMicros,
         ]
@@ -129,10 +131,12 @@ struct PlayerReport {
             filePath: path,
             lengthMicroseconds: lengthMicroseconds,
             volume: Double(rules.volumePercent) / 100,
-            canGoNext: hasTrack && rules.queue.index + 1 < paths.count,
+            canGoNext: hasTrack && rules.track(after: rules.queue.index, trackEnded: false) != nil,
             canGoPrevious: hasTrack,
             canPlay: hasTrack,
             canPause: hasTrack,
-            canSeek: hasTrack)
+            canSeek: hasTrack,
+            loopStatus: [RepeatMode.off: .none, .track: .track, .queue: .playlist][rules.repeatMode] ?? .none,
+            shuffle: rules.shuffle != nil)
     }
 }

@@ -135,6 +135,22 @@ struct PlayOrderTests {
         #expect(after[4...].filter { $0 < 6 } == Array(before[4...]))
     }
 
+    @Test("The tables handed to the decoder agree with track(after:) for every track, mode and shuffle")
+    func tablesAgreeWithTrackAfter() {
+        var state = Given.playing
+        state.queue = QueueCursor(trackCount: 6, index: 2)
+        for shuffled in [false, true] {
+            _ = state.apply(.userShuffle(on: shuffled, seed: 11))
+            for mode in RepeatMode.allCases {
+                _ = state.apply(.userRepeat(mode))
+                for ended in [true, false] {
+                    let table = state.followingTracks(trackEnded: ended)
+                    #expect(table == (0..<6).map { state.track(after: $0, trackEnded: ended) }, "\(mode) \(ended)")
+                }
+            }
+        }
+    }
+
     @Test("A saved order and generator restore to the same order and the same future")
     func shuffleSurvivesARestore() {
         var state = Given.playing

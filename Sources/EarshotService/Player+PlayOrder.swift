@@ -1,0 +1,54 @@
+// Repeat and shuffle on the executor's side (see Player.swift): the rules decide the order; here it is handed to the
+// decoder, which joins tracks in it, and to the state writer, which keeps it. The seed a shuffle starts from is drawn
+// here, the core having no source of chance.
+import AudioPipeline
+import EarshotCore
+
+/// The rules' choices of order, as the decoder and the saved state follow them.
+struct PlayModes: Equatable {
+    /// What follows a track's end and the queue's end.
+    var repeatMode: RepeatMode
+    /// The shuffled order and its generator, nil when shuffle is off.
+    var shuffle: ShuffleOrder?
+    /// The queue's length the order is for.
+    var trackCount: Int
+
+    /// The modes of `rules` now.
+    init(_ rules: PlayerState) {
+        repeatMode = rules.repeatMode
+        shuffle = rules.shuffle
+        trackCount = rules.queue.trackCount
+    }
+}
+
+extension Player {
+    /// Hands the decoder the rules' order when it changed since it was last handed over: every boundary it decodes
+    /// from then on follows it. Called after each decision.
+    func followPlayOrder() {
+        let modes = PlayModes(rules)
+        guard modes != followedModes else { return }
+        followedModes = modes
+        worker.follow(TrackSuccessors(afterEnd: rules.followingTracks(trackEnded: true),
+                                      afterFailure: rules.followingTracks(trackEnded: false)))
+    }
+
+    /// `repeat` and `shuffle` from a client (CLI, control socket, MPRIS): a fresh seed for each shuffle turned on.
+    func choosePlayOrder(repeat mode: RepeatMode?, shuffle: Bool?) {
+        if let mode { dispatch(.userRepeat(mode)) }
+        if let shuffle { dispatch(.userShuffle(on: shuffle, seed: UInt64.random(in: .min ... .max))) }
+    }
+
+    /// The saved form of the rules' order, when it is not the default (repeat off, no shuffle).
+    var savedPlayModes: SavedPlayModes {
+        SavedPlayModes(repeatMode: rules.repeatMode.rawValue, shuffleOrder: rules.shuffle?.order,
+                       shuffleState: rules.shuffle?.generator.state ?? 0)
+    }
+
+    /// Restores the saved order after the saved queue: an unknown repeat mode (a later version's) is off.
+    func restorePlayModes(_ saved: SavedPlayModes) {
+        let shuffle = saved.shuffleOrder.map {
+            ShuffleOrder(order: $0, generator: ShuffleGenerator(seed: saved.shuffleState))
+        }
+        dispatch(.playModesRestored(repeat: RepeatMode(rawValue: saved.repeatMode) ?? .off, shuffle: shuffle))
+    }
+}
