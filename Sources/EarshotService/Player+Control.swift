@@ -30,8 +30,11 @@ extension Player {
         }
         if let stream, let frame = stream.heardRingFrame() {
             if let index = listening.observe(ringFrame: frame, locate: worker.locate(ringFrame:)) {
+                let playedAgain = index == rules.queue.index
                 // Reported when the heard track changes; whether that moves the queue on is the rules' call.
                 dispatch(.heardTrack(index: index))
+                // The same track from its start (`repeat track`): MPRIS clients learn that the position went back.
+                if playedAgain { mpris?.emitSeeked(positionMicroseconds: 0) }
             }
             if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame,
                rules.isPlaying {
