@@ -29,8 +29,9 @@ extension Player {
             return
         }
         if let stream, let frame = stream.heardRingFrame() {
+            let before = heard
             if let index = listening.observe(ringFrame: frame, locate: worker.locate(ringFrame:)) {
-                let playedAgain = index == rules.queue.index
+                let playedAgain = index == rules.queue.index && before?.trackIndex == index
                 // Reported when the heard track changes; whether that moves the queue on is the rules' call.
                 dispatch(.heardTrack(index: index))
                 // The same track from its start (`repeat track`): MPRIS clients learn that the position went back.
