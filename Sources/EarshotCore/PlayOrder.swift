@@ -145,11 +145,22 @@ extension PlayerState {
         return order[max(position - 1, 0)]
     }
 
-    /// Whether `index` is a track the listener may reach from the current one by playing on: the track that follows
+    /// Whether the listener may have reached track `index` from the current one by playing on: the track that follows
     /// at the end of this one, or any later in this round (a skipped or failed track between). An earlier one, or
-    /// the same one when it does not repeat, is a stale report (rule 15).
+    /// the same one when it does not repeat, is a stale report (rule 15), except just after a change of order: the
+    /// decoder may have joined it in the order before, and what the listener hears is a fact.
+    mutating func listenerMayReach(_ index: Int) -> Bool {
+        guard (0..<queue.trackCount).contains(index) else { return false }
+        if index == track(after: queue.index, trackEnded: true) {
+            // In step with the order as it is now.
+            orderChangedAhead = false
+            return true
+        }
+        return isAhead(index) || orderChangedAhead
+    }
+
+    /// Whether `index` comes later than the current track in this round's order.
     func isAhead(_ index: Int) -> Bool {
-        if index == track(after: queue.index, trackEnded: true) { return true }
         let order = playOrder
         guard let here = order.firstIndex(of: queue.index), let there = order.firstIndex(of: index) else {
             return false
@@ -160,6 +171,14 @@ extension PlayerState {
     /// Moves the cursor to `index`, which the listener reaches by playing on or by `next`: past the end of a
     /// shuffled round, the next round is drawn (the same one `track(after:)` announced).
     mutating func enterTrack(_ index: Int) {
+        // A track heard out of this round's order (joined in the order before a change, or after a failed one) comes
+        // next in it: none between is skipped this round, and none is played twice.
+        if var shuffle, let here = shuffle.order.firstIndex(of: queue.index),
+           let there = shuffle.order.firstIndex(of: index), there > here + 1 {
+            shuffle.order.remove(at: there)
+            shuffle.order.insert(index, at: here + 1)
+            self.shuffle = shuffle
+        }
         if var shuffle, shuffle.order.last == queue.index {
             let upcoming = shuffle.upcomingRound()
             if upcoming.order.first == index {
@@ -173,6 +192,7 @@ extension PlayerState {
 
     /// The first track after the queue ran out: a shuffled queue starts a fresh round for the next play.
     mutating func rewindAfterQueueEnd() {
+        orderChangedAhead = false
         guard var shuffle, !shuffle.order.isEmpty else {
             queue.index = 0
             return
@@ -211,6 +231,7 @@ extension PlayerState {
 
     /// `repeat off|track|queue`: only what follows a track changes; the music plays on as it was.
     mutating func setRepeat(_ mode: RepeatMode) -> [Command] {
+        if mode != repeatMode && playback != .idle { orderChangedAhead = true }
         repeatMode = mode
         return []
     }
@@ -219,10 +240,12 @@ extension PlayerState {
     /// returns to the queue's own order from the current track.
     mutating func setShuffle(on: Bool, seed: UInt64) -> [Command] {
         guard on else {
+            if shuffle != nil && playback != .idle { orderChangedAhead = true }
             shuffle = nil
             return []
         }
         guard shuffle == nil else { return [] }
+        if playback != .idle { orderChangedAhead = true }
         var generator = ShuffleGenerator(seed: seed)
         let order = ShuffleOrder.round(trackCount: queue.trackCount, first: queue.index, generator: &generator)
         shuffle = ShuffleOrder(order: order, generator: generator)

@@ -93,7 +93,7 @@ extension PlayerState {
             // Rule 13: the listener reached a later track of the play order (or the same one again under `repeat
             // track`, or the first again under `repeat queue`); only the cursor moves. An earlier or the same track
             // is a stale or duplicate report (rule 15).
-            guard playback != .idle, index < queue.trackCount, isAhead(index) else { return [] }
+            guard playback != .idle, listenerMayReach(index) else { return [] }
             advance(to: index)
             return []
         case .queuePlayedOut:
@@ -230,6 +230,8 @@ extension PlayerState {
 
     private mutating func moveCursor(to index: Int?) -> [Command] {
         guard playback != .idle, let index, (0..<queue.trackCount).contains(index) else { return [] }
+        // The decoder starts afresh at the new track, in the order as it is now.
+        orderChangedAhead = false
         enterTrack(index)
         // A stopped player starts the current track when played; the others jump now.
         return playback == .stopped ? [] : [.playTrack(index: index)]

@@ -170,6 +170,10 @@ public struct PlayerState: Hashable, Sendable {
     public var repeatMode: RepeatMode
     /// The shuffled order of the queue, or nil when shuffle is off.
     public var shuffle: ShuffleOrder?
+    /// Repeat or shuffle changed while the decoder may have joined tracks in the order before (it works seconds
+    /// ahead): the next track heard is taken whatever it is, until one the new order expects is heard or the decoder
+    /// starts afresh (PlayOrder.swift).
+    public var orderChangedAhead: Bool
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(
@@ -184,7 +188,8 @@ public struct PlayerState: Hashable, Sendable {
         unansweredExternalPauses: Set<ExternalSender> = [],
         overruledInterruptions: Set<InterruptionSource> = [],
         repeatMode: RepeatMode = .off,
-        shuffle: ShuffleOrder? = nil
+        shuffle: ShuffleOrder? = nil,
+        orderChangedAhead: Bool = false
     ) {
         self.policy = policy
         self.playback = playback
@@ -198,6 +203,7 @@ public struct PlayerState: Hashable, Sendable {
         self.overruledInterruptions = overruledInterruptions
         self.repeatMode = repeatMode
         self.shuffle = shuffle
+        self.orderChangedAhead = orderChangedAhead
     }
 
     /// True when the user asked to play during an interruption and the player waits for it to end.

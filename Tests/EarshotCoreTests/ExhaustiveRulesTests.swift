@@ -175,13 +175,15 @@ struct ExhaustiveRulesTests {
             default: return true
             }
         }
-        search(events: events + Alphabet.playOrder, minimumStates: 2_000)
+        // With no source to end, whether the player resumes after one makes no difference: half the starts do.
+        search(events: events + Alphabet.playOrder, minimumStates: 2_000,
+               starts: Alphabet.starts.filter(\.policy.resumeAfterInterruption))
     }
 
     /// Searches every state reachable from the starts through `events`, checking each transition.
-    private func search(events: [Event], minimumStates: Int) {
+    private func search(events: [Event], minimumStates: Int, starts: [PlayerState] = Alphabet.starts) {
         var seen = Set<Node>()
-        var frontier: [Node] = Alphabet.starts.map {
+        var frontier: [Node] = starts.map {
             Node(state: $0, silencedUntilUserPlays: false,
                  playingWhenInterruptionBegan: false, userPlayedDuringInterruption: false)
         }

@@ -9,9 +9,13 @@ struct PlayOrderTests {
     @Test("Rule 13 under repeat track: the track is heard again, next moves on, the queue never runs out")
     func repeatTrack() {
         var store = RuleStore(Given.playing)
-        store.send(.userRepeat(.track), commands: []) { $0.repeatMode = .track }
+        store.send(.userRepeat(.track), commands: []) {
+            $0.repeatMode = .track
+            $0.orderChangedAhead = true
+        }
         #expect(store.state.track(after: 0, trackEnded: true) == 0)
-        store.send(.heardTrack(index: 0), commands: [])
+        // The track heard again is the one the order expects: in step again.
+        store.send(.heardTrack(index: 0), commands: []) { $0.orderChangedAhead = false }
         store.send(.userNext, commands: [.playTrack(index: 1)]) { $0.queue.index = 1 }
         store.send(.heardTrack(index: 1), commands: [])
         store.send(.userNext, commands: [.playTrack(index: 2)]) { $0.queue.index = 2 }
@@ -22,8 +26,14 @@ struct PlayOrderTests {
     @Test("Rule 13 under repeat queue: the first track follows the last, for the decoder, the listener and next")
     func repeatQueue() {
         var store = RuleStore(Given.playing)
-        store.send(.userRepeat(.queue), commands: []) { $0.repeatMode = .queue }
-        store.send(.heardTrack(index: 1), commands: []) { $0.queue.index = 1 }
+        store.send(.userRepeat(.queue), commands: []) {
+            $0.repeatMode = .queue
+            $0.orderChangedAhead = true
+        }
+        store.send(.heardTrack(index: 1), commands: []) {
+            $0.queue.index = 1
+            $0.orderChangedAhead = false
+        }
         store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
         #expect(store.state.track(after: 2, trackEnded: true) == 0)
         store.send(.heardTrack(index: 0), commands: []) { $0.queue.index = 0 }
@@ -36,8 +46,15 @@ struct PlayOrderTests {
     @Test("Repeat off again: the queue stops at its end, and an earlier track heard is stale (rule 15)")
     func repeatOffStopsAtTheEnd() {
         var store = RuleStore(Given.playing)
-        store.send(.userRepeat(.queue), commands: []) { $0.repeatMode = .queue }
+        store.send(.userRepeat(.queue), commands: []) {
+            $0.repeatMode = .queue
+            $0.orderChangedAhead = true
+        }
         store.send(.userRepeat(.off), commands: []) { $0.repeatMode = .off }
+        store.send(.heardTrack(index: 1), commands: []) {
+            $0.queue.index = 1
+            $0.orderChangedAhead = false
+        }
         store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
         store.send(.heardTrack(index: 0), commands: [])
         #expect(store.state.track(after: 2, trackEnded: true) == nil)
@@ -45,6 +62,64 @@ struct PlayOrderTests {
             $0.queue.index = 0
             $0.playback = .stopped
         }
+    }
+
+    @Test("Repeat queue turned off after the decoder wrapped: the first track heard is taken, the cursor follows it")
+    func orderChangedAfterTheDecoderWrapped() {
+        var playingLast = Given.playing
+        playingLast.queue.index = 2
+        playingLast.repeatMode = .queue
+        var store = RuleStore(playingLast)
+        store.send(.userRepeat(.off), commands: []) {
+            $0.repeatMode = .off
+            $0.orderChangedAhead = true
+        }
+        // Joined under `repeat queue`, before the change: what the listener hears is a fact.
+        store.send(.heardTrack(index: 0), commands: []) { $0.queue.index = 0 }
+        store.send(.heardTrack(index: 1), commands: []) {
+            $0.queue.index = 1
+            $0.orderChangedAhead = false
+        }
+        // In step again: an earlier track is a stale report once more (rule 15).
+        store.send(.heardTrack(index: 0), commands: [])
+        // Next starts the decoder afresh in the order as it is.
+        store.send(.userRepeat(.queue), commands: []) {
+            $0.repeatMode = .queue
+            $0.orderChangedAhead = true
+        }
+        store.send(.userNext, commands: [.playTrack(index: 2)]) {
+            $0.queue.index = 2
+            $0.orderChangedAhead = false
+        }
+    }
+
+    @Test("Shuffle on while the decoder had joined the queue's next track: it plays next, and the round stays whole")
+    func shuffleOnAfterTheDecoderJoinedTheNextTrack() {
+        var state = Given.playing
+        state.queue = QueueCursor(trackCount: 8, index: 3)
+        _ = state.apply(.userShuffle(on: true, seed: 31))
+        #expect(state.orderChangedAhead)
+        #expect(state.apply(.heardTrack(index: 4)) == [])
+        #expect(state.queue.index == 4 && Array(state.playOrder.prefix(2)) == [3, 4])
+        var heard = [3, 4]
+        while let next = state.track(after: state.queue.index, trackEnded: true) {
+            _ = state.apply(.heardTrack(index: next))
+            heard.append(next)
+        }
+        #expect(heard.sorted() == Array(0..<8), "heard \(heard)")
+        #expect(!state.orderChangedAhead)
+    }
+
+    @Test("Shuffle off after the decoder joined a shuffled successor: it is taken, though earlier in the queue")
+    func shuffleOffAfterTheDecoderJoinedAShuffledTrack() {
+        var state = Given.playing
+        state.queue = QueueCursor(trackCount: 6, index: 5)
+        _ = state.apply(.userShuffle(on: true, seed: 8))
+        _ = state.apply(.heardTrack(index: state.track(after: 5, trackEnded: true)!))
+        let shuffledNext = state.track(after: state.queue.index, trackEnded: true)!
+        _ = state.apply(.userShuffle(on: false, seed: 0))
+        #expect(state.apply(.heardTrack(index: shuffledNext)) == [])
+        #expect(state.queue.index == shuffledNext && state.shuffle == nil)
     }
 
     @Test("Shuffle on keeps the current track playing and orders the rest; off returns to the queue's order")
@@ -186,7 +261,10 @@ struct PlayOrderTests {
     @Test("A failed track under repeat track is skipped, not retried: the decoder's next is taken")
     func failedTrackUnderRepeatTrack() {
         var store = RuleStore(Given.playing)
-        store.send(.userRepeat(.track), commands: []) { $0.repeatMode = .track }
+        store.send(.userRepeat(.track), commands: []) {
+            $0.repeatMode = .track
+            $0.orderChangedAhead = true
+        }
         #expect(store.state.track(after: 0, trackEnded: false) == 1)
         store.send(.trackFailed(index: 0, failure: .decodeFailed, next: 1), commands: []) {
             $0.queue.index = 1
