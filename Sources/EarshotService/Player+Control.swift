@@ -353,8 +353,7 @@ extension Player {
         case .setVolume(let volume):
             dispatch(.userVolume(percent: Int((volume * 100).rounded())))
         case .setLoopStatus(let loop):
-            let modes: [MPRISSnapshot.LoopStatus: RepeatMode] = [.none: .off, .track: .track, .playlist: .queue]
-            choosePlayOrder(repeat: modes[loop], shuffle: nil)
+            choosePlayOrder(repeat: RepeatMode(loop), shuffle: nil)
         case .setShuffle(let on):
             choosePlayOrder(repeat: nil, shuffle: on)
         case .quit:

@@ -3,6 +3,7 @@
 // here, the core having no source of chance.
 import AudioPipeline
 import EarshotCore
+import EarshotMPRIS
 
 /// The rules' choices of order, as the decoder and the saved state follow them.
 struct PlayModes: Equatable {
@@ -38,7 +39,7 @@ extension Player {
         if let shuffle { dispatch(.userShuffle(on: shuffle, seed: UInt64.random(in: .min ... .max))) }
     }
 
-    /// The saved form of the rules' order, when it is not the default (repeat off, no shuffle).
+    /// The rules' repeat mode and shuffled order in their saved form.
     var savedPlayModes: SavedPlayModes {
         SavedPlayModes(repeatMode: rules.repeatMode.rawValue, shuffleOrder: rules.shuffle?.order,
                        shuffleState: rules.shuffle?.generator.state ?? 0)
@@ -50,5 +51,27 @@ extension Player {
             ShuffleOrder(order: $0, generator: ShuffleGenerator(seed: saved.shuffleState))
         }
         dispatch(.playModesRestored(repeat: RepeatMode(rawValue: saved.repeatMode) ?? .off, shuffle: shuffle))
+    }
+}
+
+extension RepeatMode {
+    /// The repeat mode MPRIS `LoopStatus` names: `None` is off, `Track` the track, `Playlist` the queue.
+    init(_ loop: MPRISSnapshot.LoopStatus) {
+        switch loop {
+        case .none: self = .off
+        case .track: self = .track
+        case .playlist: self = .queue
+        }
+    }
+}
+
+extension MPRISSnapshot.LoopStatus {
+    /// MPRIS's name for `mode`.
+    init(_ mode: RepeatMode) {
+        switch mode {
+        case .off: self = .none
+        case .track: self = .track
+        case .queue: self = .playlist
+        }
     }
 }

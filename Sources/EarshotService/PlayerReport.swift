@@ -136,7 +136,7 @@ struct PlayerReport {
             canPlay: hasTrack,
             canPause: hasTrack,
             canSeek: hasTrack,
-            loopStatus: [RepeatMode.off: .none, .track: .track, .queue: .playlist][rules.repeatMode] ?? .none,
+            loopStatus: MPRISSnapshot.LoopStatus(rules.repeatMode),
             shuffle: rules.shuffle != nil)
     }
 }
