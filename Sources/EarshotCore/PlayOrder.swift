@@ -215,9 +215,16 @@ extension PlayerState {
         if let first = shuffle.order.first { queue.index = first }
     }
 
+    /// Tracks `first..<queue.trackCount` were added to a queue that plays: shuffled in, and, where they change what
+    /// follows the last track (`repeat queue`, or any shuffled order), the decoder may have joined the order before.
+    mutating func tracksAdded(from first: Int) {
+        if repeatMode == .queue || shuffle != nil { orderChangedAhead = true }
+        shuffleInAddedTracks(from: first)
+    }
+
     /// Tracks `from..<queue.trackCount` were added: each takes a random place among the tracks still to play this
     /// round, so none of them waits for a round that may never come, and nothing already played comes back.
-    mutating func shuffleInAddedTracks(from first: Int) {
+    private mutating func shuffleInAddedTracks(from first: Int) {
         guard var shuffle else { return }
         let here = shuffle.order.firstIndex(of: queue.index) ?? -1
         for added in first..<queue.trackCount {

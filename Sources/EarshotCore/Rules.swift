@@ -61,7 +61,7 @@ extension PlayerState {
             } else {
                 let first = queue.trackCount
                 queue.trackCount = trackCount
-                shuffleInAddedTracks(from: first)
+                tracksAdded(from: first)
             }
             return []
         case .queueRestored(let trackCount, let index):

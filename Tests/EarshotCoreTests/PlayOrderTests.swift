@@ -93,6 +93,24 @@ struct PlayOrderTests {
         }
     }
 
+    @Test("Tracks added under repeat queue after the decoder wrapped: the first track heard is taken all the same")
+    func additionAfterTheDecoderWrapped() {
+        var playingLast = Given.playing
+        playingLast.queue.index = 2
+        playingLast.repeatMode = .queue
+        var store = RuleStore(playingLast)
+        store.send(.queueExtended(trackCount: 4), commands: []) {
+            $0.queue.trackCount = 4
+            $0.orderChangedAhead = true
+        }
+        #expect(store.state.track(after: 2, trackEnded: true) == 3)
+        store.send(.heardTrack(index: 0), commands: []) { $0.queue.index = 0 }
+        store.send(.heardTrack(index: 1), commands: []) {
+            $0.queue.index = 1
+            $0.orderChangedAhead = false
+        }
+    }
+
     @Test("Shuffle on while the decoder had joined the queue's next track: it plays next, and the round stays whole")
     func shuffleOnAfterTheDecoderJoinedTheNextTrack() {
         var state = Given.playing
