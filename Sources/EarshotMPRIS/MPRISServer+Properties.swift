@@ -5,20 +5,24 @@ import CMPRISShim
 import CSystemd
 
 extension MPRISServer {
+    /// Fails a call with `InvalidArgs` and `message`.
     func invalidArguments(_ error: UnsafeMutablePointer<sd_bus_error>, _ message: String) -> Int32 {
         sd_bus_error_set(error, "org.freedesktop.DBus.Error.InvalidArgs", message)
     }
 
+    /// Reads an `x` argument.
     func readInt64(_ message: OpaquePointer) -> Int64? {
         var value: Int64 = 0
         return sd_bus_message_read_basic(message, BusType.int64, &value) > 0 ? value : nil
     }
 
+    /// Reads a `d` argument.
     func readDouble(_ message: OpaquePointer) -> Double? {
         var value: Double = 0
         return sd_bus_message_read_basic(message, BusType.double, &value) > 0 ? value : nil
     }
 
+    /// Reads a `b` argument.
     func readBoolean(_ message: OpaquePointer) -> Bool? {
         var value: Int32 = 0
         return sd_bus_message_read_basic(message, BusType.boolean, &value) > 0 ? value != 0 : nil
@@ -31,6 +35,7 @@ extension MPRISServer {
         return String(cString: pointer)
     }
 
+    /// Answers a property read from the last published snapshot (`Position` from the provider).
     func propertyRead(
         interface: String, property: String, reply: OpaquePointer, error: UnsafeMutablePointer<sd_bus_error>
     ) -> Int32 {
@@ -69,6 +74,7 @@ extension MPRISServer {
         return 1
     }
 
+    /// Writes `Metadata`: the published track's entries, only those it has.
     func writeMetadata(_ writer: BusWriter) throws(BusWriter.Failure) {
         let snapshot = published
         var trackId = snapshot.trackId ?? Self.noTrackId
@@ -121,6 +127,7 @@ extension MPRISServer {
         }
     }
 
+    /// Turns a property write into a command for the handler (`Volume`, `Rate`, `LoopStatus`, `Shuffle`).
     func propertyWritten(
         interface: String, property: String, value: OpaquePointer, error: UnsafeMutablePointer<sd_bus_error>
     ) -> Int32 {
@@ -154,6 +161,7 @@ extension MPRISServer {
         }
     }
 
+    /// The handler's reply as sd-bus's return value: done, or a `Failed` error with its reason.
     func answer(_ reply: MPRISReply, error: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
         switch reply {
         case .done: return 1

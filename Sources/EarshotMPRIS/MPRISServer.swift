@@ -49,7 +49,9 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
     /// The `mpris:trackid` of "no track" (the MPRIS specification's reserved path).
     public static let noTrackId = "/org/mpris/MediaPlayer2/TrackList/NoTrack"
 
+    /// Answers clients' requests, on the bus thread.
     let handler: @Sendable (MPRISCommand) -> MPRISReply
+    /// The position in microseconds, asked on the bus thread when `Position` is read.
     let positionProvider: @Sendable () -> Int64
     private let busAddress: String?
     /// The MIME types `SupportedMimeTypes` lists; set once in `init`.
@@ -72,6 +74,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
 
     // Bus thread.
     private var bus: OpaquePointer?
+    /// The snapshot clients were last told of (bus thread only).
     private(set) var published = MPRISSnapshot()
 
     /// A server that connects to `busAddress` (a D-Bus address such as `unix:path=/run/user/1000/bus`), or
