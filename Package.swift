@@ -1,8 +1,10 @@
 // swift-tools-version:6.0
 // Earshot: a polite background music player service for the Linux desktop.
 // Layers, bottom up: C system libraries, the pure rulebook (EarshotCore), the audio pipeline, the adapters (libpulse,
-// MPRIS, real-time scheduling), the service (serial owner), and the thin `earshot` executable.
-// Only adapter targets import C modules; EarshotService imports none (EarshotServiceTests' LayeringTests checks it).
+// MPRIS, real-time scheduling), the service (serial owner), its clients and its storage, and the `earshot` executable
+// that wires them.
+// Only adapter targets import C modules; EarshotService imports none, nor the clients' and storage's targets, which
+// may wait (EarshotServiceTests' LayeringTests checks both).
 import PackageDescription
 
 // The language settings every Swift target shares, applied below in one place: Swift 6 mode, and complete strict
@@ -62,18 +64,41 @@ let package = Package(
         // only libsystemd with it), and it keeps the service free of C modules.
         .target(name: "RealtimeScheduling", dependencies: ["CSystemd", "CThreadShim"]),
 
-        // The serial owner of the state, the control socket, the event log and persistence.
+        // JSON trees, read and written by their own code: the control protocol's lines and the files' contents. Pure:
+        // no thread, no I/O.
+        .target(name: "EarshotJSON"),
+
+        // The serial owner: the player's actor on its own thread, its parts, the values it hands over and the small
+        // interfaces it hands them through. It never waits, and imports nothing that does: not the clients, not the
+        // storage (LayeringTests checks it); the `earshot` executable wires them in.
         .target(
             name: "EarshotService",
             dependencies: [
                 "EarshotCore", "TrackPaths", "AudioPipeline", "PulseOutput", "EarshotMPRIS", "RealtimeScheduling",
-                "SystemSupport",
+                "SystemSupport", "EarshotJSON",
             ]
         ),
 
-        // Wiring and argument handling only.
+        // What talks to clients, on threads of their own, each of which may wait for its client: the control socket,
+        // the replies it waits for, the event log's followers and their writer, `earshot events`.
+        .target(name: "EarshotClients", dependencies: ["EarshotService", "EarshotJSON", "SystemSupport", "TrackPaths"]),
+
+        // The disk, on threads that may wait for it: the state writer, the cover pictures' worker, and what the command
+        // line reads before anything starts (the configuration file, the files and playlists a user names).
+        .target(
+            name: "EarshotStorage",
+            dependencies: [
+                "EarshotService", "EarshotCore", "EarshotJSON", "AudioPipeline", "SystemSupport", "TrackPaths",
+            ]
+        ),
+
+        // Argument handling, and the wiring of the owner to its clients and its storage.
         .executableTarget(
-            name: "earshot", dependencies: ["EarshotService", "EarshotCore", "TrackPaths", "SystemSupport"]
+            name: "earshot",
+            dependencies: [
+                "EarshotService", "EarshotClients", "EarshotStorage", "EarshotJSON", "EarshotCore", "EarshotMPRIS",
+                "AudioPipeline", "TrackPaths", "SystemSupport",
+            ]
         ),
 
         // The demo's picture (scripts/run --tour): records sink monitors with their timing and draws the
@@ -92,11 +117,13 @@ let package = Package(
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
         .testTarget(name: "TrackPathsTests", dependencies: ["TrackPaths"]),
         .testTarget(name: "AudioPipelineTests", dependencies: ["AudioPipeline", "TrackPaths", "EarshotTestSupport"]),
-        // Configuration, state file, the control protocol, the player's report and the layering rule.
+        // The owner's parts, its clients and its storage: configuration, state files, the control protocol, the
+        // player's report, the event log's followers, and the layering rule.
         .testTarget(
             name: "EarshotServiceTests",
             dependencies: [
-                "EarshotService", "EarshotCore", "AudioPipeline", "EarshotMPRIS", "TrackPaths", "EarshotTestSupport",
+                "EarshotService", "EarshotClients", "EarshotStorage", "EarshotJSON", "EarshotCore", "AudioPipeline",
+                "EarshotMPRIS", "TrackPaths", "EarshotTestSupport",
             ]
         ),
         // MPRIS against a private dbus-daemon, driven by playerctl.

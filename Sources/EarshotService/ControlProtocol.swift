@@ -11,6 +11,7 @@
 //
 // Parsing is a pure function of the line's bytes, so it can be tested (and fuzzed) without a socket.
 import EarshotCore
+import EarshotJSON
 import Glibc
 import TrackPaths
 

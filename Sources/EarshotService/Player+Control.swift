@@ -262,7 +262,7 @@ extension Player {
         case .corrupt(let reason, let keptAs):
             let name = PathText.lastComponent(of: keptAs)
             log.record("state", ["restored": "corrupt", "keptAs": name])
-            StandardStream.writeError(
+            log.tellUser(
                 "earshot: the saved state could not be read (\(reason)); kept aside as \(name), starting empty\n")
         case .restored(let saved, let positionFile):
             paths = saved.queue

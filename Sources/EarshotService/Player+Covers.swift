@@ -12,7 +12,7 @@ extension Player {
         var skipShown = known?.coverSkipShown ?? false
         if let picture = metadata.cover {
             // `coverSettled` hears back; the picture's bytes (read from the file by the worker) are not kept here.
-            covers.submit(CoverArtWorker.Job(index: index, queueGeneration: queueGeneration, picture: picture))
+            covers.submit(CoverArtJob(index: index, queueGeneration: queueGeneration, picture: picture))
             metadata.cover = nil
         } else if let reason = metadata.coverProblem, !skipShown {
             skipShown = true
@@ -24,7 +24,7 @@ extension Player {
     }
 
     /// What the cover worker made of a track's picture: MPRIS names the stored file from the next publish on.
-    func coverSettled(_ job: CoverArtWorker.Job, _ outcome: CoverArtOutcome) {
+    func coverSettled(_ job: CoverArtJob, _ outcome: CoverArtOutcome) {
         // A picture of a queue since replaced, or of a track no longer kept, has no place to go.
         guard job.queueGeneration == queueGeneration, var info = tracks[job.index] else { return }
         switch outcome {
@@ -40,6 +40,6 @@ extension Player {
 
     /// Says why track `index`'s picture is not shown, once per track; the reason names no path and no tag text.
     func showCoverSkipped(index: Int, reason: String) {
-        StandardStream.writeError("earshot: track \(index + 1) of \(paths.count): cover art skipped: \(reason)\n")
+        log.tellUser("earshot: track \(index + 1) of \(paths.count): cover art skipped: \(reason)\n")
     }
 }

@@ -38,7 +38,7 @@ extension Player {
         link.attemptFailed()
         if first {
             if case .foreground = mode {
-                StandardStream.writeError("earshot: cannot connect to the sound server\n")
+                log.tellUser("earshot: cannot connect to the sound server\n")
                 exitCode = 1
                 return
             }
@@ -386,7 +386,7 @@ extension Player {
             if stream == nil && rules.playback != .idle && rules.playback != .stopped { ensureStream() }
         case .trackFailed(let index, let error):
             let failure = Self.failure(of: error.kind)
-            StandardStream.writeError(
+            log.tellUser(
                 "earshot: track \(index + 1) of \(paths.count) skipped: \(error.description)\n")
             dispatch(.trackFailed(index: index, failure: failure, next: index + 1 < paths.count ? index + 1 : nil))
         case .trackDecoded(let index, let ringFrame):

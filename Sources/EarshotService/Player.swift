@@ -29,15 +29,16 @@ actor Player {
     let configuration: PlayerConfiguration
     let mode: PlayerMode
     /// Saves the state off the owner's thread (nil: nothing is saved, `earshot play`).
-    let stateWriter: StateWriter?
+    let stateWriter: (any StateSaving)?
     let mpris: (any MPRISPublishing)?
     let positionCell: PositionCell
-    let log: EventLog
+    let log: any EventRecording
     let inbox: AsyncStream<Input>.Continuation
     let ring: FrameRing
     let worker: DecodeWorker
-    /// Stores the cover pictures of started tracks, on a low-priority thread of its own (see `CoverArtWorker`).
-    let covers: CoverArtWorker
+    /// Stores the cover pictures of started tracks, on a low-priority thread of its own (EarshotStorage's
+    /// `CoverArtWorker`).
+    let covers: any CoverArtStoring
 
     /// The rulebook and the order of its decisions.
     let decisions: DecisionLoop
@@ -109,15 +110,15 @@ actor Player {
     var slowestHandlingMicros = 0
 
     init(
-        configuration: PlayerConfiguration, mode: PlayerMode, log: EventLog, stateWriter: StateWriter?,
-        mpris: (any MPRISPublishing)?, positionCell: PositionCell, inbox: AsyncStream<Input>.Continuation
+        configuration: PlayerConfiguration, mode: PlayerMode, parts: OwnerParts,
+        inbox: AsyncStream<Input>.Continuation
     ) {
         self.configuration = configuration
         self.mode = mode
-        self.stateWriter = stateWriter
-        self.mpris = mpris
-        self.positionCell = positionCell
-        self.log = log
+        self.stateWriter = parts.stateSaver
+        self.mpris = parts.mpris
+        self.positionCell = parts.positionCell
+        self.log = parts.log
         self.inbox = inbox
         // About 2.7 s at 48 kHz: the decoder keeps this much ahead of the listener.
         ring = FrameRing(minimumCapacity: 131_072)
@@ -125,9 +126,7 @@ actor Player {
         // the bytes a tag held inline), and the owner hands it to the cover worker, which reads, hashes and writes it
         // at low priority and reports back through the inbox. Neither the decoder nor the owner waits for the disk.
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
-        covers = CoverArtWorker(cache: CoverArtCache(environment: ProcessEnvironment.current)) { job, outcome in
-            inbox.yield(.cover(job, outcome))
-        }
+        covers = parts.makeCoverStore { job, outcome in inbox.yield(.cover(job, outcome)) }
         tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
         callTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.callDue(arming: arming)) }
         link = OutputLink(

@@ -24,7 +24,7 @@ extension Player {
         /// A notice of the decode thread.
         case decode(DecodeNotice)
         /// What the cover worker made of a started track's picture.
-        case cover(CoverArtWorker.Job, CoverArtOutcome)
+        case cover(CoverArtJob, CoverArtOutcome)
         case stream(StreamNotice, generation: Int)
         case connection(ConnectionNotice, generation: Int)
         /// The lists asked for with `requestInventory`, for the stream of that generation.
@@ -38,8 +38,8 @@ extension Player {
         case tick(arming: Int)
         /// The call timer went off: a capture may have run long enough to count as a call.
         case callDue(arming: Int)
-        case request(ControlRequest, ReplySlot<String>)
-        case mpris(MPRISCommand, ReplySlot<MPRISReply>)
+        case request(ControlRequest, any ReplyReceiver<String>)
+        case mpris(MPRISCommand, any ReplyReceiver<MPRISReply>)
         case shutdown(signal: Int32)
     }
 
@@ -56,7 +56,7 @@ extension Player {
 }
 
 /// How the player was started.
-enum PlayerMode: Sendable {
+public enum PlayerMode: Sendable {
     /// `earshot play FILE...`: play the files and exit at the end of the queue.
     case foreground(files: [TrackPath])
     /// `earshot serve`: a long-running service that restores its saved queue, paused.

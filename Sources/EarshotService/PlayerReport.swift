@@ -3,6 +3,7 @@
 // playback or the volume. Pure: values in, the two views out.
 import AudioPipeline
 import EarshotCore
+import EarshotJSON
 import EarshotMPRIS
 import RealtimeScheduling
 import TrackPaths

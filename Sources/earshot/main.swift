@@ -1,6 +1,10 @@
-// The `earshot` executable: argument handling and wiring only. Everything it does is in EarshotService.
+// The `earshot` executable: argument handling (here) and wiring (PlayerService.swift). What it runs is in the owner's
+// target (EarshotService), its clients' (EarshotClients) and its storage's (EarshotStorage).
+import EarshotClients
 import EarshotCore
+import EarshotJSON
 import EarshotService
+import EarshotStorage
 import Glibc
 import SystemSupport
 import TrackPaths

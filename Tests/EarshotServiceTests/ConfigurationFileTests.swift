@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import EarshotService
+@testable import EarshotStorage
 
 @Suite("Configuration file")
 struct ConfigurationFileTests {

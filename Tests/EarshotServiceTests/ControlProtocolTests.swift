@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TrackPaths
 @testable import EarshotService
+@testable import EarshotStorage
 
 @Suite("Control requests")
 struct ControlProtocolTests {

@@ -6,6 +6,7 @@ import Foundation
 import SystemSupport
 import Testing
 @testable import EarshotService
+@testable import EarshotStorage
 import TrackPaths
 
 @Suite("Cover-art cache")

@@ -5,7 +5,8 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import EarshotService
+@testable import EarshotClients
+import EarshotService
 
 struct FollowerQueueTests {
     private static func line(_ number: Int) -> [UInt8] { Array("line \(number)\n".utf8) }

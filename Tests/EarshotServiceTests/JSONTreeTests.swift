@@ -2,7 +2,7 @@
 // the texts it refuses, and the text it writes, which is what JSONEncoder with sorted keys wrote.
 import Foundation
 import Testing
-@testable import EarshotService
+@testable import EarshotJSON
 
 @Suite("JSON tree")
 struct JSONTreeTests {

@@ -1,5 +1,8 @@
-// The layering rule of STYLE.md, checked on the sources: only adapter targets import C modules, so the service
-// (the serial owner) imports none. A C call the service needs belongs in an adapter with a Swift interface.
+// The layering rules of STYLE.md, checked on the sources: only adapter targets import C modules, so the service
+// (the serial owner) imports none; a C call the service needs belongs in an adapter with a Swift interface. And the
+// owner imports nothing that may wait (issue 21): not its clients' target, not its storage's, only the modules listed
+// in `ownerModules`, in its sources and in Package.swift alike; what may wait reaches it through the interfaces it
+// defines (OwnerInterfaces.swift), wired in by the `earshot` executable.
 import Foundation
 import Testing
 
@@ -68,7 +71,7 @@ struct LayeringTests {
     /// The targets linked into `earshot` (Package.swift), whose sources must not import Foundation in any form.
     static let productTargets = [
         "EarshotCore", "TrackPaths", "SystemSupport", "AudioPipeline", "PulseOutput", "EarshotMPRIS",
-        "RealtimeScheduling", "EarshotService", "earshot",
+        "RealtimeScheduling", "EarshotService", "EarshotJSON", "EarshotClients", "EarshotStorage", "earshot",
     ]
 
     @Test("no target of the earshot product imports Foundation or FoundationEssentials (issue 14)")
@@ -83,6 +86,92 @@ struct LayeringTests {
                 let offending = Self.importedModules(text).filter(foundations.contains)
                 #expect(offending.isEmpty, "\(target)/\(name) imports \(offending.joined(separator: ", "))")
             }
+        }
+    }
+
+    /// What the owner (EarshotService) may import: modules that hand over and return, and the rulebook. Anything else
+    /// is a decision to make here, with a reason. Dispatch: the owner's thread sleeps on its own semaphore between
+    /// jobs (`OwnerThread`), and `PlayerOwner.run`'s caller waits for the owner to end. EarshotMPRIS: the owner only
+    /// publishes through `MPRISPublishing`, whose calls queue for the bus thread. PulseOutput: the stream's commands
+    /// are sent, never waited for (their acknowledgements come back as notices).
+    static let ownerModules: Set<String> = [
+        "EarshotCore", "TrackPaths", "SystemSupport", "AudioPipeline", "PulseOutput", "EarshotMPRIS",
+        "RealtimeScheduling", "EarshotJSON", "Glibc", "Dispatch", "Synchronization",
+    ]
+
+    /// The targets whose threads may wait (for a client, for the disk): never the owner's dependencies.
+    static let waitingTargets: Set<String> = ["EarshotClients", "EarshotStorage"]
+
+    /// The dependencies Package.swift's `package` text gives the target named `target` (the names in the bracket
+    /// after its `name:`).
+    static func dependencies(of target: String, inPackage text: String) -> [String]? {
+        guard let named = text.range(of: "name: \"\(target)\""),
+              let open = text[named.upperBound...].range(of: "dependencies: ["),
+              let close = text[open.upperBound...].firstIndex(of: "]") else { return nil }
+        // Only this target's own bracket: a target without dependencies would otherwise take the next one's.
+        guard !text[named.upperBound..<open.lowerBound].contains(".target(") else { return [] }
+        return text[open.upperBound..<close].split(separator: ",").compactMap { entry in
+            let name = entry.trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(in: ["\""])
+            return name.isEmpty ? nil : name
+        }
+    }
+
+    /// Why the imports of owner files (name and text) break the owner's rule, one line each; empty when they keep it.
+    static func ownerImportViolations(_ files: [(name: String, text: String)]) -> [String] {
+        files.flatMap { file in
+            importedModules(file.text).filter { !ownerModules.contains($0) || waitingTargets.contains($0) }
+                .map { "\(file.name) imports \($0)" }
+        }
+    }
+
+    @Test("the owner's rule sees an added import and an added dependency (it would pass vacuously otherwise)")
+    func ownerRuleSeesViolations() throws {
+        let added = "import EarshotCore\nimport EarshotStorage\n@preconcurrency import EarshotClients\n"
+            + "import Foundation"
+        #expect(Self.ownerImportViolations([("Player.swift", added)]) == [
+            "Player.swift imports EarshotStorage", "Player.swift imports EarshotClients",
+            "Player.swift imports Foundation",
+        ])
+        let package = """
+            .target(name: "EarshotJSON"),
+            .target(
+                name: "EarshotService",
+                dependencies: ["EarshotCore", "EarshotStorage"]
+            ),
+            """
+        #expect(Self.dependencies(of: "EarshotService", inPackage: package) == ["EarshotCore", "EarshotStorage"])
+        #expect(Self.dependencies(of: "EarshotJSON", inPackage: package) == [])
+    }
+
+    @Test("the owner (EarshotService) imports neither its clients nor its storage, nor any module not listed")
+    func ownerImportsNothingThatWaits() throws {
+        let folder = Self.sources.appendingPathComponent("EarshotService", isDirectory: true)
+        let names = try Self.swiftFiles(of: "EarshotService")
+        #expect(names.contains("Player.swift"))
+        let files = try names.map { name in
+            (name: name, text: try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8))
+        }
+        let violations = Self.ownerImportViolations(files)
+        #expect(violations.isEmpty, "\(violations.joined(separator: "; "))")
+
+        let packageFile = Self.sources.deletingLastPathComponent().appendingPathComponent("Package.swift")
+        let package = try String(contentsOf: packageFile, encoding: .utf8)
+        let dependencies = try #require(Self.dependencies(of: "EarshotService", inPackage: package))
+        #expect(dependencies.contains("EarshotCore"), "Package.swift's EarshotService target not read: \(dependencies)")
+        let offending = dependencies.filter { !Self.ownerModules.contains($0) || Self.waitingTargets.contains($0) }
+        #expect(offending.isEmpty, "Package.swift: EarshotService depends on \(offending.joined(separator: ", "))")
+        // The other way round is the point: the clients and the storage depend on the owner.
+        for target in Self.waitingTargets {
+            #expect(Self.dependencies(of: target, inPackage: package)?.contains("EarshotService") == true, "\(target)")
+        }
+    }
+
+    @Test("the owner writes nothing to standard error itself: lines and messages go through the log's queue")
+    func ownerNeverWritesStandardError() throws {
+        let folder = Self.sources.appendingPathComponent("EarshotService", isDirectory: true)
+        for name in try Self.swiftFiles(of: "EarshotService") {
+            let text = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+            #expect(!text.contains("StandardStream.writeError"), "\(name) writes to standard error on the owner")
         }
     }
 }

@@ -2,6 +2,7 @@
 // playback and the volume.
 import AudioPipeline
 import EarshotCore
+import EarshotJSON
 import EarshotMPRIS
 import Foundation
 import Testing

@@ -3,6 +3,7 @@
 import Foundation
 import Testing
 @testable import EarshotService
+@testable import EarshotStorage
 import TrackPaths
 
 extension QueueInputTests {

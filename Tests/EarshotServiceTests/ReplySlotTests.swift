@@ -4,7 +4,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import EarshotService
+@testable import EarshotClients
+import EarshotService
 
 struct ReplySlotTests {
     @Test("an answer that arrives in time is the reply")

@@ -3,8 +3,9 @@
 import Foundation
 import Testing
 
+import EarshotService
 import TrackPaths
-@testable import EarshotService
+@testable import EarshotStorage
 
 @Suite("Saved repeat and shuffle")
 struct SavedPlayModesTests {

@@ -6,6 +6,7 @@ import Testing
 
 import TrackPaths
 @testable import EarshotService
+@testable import EarshotStorage
 
 @Suite("State files and their schedule")
 struct StateFilesTests {

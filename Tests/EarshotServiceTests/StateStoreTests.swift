@@ -4,6 +4,7 @@ import Testing
 
 import TrackPaths
 @testable import EarshotService
+@testable import EarshotStorage
 
 @Suite("State store")
 struct StateStoreTests {

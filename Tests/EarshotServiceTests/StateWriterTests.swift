@@ -7,6 +7,7 @@ import Testing
 import SystemSupport
 import TrackPaths
 @testable import EarshotService
+@testable import EarshotStorage
 
 @Suite("State writer")
 struct StateWriterTests {

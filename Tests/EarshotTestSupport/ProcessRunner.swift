@@ -170,6 +170,7 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - unsetting: variables of this process's environment that the child must not see.
     ///   - inheritsEnvironment: `false` gives the child exactly `environment` and nothing of this process's.
     ///   - standardOutput: where standard output goes; a fresh file in `ProcessRunner.outputDirectory` if `nil`.
+    ///   - standardError: where standard error goes, the same way (a FIFO must have a reader open already).
     /// - Throws: if the program is not installed or cannot be started.
     public convenience init(
         _ program: String,
@@ -177,10 +178,12 @@ public final class ChildProcess: @unchecked Sendable {
         environment: [String: String] = [:],
         unsetting: Set<String> = [],
         inheritsEnvironment: Bool = true,
-        standardOutput: URL? = nil
+        standardOutput: URL? = nil,
+        standardError: URL? = nil
     ) throws {
         try self.init(program, rawArguments: arguments.map { Array($0.utf8) }, environment: environment,
-                      unsetting: unsetting, inheritsEnvironment: inheritsEnvironment, standardOutput: standardOutput)
+                      unsetting: unsetting, inheritsEnvironment: inheritsEnvironment, standardOutput: standardOutput,
+                      standardError: standardError)
     }
 
     /// Starts `program` with arguments given as raw bytes (which need not be UTF-8); otherwise as
@@ -191,7 +194,8 @@ public final class ChildProcess: @unchecked Sendable {
         environment: [String: String] = [:],
         unsetting: Set<String> = [],
         inheritsEnvironment: Bool = true,
-        standardOutput: URL? = nil
+        standardOutput: URL? = nil,
+        standardError: URL? = nil
     ) throws {
         let executable = try ProcessRunner.locate(program)
         let commandLine = ([program] + arguments.map { String(decoding: $0, as: UTF8.self) }).joined(separator: " ")
@@ -199,7 +203,7 @@ public final class ChildProcess: @unchecked Sendable {
         let stem = "\(executable.lastPathComponent)-\(UUID().uuidString)"
         standardOutputURL = standardOutput
             ?? ProcessRunner.outputDirectory.appendingPathComponent("\(stem).stdout")
-        standardErrorURL = ProcessRunner.outputDirectory.appendingPathComponent("\(stem).stderr")
+        standardErrorURL = standardError ?? ProcessRunner.outputDirectory.appendingPathComponent("\(stem).stderr")
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

@@ -5,6 +5,7 @@
 // sends requests without reading its replies; then the headphones are unplugged. The measurement is the unplug
 // politeness test's: what the speakers' monitor recorded of our audio, at most 10 ms. Status must answer promptly
 // throughout, and a stopped follower, once continued, reads `... N events dropped` where its lines are missing.
+// The service's own standard error is such a client too: a pipe nobody reads must not stop the owner either.
 
 #if canImport(Glibc)
 import Glibc
@@ -198,6 +199,43 @@ struct SlowClientTests {
             #expect(!log.contains("follower dropped="), "the service dropped lines for a follower that reads")
             #expect(!log.contains("follower disconnected="), "the service disconnected a follower that reads")
             player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
+        }
+    }
+
+    @Test("a standard error nobody reads: status answers, the unplug is corked at once, and it reads a marker later")
+    func unreadStandardError() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let track = try Fixtures.copy(try Fixtures.positionTrack(seconds: 20), to: scratch,
+                                              named: PrivateNames.fileName)
+                // Read end opened first (without blocking), so that the player's open for writing does not wait; then
+                // nobody reads until after the unplug: the flood's lines fill the pipe's 64 KiB several times over.
+                let fifo = scratch.appendingPathComponent("stderr.fifo")
+                try #require(mkfifo(fifo.path, 0o600) == 0, "mkfifo: errno \(errno)")
+                let reader = open(fifo.path, O_RDONLY | O_NONBLOCK)
+                try #require(reader >= 0, "opening the FIFO: errno \(errno)")
+                defer { close(reader) }
+                try await withMonitorRecorders { recorders in
+                    let player = try EarshotPlayer(playing: [track], in: scratch, standardError: fifo)
+                    defer { player.kill() }
+                    _ = try await player.waitUntilHeard(milliseconds: 1500)
+                    try flood(player, label: "standard error unread")
+                    try await unplugAndMeasure(player, recorders, label: "standard error unread")
+                    var shown = ""
+                    try await waitUntil("standard error shows the drop marker", timeout: .seconds(20)) {
+                        shown += Self.drain(reader)
+                        return shown.contains(/\.\.\. [0-9]+ lines dropped/)
+                    }
+                    try player.control(["volume", "99"])
+                    try await waitUntil("a line recorded after the reading shows", timeout: .seconds(20)) {
+                        shown += Self.drain(reader)
+                        return shown.contains("kind=userVolume(99%)")
+                    }
+                    for secret in PrivateNames.secrets + [scratch.path] where !secret.isEmpty {
+                        #expect(!shown.contains(secret), "the log names \(secret)")
+                    }
+                }
+            }
         }
     }
 

@@ -1,5 +1,5 @@
 // libFuzzer target for the control protocol parser, `ControlRequest.parse`. Not a SwiftPM target:
-// scripts/fuzz compiles it together with Sources/EarshotService/ControlProtocol.swift.
+// scripts/fuzz compiles it together with Sources/EarshotService/ControlProtocol.swift (and the EarshotJSON module).
 //
 // Besides "never crash", it checks one property: an accepted request survives its own JSON line (the line
 // the command-line client sends), unless that line is longer than the service reads.

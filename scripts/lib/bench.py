@@ -18,6 +18,7 @@ import sys
 
 from bench_common import *  # noqa: F401,F403
 from bench_measure import *  # noqa: F401,F403
+from bench_handling import handling_lines, measure_handling
 from bench_saving import measure_saving, saving_lines
 
 def summary(results):
@@ -142,6 +143,7 @@ def print_table(results):
             lines.append(f"  one `earshot add` of the {queue['tracks']}-entry playlist was refused "
                          f"({queue['oneAddError']}); added in playlists of {queue['addedInBatchesOf']}")
     lines.extend(saving_lines(results.get("saving")))
+    lines.extend(handling_lines(results.get("handling")))
     print("\n".join(lines))
     return rows
 
@@ -217,7 +219,7 @@ def main():
     parser.add_argument("--decode", help="CPU seconds of `earshot decode` and `mpg123 -t` on one file")
     parser.add_argument("--format-decode", action="append", default=[],
                         help="FORMAT, then CPU seconds of `earshot decode` and of the format's reference decoder")
-    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups,saving")
+    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups,saving,handling")
     parser.add_argument("--sweep", help="the buffer sweep instead: Earshot's target latencies (ms), comma-separated")
     parser.add_argument("--sweep-report", nargs="+", metavar="JSON",
                         help="print the table of these sweep results (one per server) and write it to --output")
@@ -264,6 +266,9 @@ def main():
     if "saving" in only:
         log("saving: bytes written and flushes of earshot serve playing a 10 000-track queue for 60 s (strace)")
         results["saving"] = measure_saving(bench, tracks)
+    if "handling" in only:
+        log("handling: the owner's slowest input while followers, a deaf client, calls and requests flood it")
+        results["handling"] = measure_handling(bench, tracks)
     if "cpu" in only or "stress" in only:
         # Loaded only now: while they exist, unloading headphones could send a stream to one of them.
         modules = bench_sinks(bench)

@@ -22,15 +22,19 @@ final class EarshotPlayer: Sendable {
     let process: ChildProcess
     /// Variables every earshot process of this player gets: its control socket, and empty config/state folders.
     let environment: [String: String]
+    /// Standard error goes to a file that can be read at any time (not to a FIFO the test reads itself).
+    private let standardErrorIsFile: Bool
 
     /// Starts `earshot play OPTIONS FILES` with a control socket in `scratch`; does not wait for anything.
     ///
     /// - Parameters:
     ///   - launcher: a command that runs earshot for us (`setpriv ... --`), or empty to start it directly.
     ///   - extraEnvironment: variables earshot gets on top of the player's own.
+    ///   - standardError: where its standard error goes instead of a file (a FIFO whose reader is open); then
+    ///     `standardError` must not be read (it would wait for the FIFO).
     init(
         playing files: [URL], options: [String] = [], in scratch: URL, launcher: [String] = [],
-        extraEnvironment: [String: String] = [:]
+        extraEnvironment: [String: String] = [:], standardError: URL? = nil
     ) throws {
         let socket = scratch.appendingPathComponent("control.sock").path
         // A Unix socket path is limited to 108 bytes.
@@ -45,9 +49,13 @@ final class EarshotPlayer: Sendable {
             "EARSHOT_LOG": "",
         ].merging(extraEnvironment) { _, extra in extra }
         let arguments = ["play"] + options + files.map(\.path)
+        standardErrorIsFile = standardError == nil
         if let program = launcher.first {
             process = try ChildProcess(program, Array(launcher.dropFirst()) + [try TestEnvironment.earshotBinary.path]
                                            + arguments, environment: environment)
+        } else if let standardError {
+            process = try ChildProcess(try TestEnvironment.earshotBinary.path, arguments, environment: environment,
+                                       standardError: standardError)
         } else {
             process = try TestEnvironment.launchEarshot(arguments, environment: environment)
         }
@@ -59,8 +67,10 @@ final class EarshotPlayer: Sendable {
         _ = process.waitForExit(timeout: .seconds(5))
     }
 
-    /// The player's standard error so far.
-    var standardError: String { process.standardError() }
+    /// The player's standard error so far (unless it goes to a FIFO: reading that would wait for the player's end).
+    var standardError: String {
+        standardErrorIsFile ? process.standardError() : "(standard error goes to a FIFO the test reads)"
+    }
 
     /// Runs `earshot ARGUMENTS` against this player's socket (a non-zero exit is not thrown).
     @discardableResult

@@ -7,38 +7,12 @@
 // starts that write at once, `auto_da_alloc`), while one page rewritten in place is written back once per writeback
 // period however often it changes. The record fits in one page, so a kill never tears it; a power cut between
 // writebacks may leave an older record, or a damaged one, which the loader then ignores for `state.json`'s position.
-import Glibc
+import EarshotService
 
-/// The track, position and volume saved for one queue (`PersistedState.queueId`).
-public struct SavedPosition: Equatable, Sendable {
-    /// The format version this build writes and reads.
-    public static let currentVersion = 1
+extension SavedPosition {
     /// The length of the file, every record padded to it: comfortably more than the longest record (five integers of
     /// at most 20 characters and their keys, about 180 bytes), and one disk sector.
     static let fileBytes = 256
-
-    /// The format version of the record.
-    public var version: Int
-    /// The queue this position is in: `PersistedState.queueId` of the `state.json` it belongs to.
-    public var queueId: Int
-    /// The index of the current track in that queue.
-    public var trackIndex: Int
-    /// How far into the current track the listener was, in milliseconds.
-    public var positionMilliseconds: Int
-    /// The stream volume, in percent (0...150).
-    public var volumePercent: Int
-
-    /// A position in the current format.
-    public init(
-        queueId: Int, trackIndex: Int, positionMilliseconds: Int, volumePercent: Int,
-        version: Int = SavedPosition.currentVersion
-    ) {
-        self.version = version
-        self.queueId = queueId
-        self.trackIndex = trackIndex
-        self.positionMilliseconds = positionMilliseconds
-        self.volumePercent = volumePercent
-    }
 
     /// The file's content: the record as compact JSON with sorted keys, spaces up to `fileBytes - 1`, a newline.
     func fileBytes() -> [UInt8] {

@@ -8,10 +8,11 @@
 // a position always names a queue written before it (`SavedPosition.queueId`). `finish()` waits until everything
 // handed over is on disk; the service calls it from its main thread after the owner has stopped. An idle writer sleeps
 // on its condition: no timer, no wake-up.
+import EarshotService
 import SystemSupport
 
 /// Saves states and positions on a thread of its own, the latest of each, in order.
-public final class StateWriter: @unchecked Sendable {
+public final class StateWriter: StateSaving, @unchecked Sendable {
     // Unchecked Sendable: every variable below is read and written with `condition` locked; `store` and `failed` are
     // immutable (and the store is thread-safe).
 
@@ -60,7 +61,7 @@ public final class StateWriter: @unchecked Sendable {
     }
 
     /// The state `loadSavedState()` read, once; nil when it was not read (or was taken already).
-    func takeLoadedState() -> StateLoadResult? {
+    public func takeLoadedState() -> StateLoadResult? {
         condition.lock()
         defer {
             loaded = nil

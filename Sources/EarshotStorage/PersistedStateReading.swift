@@ -1,6 +1,8 @@
 // Reading the state files back: their JSON tree (JSONTree) checked field by field. The reasons are the ones
 // JSONDecoder's errors gave, named by field only and never quoting a value (a path is private). `state.json` of every
 // version so far reads here: `queueId` is optional (a file written before the position had a file of its own has none).
+import EarshotJSON
+import EarshotService
 import TrackPaths
 
 extension PersistedState {

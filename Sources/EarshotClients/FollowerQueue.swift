@@ -2,8 +2,9 @@
 // waiting, and that the follower's writer empties at the follower's own pace. A follower that falls behind loses the
 // newest lines, not the owner's time; when it catches up it reads `... N events dropped` where the lines are missing.
 //
-// Used twice: by the service for each `earshot events` connection (EventLog), and by `earshot events` itself
-// between its socket and its standard output (a pager that stops reading).
+// Used three times: by the service for each `earshot events` connection (EventLog) and for its own standard error
+// (StandardErrorEcho, whose marker reads `... N lines dropped`), and by `earshot events` itself between its socket and
+// its standard output (a pager that stops reading).
 
 /// A bounded first-in first-out queue of log lines that drops what does not fit and says how much it dropped.
 ///
@@ -21,6 +22,8 @@ public struct FollowerQueue: Sendable {
 
     /// The most lines (a drop marker included) the queue holds.
     public let capacity: Int
+    /// What a drop marker calls the lines it stands for: "events" for a follower, "lines" for standard error.
+    public let droppedNoun: String
     // A ring: `lines[(head + i) % capacity]` is the i-th oldest line, for i < count. Allocated once.
     private var lines: [[UInt8]]
     private var head = 0
@@ -31,15 +34,17 @@ public struct FollowerQueue: Sendable {
     /// When the queue last dropped a line with nothing taken from it since; nil while it keeps up.
     private var overflowingSince: ContinuousClock.Instant?
 
-    /// An empty queue holding at most `capacity` lines (at least 2: a marker and the line after it).
-    public init(capacity: Int = FollowerQueue.defaultCapacity) {
+    /// An empty queue holding at most `capacity` lines (at least 2: a marker and the line after it), whose markers
+    /// call what they stand for `droppedNoun`.
+    public init(capacity: Int = FollowerQueue.defaultCapacity, droppedNoun: String = "events") {
         self.capacity = max(capacity, 2)
+        self.droppedNoun = droppedNoun
         lines = Array(repeating: [], count: self.capacity)
     }
 
     /// The line a follower reads where `count` lines are missing.
-    public static func marker(dropped count: Int) -> [UInt8] {
-        Array("... \(count) events dropped\n".utf8)
+    public static func marker(dropped count: Int, noun: String = "events") -> [UInt8] {
+        Array("... \(count) \(noun) dropped\n".utf8)
     }
 
     /// What became of a line handed to `append`.
@@ -62,7 +67,7 @@ public struct FollowerQueue: Sendable {
         }
         var outcome = Appended.queued
         if pendingDrops > 0 {
-            push(Self.marker(dropped: pendingDrops))
+            push(Self.marker(dropped: pendingDrops, noun: droppedNoun))
             outcome = .queuedAfterDrops(dropped: pendingDrops)
             pendingDrops = 0
         }
@@ -90,7 +95,7 @@ public struct FollowerQueue: Sendable {
         }
         var markedDrops = 0
         if count == 0 && pendingDrops > 0 && taken.count < limit {
-            taken.append(Self.marker(dropped: pendingDrops))
+            taken.append(Self.marker(dropped: pendingDrops, noun: droppedNoun))
             markedDrops = pendingDrops
             pendingDrops = 0
         }

@@ -2,6 +2,9 @@
 // JSONSerialization was). A tree is `[String: Any]`, `[Any]`, `String`, `Bool`, `Int` (a number that is integral
 // and fits), `Double` (any other number) or `JSONNull`. Read and written here rather than through
 // FoundationEssentials' JSONDecoder and JSONEncoder, so the product does not link FoundationEssentials at all.
+//
+// Threading: none of its own. EarshotJSON is pure (no I/O, no lock, no clock): it runs on whichever thread calls it,
+// the owner's among them (it writes its replies with it), and waits on nothing.
 
 /// JSON's `null` inside a tree (what NSNull was).
 public struct JSONNull: Sendable, Hashable {
@@ -50,7 +53,7 @@ public enum JSONTree {
 
     /// Appends valid UTF-8 `bytes` as a JSON string: quote, backslash and control characters escaped (lowercase
     /// hexadecimal, as JSONEncoder wrote them), and `/` too when `escapingSlashes`.
-    static func appendString(_ bytes: some Sequence<UInt8>, escapingSlashes: Bool, to out: inout [UInt8]) {
+    public static func appendString(_ bytes: some Sequence<UInt8>, escapingSlashes: Bool, to out: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for byte in bytes {

@@ -5,6 +5,8 @@
 // file, and the service refuses to start: guessing what the user meant could mean playing when they asked
 // it not to. `Config/config.json` in the repository documents every key with its default.
 import EarshotCore
+import EarshotJSON
+import EarshotService
 import Glibc
 import SystemSupport
 

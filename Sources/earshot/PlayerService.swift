@@ -1,21 +1,25 @@
-// Starting the player: the control socket, MPRIS, signals, and the run loop (the player arms its own timer).
+// Starting the player: the wiring of the owner (EarshotService) to what may wait, its clients (EarshotClients: the
+// control socket, the event log) and its storage (EarshotStorage: the state writer, the cover pictures), with MPRIS and
+// signals. The owner only knows them by the interfaces it defines (`OwnerParts`, `PlayerInbox`).
 import AudioPipeline
-import Dispatch
+import EarshotClients
 import EarshotMPRIS
+import EarshotService
+import EarshotStorage
 import Glibc
 import SystemSupport
 import TrackPaths
 
-/// Entry points of the service for the `earshot` executable.
-public enum PlayerService {
+/// Entry points of the service for the command line.
+enum PlayerService {
     /// Plays `files` in the foreground until the queue ends or SIGINT/SIGTERM; returns the exit code.
-    public static func runForeground(files: [TrackPath], configuration: PlayerConfiguration) -> Int32 {
+    static func runForeground(files: [TrackPath], configuration: PlayerConfiguration) -> Int32 {
         run(mode: .foreground(files: files), configuration: configuration, saving: false, withMPRIS: false)
     }
 
     /// Runs the long-lived service (`earshot serve`): restores the saved queue paused, answers the control
     /// socket and MPRIS, and runs until SIGTERM/SIGINT or MPRIS Quit. Returns the exit code.
-    public static func serve(configuration: PlayerConfiguration) -> Int32 {
+    static func serve(configuration: PlayerConfiguration) -> Int32 {
         run(mode: .service, configuration: configuration, saving: true, withMPRIS: true)
     }
 
@@ -33,13 +37,13 @@ public enum PlayerService {
         let stateWriter = saving ? makeStateWriter(log: log) : nil
         // Read here, on the main thread, before the owner starts: the owner only takes the result.
         stateWriter?.loadSavedState()
-        let (inputs, inbox) = AsyncStream<Player.Input>.makeStream(bufferingPolicy: .unbounded)
+        let inbox = PlayerInbox()
 
         let server: ControlServer
         do {
             server = try ControlServer(path: configuration.socketPath, log: log) { request in
                 let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
-                inbox.yield(.request(request, slot))
+                inbox.request(request, replyTo: slot)
                 return slot.wait(timeout: .seconds(10))
             }
         } catch {
@@ -51,10 +55,11 @@ public enum PlayerService {
         var mpris: MPRISServer?
         if withMPRIS {
             let candidate = MPRISServer(
-                supportedMimeTypes: AudioFileKind.mimeTypes, connectionChanged: { change in log.record(change) }, positionProvider: { positionCell.load() }
+                supportedMimeTypes: AudioFileKind.mimeTypes, connectionChanged: { change in log.record(change) },
+                positionProvider: { positionCell.load() }
             ) { command in
                 let slot = ReplySlot(timeoutReply: MPRISReply.refused("the player did not answer in time"))
-                inbox.yield(.mpris(command, slot))
+                inbox.mpris(command, replyTo: slot)
                 return slot.wait(timeout: .seconds(10))
             }
             do {
@@ -67,23 +72,20 @@ public enum PlayerService {
         }
 
         awaitStopSignals(stopSignals, inbox: inbox)
-        let player = Player(
-            configuration: configuration, mode: mode, log: log, stateWriter: stateWriter, mpris: mpris,
-            positionCell: positionCell, inbox: inbox)
+        let parts = OwnerParts(
+            log: log, stateSaver: stateWriter, mpris: mpris, positionCell: positionCell,
+            makeCoverStore: { report in
+                CoverArtWorker(cache: CoverArtCache(environment: ProcessEnvironment.current), report: report)
+            })
         if case .service = mode { log.record("service", ["state": "started"]) }
-        let done = DispatchSemaphore(value: 0)
-        let result = ExitCodeBox()
-        // Started on the owner's thread and kept there (see `OwnerThread`): no hop through the cooperative pool.
-        Task(executorPreference: player.ownerThread) {
-            result.code = await player.run(inputs: inputs)
-            done.signal()
-        }
-        done.wait()
+        let code = PlayerOwner.run(configuration: configuration, mode: mode, inbox: inbox, parts: parts)
         // The owner handed its last state over (`shutdown`): on disk before the process ends.
         stateWriter?.finish()
         server.shutdown()
-        log.record("service", ["state": "stopped", "exit": "\(result.code)"])
-        return result.code
+        log.record("service", ["state": "stopped", "exit": "\(code)"])
+        // The owner queued its last lines for standard error: written before the process ends, unless it stalls.
+        log.flushStandardError()
+        return code
     }
 }
 
@@ -91,13 +93,13 @@ extension PlayerService {
     /// Starts the thread that waits for `signals` (blocked in every thread) and puts a shutdown into the inbox for each.
     /// A thread parked in sigwait costs nothing until a signal comes; a dispatch signal source would need a global
     /// queue, whose worker pool's monitor wakes the process every second for good (see TickTimer.swift).
-    private static func awaitStopSignals(_ signals: sigset_t, inbox: AsyncStream<Player.Input>.Continuation) {
+    private static func awaitStopSignals(_ signals: sigset_t, inbox: PlayerInbox) {
         SystemThread.start(named: "earshot-signals") {
             var waitedFor = signals
             while true {
                 var number: Int32 = 0
                 guard sigwait(&waitedFor, &number) == 0 else { continue }
-                inbox.yield(.shutdown(signal: number))
+                inbox.shutdown(signal: number)
             }
         }
     }
@@ -120,10 +122,4 @@ extension EventLog {
         case .reconnected: record("mpris", ["state": "reconnected"])
         }
     }
-}
-
-/// Carries the exit code from the player's task to the main thread.
-private final class ExitCodeBox: @unchecked Sendable {
-    // Unchecked Sendable: written once before the semaphore is signalled, read after it is waited on.
-    var code: Int32 = 0
 }

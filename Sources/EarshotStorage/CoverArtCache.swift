@@ -15,21 +15,14 @@
 // it today (newer systemd loads it on demand); at one digest per new picture, on a thread nobody waits for, 50 ms is
 // not worth either.
 import AudioPipeline
+import EarshotService
 import Glibc
 import Synchronization
 import SystemSupport
 import TrackPaths
 
-/// What became of a track's cover picture.
-enum CoverArtOutcome: Equatable, Sendable {
-    /// Stored (or found stored) at this path.
-    case stored(TrackPath)
-    /// Not stored, for this reason (no path, no tag text): too large, malformed, unreadable, or the cache failed.
-    case skipped(String)
-}
-
 /// The cover-art folder: pictures by content hash, bounded in total size.
-final class CoverArtCache: @unchecked Sendable {
+public final class CoverArtCache: @unchecked Sendable {
     // Unchecked Sendable: `directory` and `capacityBytes` are immutable; `lock` guards `recent` and serializes all
     // file-system work (one decode thread calls, but tests may call from several).
     private let lock = Lock()
@@ -54,7 +47,7 @@ final class CoverArtCache: @unchecked Sendable {
     }
 
     /// The cache in `$XDG_CACHE_HOME/earshot/art`, or `~/.cache/earshot/art`.
-    convenience init(environment: [String: String]) {
+    public convenience init(environment: [String: String]) {
         self.init(directory: XDGDirectory.cacheHome(environment: environment) + "/earshot/art")
     }
 
@@ -172,21 +165,13 @@ final class CoverArtCache: @unchecked Sendable {
 /// releasing store of its index, then posts a semaphore; the worker (the one consumer) acquires the index, takes the
 /// slot and frees it with a releasing store of its own index. No lock is shared with the owner, so a worker that the
 /// scheduler leaves waiting (it runs only when nothing else wants the CPU) can never hold the owner up.
-final class CoverArtWorker: @unchecked Sendable {
+public final class CoverArtWorker: CoverArtStoring, @unchecked Sendable {
     // Unchecked Sendable: each slot is written only by the producer while it lies in [taken + slotCount, handed) and
     // read only by the consumer in [taken, handed), handed over by the acquire/release pairs on the two indices;
     // everything else is immutable after `init`.
 
-    /// One picture to store: that of track `index` of the queue as it was at `queueGeneration` (so the owner can tell
-    /// an outcome for a queue since replaced).
-    struct Job: Sendable {
-        /// The track's index in its queue.
-        let index: Int
-        /// The owner's queue generation when the track started.
-        let queueGeneration: Int
-        /// Where the picture's bytes are.
-        let picture: CoverPicture
-    }
+    /// One picture to store (the owner's `CoverArtJob`).
+    public typealias Job = CoverArtJob
 
     /// How many pictures may wait; beyond that a new one is dropped (the worker is far behind, and the track gets its
     /// picture when it next starts).
@@ -212,7 +197,7 @@ final class CoverArtWorker: @unchecked Sendable {
     }
 
     /// Starts the worker thread, idle until a job is handed over.
-    init(cache: CoverArtCache, report: @escaping @Sendable (Job, CoverArtOutcome) -> Void) {
+    public init(cache: CoverArtCache, report: @escaping @Sendable (Job, CoverArtOutcome) -> Void) {
         self.cache = cache
         self.report = report
         slots = .allocate(capacity: Self.slotCount)
@@ -229,7 +214,7 @@ final class CoverArtWorker: @unchecked Sendable {
     /// Hands `job` over and returns at once; false when every slot is taken (the job is dropped). One caller at a
     /// time (the owner).
     @discardableResult
-    func submit(_ job: Job) -> Bool {
+    public func submit(_ job: Job) -> Bool {
         // Relaxed: our own index.
         let next = handed.load(ordering: .relaxed)
         // Acquiring pairs with the worker's releasing store in `run`: once we see a slot freed, the worker is done

@@ -7,6 +7,8 @@
 // of its own (the same `FollowerQueue`), and the calling thread writes from it at the output's pace; lines that do
 // not fit are dropped here, with the same `... N events dropped` marker, and the connection stays. The service's
 // queue still covers a follower that stops altogether (Ctrl-Z, SIGSTOP).
+import EarshotJSON
+import EarshotService
 import Glibc
 import SystemSupport
 

@@ -2,17 +2,10 @@
 // user-only, one thread per client (clients are few and short-lived, at most `clientLimit` at once), line-delimited
 // JSON each way. The owner never waits for a client: a client's thread waits for the owner's reply (ReplySlot) and
 // for the client to take it; followers of the event log are served by the log's own writer (EventLog+Followers).
+import EarshotService
 import Glibc
 import SystemSupport
 import Synchronization
-
-/// Where the control socket lives: `$EARSHOT_SOCKET`, else `$XDG_RUNTIME_DIR/earshot/control.sock`, else
-/// `/tmp/earshot-<uid>/control.sock`.
-public func controlSocketPath(environment: [String: String] = ProcessEnvironment.current) -> String {
-    if let path = environment["EARSHOT_SOCKET"], !path.isEmpty { return path }
-    if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/earshot/control.sock" }
-    return "/tmp/earshot-\(getuid())/control.sock"
-}
 
 /// Why the control socket could not be set up or reached.
 public struct ControlSocketError: Error, CustomStringConvertible, Sendable {

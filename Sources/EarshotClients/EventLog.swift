@@ -5,11 +5,14 @@
 // ahead of the cork an unplug needs, so a follower that stops reading (a pager, a stopped terminal) must cost it
 // nothing. Each follower has a bounded `FollowerQueue` that `record` fills under a short mutex (appends only: no
 // system call, no I/O under it); one writer thread (EventLog+Followers) drains every queue with non-blocking sends.
+// Standard error is no different: its echo of each line goes through a bounded queue of its own, written by a thread
+// of its own (StandardErrorEcho), so a standard error nobody reads costs the owner nothing either.
+import EarshotService
 import Glibc
 import SystemSupport
 
 /// Writes event-log lines to standard error and to every follower (`earshot events`).
-public final class EventLog: Sendable {
+public final class EventLog: EventRecording, Sendable {
     /// The most followers at once: each may hold a full queue (see `FollowerQueue.defaultCapacity`).
     public static let followerLimit = 128
 
@@ -17,30 +20,52 @@ public final class EventLog: Sendable {
     let followers = FollowerTable()
     /// Whether lines also go to standard error.
     private let echoToStandardError: Bool
+    /// Standard error's queue and writer: the echo of lines, and the messages for the user.
+    let standardError: StandardErrorEcho
     /// The capacity of each follower's queue.
     let followerCapacity: Int
     /// How long a follower may leave a full queue untouched before it is disconnected.
     let stuckLimit: Duration
 
     /// A log that echoes to standard error when `echoToStandardError` is true. Tests shrink `followerCapacity` and
-    /// `stuckLimit`.
-    public init(
+    /// `stuckLimit`, and hand in their own `standardError`.
+    public convenience init(
         echoToStandardError: Bool = true, followerCapacity: Int = FollowerQueue.defaultCapacity,
         stuckLimit: Duration = FollowerQueue.stuckLimit
     ) {
+        self.init(echoToStandardError: echoToStandardError, followerCapacity: followerCapacity, stuckLimit: stuckLimit,
+                  standardError: StandardErrorEcho())
+    }
+
+    /// A log echoing to `standardError`.
+    init(echoToStandardError: Bool, followerCapacity: Int, stuckLimit: Duration, standardError: StandardErrorEcho) {
         self.echoToStandardError = echoToStandardError
+        self.standardError = standardError
         self.followerCapacity = followerCapacity
         self.stuckLimit = stuckLimit
     }
 
     /// Records one line: `time kind key=value ...`. Callers pass only kinds, causes and states. Never waits for a
-    /// follower: a follower whose queue is full loses the line.
+    /// follower or for standard error: one whose queue is full loses the line.
     public func record(_ kind: String, _ fields: KeyValuePairs<String, String> = [:]) {
         var line = "\(Self.timestamp()) \(kind)"
         for (key, value) in fields { line += " \(key)=\(value)" }
         line += "\n"
-        if echoToStandardError { StandardStream.writeError(line) }
-        queueForFollowers(Array(line.utf8))
+        let bytes = Array(line.utf8)
+        if echoToStandardError { standardError.append(bytes) }
+        queueForFollowers(bytes)
+    }
+
+    /// Queues `message` (a whole line, with its newline) for the user on standard error, whether lines are echoed or
+    /// not, in order with them; never waits.
+    public func tellUser(_ message: String) {
+        standardError.append(Array(message.utf8))
+    }
+
+    /// Waits up to `timeout` until everything queued for standard error is written: the last lines of a stopping
+    /// service. Never call it on the owner.
+    public func flushStandardError(timeout: Duration = .seconds(2)) {
+        standardError.drain(timeout: timeout)
     }
 
     /// UTC time with milliseconds, e.g. `2026-11-30T07:50:00.123Z`.

@@ -6,7 +6,7 @@ import Glibc
 import TrackPaths
 
 /// Decodes a whole file into a scratch buffer and times it.
-public enum DecodeBenchmark {
+enum DecodeBenchmark {
     /// Frames decoded and wall-clock seconds spent.
     public struct Result: Sendable {
         /// Frames decoded.

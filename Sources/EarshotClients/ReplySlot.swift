@@ -1,14 +1,14 @@
-// Small hand-overs between the player's actor and the threads that talk to clients (control socket, D-Bus).
+// The reply box a client's thread (control socket or D-Bus) waits on while the owner answers: the owner only fills it
+// (`ReplyReceiver`, which it defines), the client's thread waits.
 import Dispatch
-import Glibc
-import SystemSupport
+import EarshotService
 import Synchronization
 
 /// A one-shot reply box a client's thread (control socket or D-Bus) waits on while the player answers.
 ///
 /// The first of the answer and the timeout wins: a late `fulfil` is told it came too late and leaves the slot alone,
 /// so the waiter never reads the reply while it is being written.
-final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
+public final class ReplySlot<Reply: Sendable>: ReplyReceiver, @unchecked Sendable {
     // Unchecked Sendable: `answer` is written only by the `fulfil` that moved `state` from open to writing, and read
     // only after an acquiring load saw `answered`, which that `fulfil` stores releasing once the write is done.
 
@@ -23,13 +23,13 @@ final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
     private let ready = DispatchSemaphore(value: 0)
 
     /// A slot that answers `timeoutReply` when nobody fulfils it in time.
-    init(timeoutReply: Reply) {
+    public init(timeoutReply: Reply) {
         self.timeoutReply = timeoutReply
     }
 
     /// Hands `value` to the waiter. Returns false, and drops `value`, when the waiter already gave up.
     @discardableResult
-    func fulfil(_ value: Reply) -> Bool {
+    public func fulfil(_ value: Reply) -> Bool {
         guard state.compareExchange(expected: Self.open, desired: Self.writing, ordering: .acquiring).exchanged
         else { return false }
         answer = value
@@ -39,7 +39,7 @@ final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
     }
 
     /// Waits up to `timeout` for `fulfil`; returns its value, or the timeout reply if the timeout came first.
-    func wait(timeout: Duration) -> Reply {
+    public func wait(timeout: Duration) -> Reply {
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         if ready.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .timedOut {
             // Give up, unless an answer is already being written: then it is only moments away.
@@ -52,30 +52,5 @@ final class ReplySlot<Reply: Sendable>: @unchecked Sendable {
         // see libdispatch's fast path); the acquiring load does.
         guard state.load(ordering: .acquiring) == Self.answered, let answer else { return timeoutReply }
         return answer
-    }
-}
-
-/// The position MPRIS `Position` reads on the D-Bus thread without hopping to the actor: the position heard at a
-/// moment and whether it advances from there (playing). The reader carries it forward to now, so nothing has to
-/// refresh it while the position only runs on.
-final class PositionCell: @unchecked Sendable {
-    // Unchecked Sendable: `anchor` is only read or written with `lock` held. A lock, not atomics: the three parts
-    // must be read together. Never on the real-time path.
-    private let lock = Lock()
-    private var anchor = (microseconds: Int64(0), at: ContinuousClock.now, advancing: false, limit: Int64?.none)
-
-    /// Records the position heard now, in microseconds; `advancing` while playing, up to `limit` (the track's end).
-    func store(microseconds: Int64, advancing: Bool, limit: Int64?) {
-        let now = ContinuousClock.now
-        lock.withLock { anchor = (microseconds, now, advancing, limit) }
-    }
-
-    /// The position now, in microseconds.
-    func load() -> Int64 {
-        let anchor = lock.withLock { self.anchor }
-        guard anchor.advancing else { return anchor.microseconds }
-        let elapsed = (ContinuousClock.now - anchor.at).components
-        let position = anchor.microseconds + elapsed.seconds * 1_000_000 + elapsed.attoseconds / 1_000_000_000_000
-        return min(position, anchor.limit ?? Int64.max)
     }
 }

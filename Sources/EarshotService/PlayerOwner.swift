@@ -1,0 +1,91 @@
+// Starting the owner, and its inbox as the threads around it see it. The `earshot` executable makes what the owner
+// hands work to (`OwnerParts`: the event log, the state writer, MPRIS, the cover pictures' store), the threads that put
+// inputs in (`PlayerInbox`: the control socket, MPRIS, signals), and then runs the owner here.
+import Dispatch
+import EarshotMPRIS
+
+/// The owner's inbox: every input of the player, from every thread, in one order. Putting one in never waits.
+public struct PlayerInbox: Sendable {
+    /// The inputs, for the owner's loop.
+    let inputs: AsyncStream<Player.Input>
+    /// Where inputs are put.
+    let continuation: AsyncStream<Player.Input>.Continuation
+
+    /// An empty inbox.
+    public init() {
+        (inputs, continuation) = AsyncStream<Player.Input>.makeStream(bufferingPolicy: .unbounded)
+    }
+
+    /// Asks the player to answer a control request into `slot`.
+    public func request(_ request: ControlRequest, replyTo slot: any ReplyReceiver<String>) {
+        continuation.yield(.request(request, slot))
+    }
+
+    /// Asks the player to carry out an MPRIS request and answer into `slot`.
+    public func mpris(_ command: MPRISCommand, replyTo slot: any ReplyReceiver<MPRISReply>) {
+        continuation.yield(.mpris(command, slot))
+    }
+
+    /// Asks the player to stop, for `signal` (SIGINT or SIGTERM).
+    public func shutdown(signal: Int32) {
+        continuation.yield(.shutdown(signal: signal))
+    }
+}
+
+/// What the owner hands work to, each through an interface it defines (OwnerInterfaces.swift); every hand-over returns
+/// at once.
+public struct OwnerParts: Sendable {
+    /// Makes the store of cover pictures, given where it reports each outcome (into the inbox).
+    public typealias CoverStoreMaker = @Sendable (
+        _ report: @escaping @Sendable (CoverArtJob, CoverArtOutcome) -> Void
+    ) -> any CoverArtStoring
+
+    /// The event log.
+    public var log: any EventRecording
+    /// Saves the state; nil when nothing is saved (`earshot play`).
+    public var stateSaver: (any StateSaving)?
+    /// The MPRIS object, when the session bus took it.
+    public var mpris: (any MPRISPublishing)?
+    /// The position MPRIS reads without asking the owner.
+    public var positionCell: PositionCell
+    /// Makes the store of cover pictures.
+    public var makeCoverStore: CoverStoreMaker
+
+    /// The parts the owner is given.
+    public init(
+        log: any EventRecording, stateSaver: (any StateSaving)?, mpris: (any MPRISPublishing)?,
+        positionCell: PositionCell, makeCoverStore: @escaping CoverStoreMaker
+    ) {
+        self.log = log
+        self.stateSaver = stateSaver
+        self.mpris = mpris
+        self.positionCell = positionCell
+        self.makeCoverStore = makeCoverStore
+    }
+}
+
+/// Runs the owner.
+public enum PlayerOwner {
+    /// Makes the player and runs it on its own thread until its work is done (foreground) or a shutdown; returns the
+    /// exit code. The calling thread (the service's main thread, which has nothing else to do) waits meanwhile.
+    public static func run(
+        configuration: PlayerConfiguration, mode: PlayerMode, inbox: PlayerInbox, parts: OwnerParts
+    ) -> Int32 {
+        let player = Player(configuration: configuration, mode: mode, parts: parts, inbox: inbox.continuation)
+        let done = DispatchSemaphore(value: 0)
+        let result = ExitCodeBox()
+        // Started on the owner's thread and kept there (see `OwnerThread`): no hop through the cooperative pool.
+        Task(executorPreference: player.ownerThread) {
+            result.code = await player.run(inputs: inbox.inputs)
+            done.signal()
+        }
+        done.wait()
+        return result.code
+    }
+}
+
+/// Carries the exit code from the player's task to the waiting thread.
+private final class ExitCodeBox: @unchecked Sendable {
+    // Unchecked Sendable: written once before the semaphore is signalled, read after it is waited on.
+    var code: Int32 = 0
+}
