@@ -181,6 +181,8 @@ public final class DecodeWorker: @unchecked Sendable {
         var exhaustedAt: Int?
         /// How many readable frames the controller waits for (`noticeWhenBuffered`), until they are announced.
         var bufferedWanted: Int?
+        /// The track after each one (`follow(_:)`); the queue's own order until the controller says otherwise.
+        var successors = TrackSuccessors(afterEnd: [], afterFailure: [])
     }
 
     /// The worker thread's own decoding state; never shared.
@@ -201,6 +203,8 @@ public final class DecodeWorker: @unchecked Sendable {
         var answeredGeneration = 0
         /// The worker woke with `refillFrames` free and fills the ring up before it sleeps again.
         var filling = false
+        /// Tracks failed in a row: a whole queue of them ends it, even when the order repeats it.
+        var failuresInARow = 0
     }
 
     /// Why the current decoder's frames get a new marker.
@@ -283,6 +287,25 @@ public final class DecodeWorker: @unchecked Sendable {
         control.unlock()
         // A worker asleep for space would look at the request only once the consumer frees some.
         if frames != nil { ring.wakeProducer() }
+    }
+
+    /// Sets which track follows each one (the player's repeat and shuffle) for every track boundary from now on;
+    /// what was decoded ahead stays as it is.
+    public func follow(_ successors: TrackSuccessors) {
+        control.lock()
+        state.successors = successors
+        control.unlock()
+    }
+
+    /// The track to decode after `index`, which `ended` or failed, in the order the controller set.
+    private func successor(of index: Int, ended: Bool, _ work: inout WorkerState, queue: TrackList) -> StartPoint {
+        work.failuresInARow = ended ? 0 : work.failuresInARow + 1
+        control.lock()
+        var next = state.successors.next(after: index, ended: ended, trackCount: queue.count)
+        control.unlock()
+        // A repeated queue whose every track fails would be tried forever: past one failure each, it has ended.
+        if work.failuresInARow >= max(queue.count, 1) { next = queue.count }
+        return StartPoint(index: next, frame: 0)
     }
 
     /// Lets the worker write frames in the new format announced by `.formatChange`. No-op otherwise.
@@ -393,6 +416,7 @@ public final class DecodeWorker: @unchecked Sendable {
                 work.awaitingActivation = nil
                 work.track = nil
                 work.next = restart
+                work.failuresInARow = 0
                 if let generation = state.unansweredGeneration {
                     state.unansweredGeneration = nil
                     // Under the lock, so a later `reposition` cannot be answered before this one; the new track's
@@ -455,12 +479,12 @@ public final class DecodeWorker: @unchecked Sendable {
             case .finished:
                 notify(.trackDecoded(index: track.index, ringFrame: ring.totalFramesWritten))
                 work.track = nil
-                work.next = StartPoint(index: track.index + 1, frame: 0)
+                work.next = successor(of: track.index, ended: true, &work, queue: queue)
             }
         } catch {
             notify(.trackFailed(index: track.index, error: error))
             work.track = nil
-            work.next = StartPoint(index: track.index + 1, frame: 0)
+            work.next = successor(of: track.index, ended: false, &work, queue: queue)
         }
     }
 
@@ -492,7 +516,7 @@ public final class DecodeWorker: @unchecked Sendable {
             requestActivation(.trackStart, format: decoder.format, &work)
         } catch {
             notify(.trackFailed(index: start.index, error: error))
-            work.next = StartPoint(index: start.index + 1, frame: 0)
+            work.next = successor(of: start.index, ended: false, &work, queue: queue)
         }
     }
 

@@ -213,6 +213,10 @@ public enum Event: Hashable, Sendable {
     case userSeek(milliseconds: Int)
     /// Set the stream volume, in percent (0...150).
     case userVolume(percent: Int)
+    /// Choose what follows a track's end and the queue's end.
+    case userRepeat(RepeatMode)
+    /// Turn shuffle on (a new order drawn from `seed`, which the service supplies) or off (`seed` unused).
+    case userShuffle(on: Bool, seed: UInt64)
     /// MPRIS `Pause` from a program that acts for an event of its own (rule 21): WirePlumber before it relinks
     /// our audio from a removed device or a headset leaving A2DP for a call, a phone bridge when the phone rings.
     /// Idempotent: never a toggle.
@@ -229,6 +233,8 @@ public enum Event: Hashable, Sendable {
     /// A saved queue of `trackCount` tracks was restored at track `index` (and a saved position in it).
     /// Starting the service is like a replug: it never makes a sound by itself.
     case queueRestored(trackCount: Int, index: Int)
+    /// The saved repeat mode and shuffled order were restored, after the saved queue.
+    case playModesRestored(repeat: RepeatMode, shuffle: ShuffleOrder?)
 
     // From the decoder.
 
@@ -283,12 +289,16 @@ extension Event: CustomStringConvertible {
         case .userPrevious: return "userPrevious"
         case .userSeek(let milliseconds): return "userSeek(\(milliseconds)ms)"
         case .userVolume(let percent): return "userVolume(\(percent)%)"
+        case .userRepeat(let mode): return "userRepeat(\(mode))"
+        case .userShuffle(let on, _): return on ? "userShuffle(on)" : "userShuffle(off)"
         case .externalPause(let sender): return "externalPause(\(sender))"
         case .externalPlay(let sender): return "externalPlay(\(sender))"
         case .externalPlayPause(let sender): return "externalPlayPause(\(sender))"
         case .queueReplaced(let count, let start): return "queueReplaced(\(count) tracks, at \(start))"
         case .queueExtended(let count): return "queueExtended(\(count) tracks)"
         case .queueRestored(let count, let index): return "queueRestored(\(count) tracks, at \(index))"
+        case .playModesRestored(let mode, let shuffle):
+            return "playModesRestored(repeat \(mode), shuffle \(shuffle == nil ? "off" : "on"))"
         case .trackFailed(let index, let failure, let next):
             return "trackFailed(\(index), \(failure), next: \(next.map(String.init) ?? "none"))"
         case .streamCorked: return "streamCorked"

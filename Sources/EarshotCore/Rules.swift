@@ -46,15 +46,22 @@ extension PlayerState {
         case .userStop:
             return stop()
         case .userNext:
-            return moveCursor(to: queue.index + 1)
+            // Under `repeat track` too, next moves on (as MPD does); past the queue's end only when it repeats.
+            return moveCursor(to: track(after: queue.index, trackEnded: false))
         case .userPrevious:
-            return moveCursor(to: max(queue.index - 1, 0))
+            return moveCursor(to: track(before: queue.index))
         case .userSeek(let milliseconds):
             guard playback != .idle, playback != .stopped else { return [] }
             return [.seek(milliseconds: max(milliseconds, 0))]
         case .userVolume(let percent):
             volumePercent = min(max(percent, 0), 150)
             return [.setVolume(percent: volumePercent)]
+        case .userRepeat(let mode):
+            return setRepeat(mode)
+        case .userShuffle(let on, let seed):
+            return setShuffle(on: on, seed: seed)
+        case .playModesRestored(let mode, let shuffle):
+            return restorePlayModes(repeat: mode, shuffle: shuffle)
         case .queueReplaced(let trackCount, let startIndex):
             return replaceQueue(trackCount: trackCount, startIndex: startIndex)
         case .queueExtended(let trackCount):
@@ -63,8 +70,11 @@ extension PlayerState {
                 // A first queue is ready but, as any new queue, never starts by itself.
                 playback = .stopped
                 queue = QueueCursor(trackCount: trackCount, index: 0)
+                reshuffleForNewQueue()
             } else {
+                let first = queue.trackCount
                 queue.trackCount = trackCount
+                tracksAdded(from: first)
             }
             return []
         case .queueRestored(let trackCount, let index):
@@ -93,9 +103,10 @@ extension PlayerState {
             guard isPlaying else { return [] }
             return outputLost(.stalled)
         case .heardTrack(let index):
-            // Rule 13: the listener reached a later track of the queue; only the cursor moves. An earlier or the
-            // same track is a stale or duplicate report (rule 15).
-            guard playback != .idle, index > queue.index, index < queue.trackCount else { return [] }
+            // Rule 13: the listener reached a later track of the play order (or the same one again under `repeat
+            // track`, or the first again under `repeat queue`); only the cursor moves. An earlier or the same track
+            // is a stale or duplicate report (rule 15).
+            guard playback != .idle, listenerMayReach(index) else { return [] }
             advance(to: index)
             return []
         case .queuePlayedOut:
@@ -230,9 +241,11 @@ extension PlayerState {
         return wasPlaying ? [.cork] : []
     }
 
-    private mutating func moveCursor(to index: Int) -> [Command] {
-        guard playback != .idle, (0..<queue.trackCount).contains(index) else { return [] }
-        queue.index = index
+    private mutating func moveCursor(to index: Int?) -> [Command] {
+        guard playback != .idle, let index, (0..<queue.trackCount).contains(index) else { return [] }
+        // The decoder starts afresh at the new track, in the order as it is now.
+        orderChangedAhead = false
+        enterTrack(index)
         // A stopped player starts the current track when played; the others jump now.
         return playback == .stopped ? [] : [.playTrack(index: index)]
     }
@@ -242,10 +255,12 @@ extension PlayerState {
         guard trackCount > 0 else {
             playback = .idle
             queue = .empty
+            reshuffleForNewQueue()
             resumeIntent = .none
             return wasPlaying ? [.cork] : []
         }
         queue = QueueCursor(trackCount: trackCount, index: min(max(startIndex, 0), trackCount - 1))
+        reshuffleForNewQueue()
         if wasPlaying || waitingForInterruptionEnd {
             // Playing (or waiting to play) carries on with the new queue.
             return [.playTrack(index: queue.index)]
@@ -261,6 +276,8 @@ extension PlayerState {
         guard playback == .idle, trackCount > 0, (0..<trackCount).contains(index) else { return [] }
         queue = QueueCursor(trackCount: trackCount, index: index)
         playback = .paused(.restored)
+        // The saved order follows (`playModesRestored`); until then a shuffle on keeps the restored track.
+        if shuffle != nil { _ = restorePlayModes(repeat: repeatMode, shuffle: shuffle) }
         return []
     }
 
@@ -285,10 +302,10 @@ extension PlayerState {
     /// Moves to `next` after the current track ended or failed, or stops at the end of the queue.
     private mutating func advance(to next: Int?) {
         if let next, (0..<queue.trackCount).contains(next) {
-            queue.index = next
+            enterTrack(next)
         } else {
             // The queue ran out: the stream has played everything, so there is nothing to cork.
-            queue.index = 0
+            rewindAfterQueueEnd()
             playback = .stopped
             resumeIntent = .none
         }

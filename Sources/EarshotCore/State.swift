@@ -180,6 +180,14 @@ public struct PlayerState: Hashable, Sendable {
     /// An announced sleep waits for Earshot's stream to be quiet (rule 19): logind holds the sleep until the delay
     /// lock is released (`releaseSleepDelay`), which the rules ask for once the cork is acknowledged.
     public var sleepAwaitsQuiet: Bool
+    /// What follows a track's end and the queue's end (PlayOrder.swift).
+    public var repeatMode: RepeatMode
+    /// The shuffled order of the queue, or nil when shuffle is off.
+    public var shuffle: ShuffleOrder?
+    /// Repeat or shuffle changed while the decoder may have joined tracks in the order before (it works seconds
+    /// ahead): the next track heard is taken whatever it is, until one the new order expects is heard or the decoder
+    /// starts afresh (PlayOrder.swift).
+    public var orderChangedAhead: Bool
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(
@@ -193,7 +201,10 @@ public struct PlayerState: Hashable, Sendable {
         lastFailure: FailedTrack? = nil,
         unansweredExternalPauses: Set<ExternalSender> = [],
         overruledInterruptions: Set<InterruptionSource> = [],
-        sleepAwaitsQuiet: Bool = false
+        sleepAwaitsQuiet: Bool = false,
+        repeatMode: RepeatMode = .off,
+        shuffle: ShuffleOrder? = nil,
+        orderChangedAhead: Bool = false
     ) {
         self.policy = policy
         self.playback = playback
@@ -206,6 +217,9 @@ public struct PlayerState: Hashable, Sendable {
         self.unansweredExternalPauses = unansweredExternalPauses
         self.overruledInterruptions = overruledInterruptions
         self.sleepAwaitsQuiet = sleepAwaitsQuiet
+        self.repeatMode = repeatMode
+        self.shuffle = shuffle
+        self.orderChangedAhead = orderChangedAhead
     }
 
     /// True when the user asked to play during an interruption and the player waits for it to end.

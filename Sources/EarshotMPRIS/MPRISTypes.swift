@@ -29,6 +29,10 @@ public enum MPRISCommand: Hashable, Sendable {
     case openUri(path: TrackPath)
     /// A write of the `Volume` property (1.0 is 100%; never negative, never NaN).
     case setVolume(Double)
+    /// `LoopStatus` written: repeat nothing, the track, or the whole queue.
+    case setLoopStatus(MPRISSnapshot.LoopStatus)
+    /// `Shuffle` written.
+    case setShuffle(Bool)
     /// `Quit`: the service should shut down. Reply first, then shut down from elsewhere.
     case quit
 }
@@ -55,6 +59,21 @@ public struct MPRISSnapshot: Equatable, Sendable {
 
     /// `PlaybackStatus`.
     public var playbackStatus: PlaybackStatus
+
+    /// `LoopStatus` values, as MPRIS spells them.
+    public enum LoopStatus: String, Equatable, Sendable {
+        /// Each track once, stop at the end (`repeat off`).
+        case none = "None"
+        /// The current track again (`repeat track`).
+        case track = "Track"
+        /// The queue again (`repeat queue`).
+        case playlist = "Playlist"
+    }
+
+    /// `LoopStatus`.
+    public var loopStatus: LoopStatus
+    /// `Shuffle`.
+    public var shuffle: Bool
     /// `mpris:trackid`: a D-Bus object path naming the current track (see `trackId(_:)`), nil for none.
     /// A change of this value is a track change: PlaybackStatus and Metadata are announced together.
     public var trackId: String?
@@ -94,9 +113,11 @@ public struct MPRISSnapshot: Equatable, Sendable {
         artists: [String] = [], album: String? = nil, albumArtist: String? = nil, trackNumber: Int? = nil,
         artPath: TrackPath? = nil, filePath: TrackPath? = nil, lengthMicroseconds: Int64? = nil,
         volume: Double = 1.0, canGoNext: Bool = false, canGoPrevious: Bool = false, canPlay: Bool = false,
-        canPause: Bool = false, canSeek: Bool = false
+        canPause: Bool = false, canSeek: Bool = false, loopStatus: LoopStatus = .none, shuffle: Bool = false
     ) {
         self.playbackStatus = playbackStatus
+        self.loopStatus = loopStatus
+        self.shuffle = shuffle
         self.trackId = trackId
         self.title = title
         self.artists = artists
@@ -135,6 +156,8 @@ public struct MPRISSnapshot: Equatable, Sendable {
         if playbackStatus != old.playbackStatus || trackId != old.trackId { names.append("PlaybackStatus") }
         if metadataDiffers(from: old) { names.append("Metadata") }
         if volume != old.volume { names.append("Volume") }
+        if loopStatus != old.loopStatus { names.append("LoopStatus") }
+        if shuffle != old.shuffle { names.append("Shuffle") }
         if canGoNext != old.canGoNext { names.append("CanGoNext") }
         if canGoPrevious != old.canGoPrevious { names.append("CanGoPrevious") }
         if canPlay != old.canPlay { names.append("CanPlay") }

@@ -10,6 +10,7 @@
 //   {"command": "add", "paths": ["/music/a.mp3", {"base64": "L211c2ljL//+Lm1wMw=="}]}
 //
 // Parsing is a pure function of the line's bytes, so it can be tested (and fuzzed) without a socket.
+import EarshotCore
 import EarshotJSON
 import Glibc
 import TrackPaths
@@ -32,6 +33,10 @@ public enum ControlRequest: Equatable, Sendable {
     case seek(seconds: Double)
     /// Set the volume in percent.
     case volume(percent: Int)
+    /// Choose what follows a track's end and the queue's end: `{"command": "repeat", "mode": "track"}`.
+    case repeatMode(RepeatMode)
+    /// Turn shuffle on or off: `{"command": "shuffle", "on": true}`.
+    case shuffle(on: Bool)
     /// Report the status.
     case status
     /// Keep the connection open and receive every event-log line as it happens.
@@ -47,8 +52,8 @@ public enum ControlRequest: Equatable, Sendable {
 
     /// The command names the protocol accepts.
     public static let commandNames = [
-        "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "status", "events",
-        "load", "add", "clear", "queue",
+        "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "status",
+        "events", "load", "add", "clear", "queue",
     ]
 }
 
@@ -128,6 +133,16 @@ extension ControlRequest {
                 return .failure(ControlRequestError("volume needs a number field 'percent' from 0 to 150"))
             }
             return .success(.volume(percent: Int(percent.rounded())))
+        case "repeat":
+            guard let mode = (fields["mode"] as? String).flatMap(RepeatMode.init(rawValue:)) else {
+                return .failure(ControlRequestError("repeat needs a string field 'mode': off, track or queue"))
+            }
+            return .success(.repeatMode(mode))
+        case "shuffle":
+            guard let on = fields["on"] as? Bool else {
+                return .failure(ControlRequestError("shuffle needs a Boolean field 'on'"))
+            }
+            return .success(.shuffle(on: on))
         default:
             let shown = command.count <= 32 && command.allSatisfy { $0.isLetter } ? "'\(command)'" : "given"
             return .failure(ControlRequestError(
@@ -146,6 +161,8 @@ extension ControlRequest {
         switch self {
         case .seek(let seconds): return #"{"command":"seek","seconds":\#(seconds)}"#
         case .volume(let percent): return #"{"command":"volume","percent":\#(percent)}"#
+        case .repeatMode(let mode): return #"{"command":"repeat","mode":"\#(mode.rawValue)"}"#
+        case .shuffle(let on): return #"{"command":"shuffle","on":\#(on)}"#
         case .load(let paths, let play):
             return ControlReply.line(["command": "load", "paths": paths.map(\.jsonValue), "play": play])
         case .add(let paths): return ControlReply.line(["command": "add", "paths": paths.map(\.jsonValue)])
@@ -192,6 +209,8 @@ extension ControlRequest {
         case .previous: return "previous"
         case .seek: return "seek"
         case .volume: return "volume"
+        case .repeatMode: return "repeat"
+        case .shuffle: return "shuffle"
         case .status: return "status"
         case .events: return "events"
         case .load: return "load"

@@ -16,8 +16,9 @@ struct HeardPosition: Sendable, Equatable {
     /// Ring frames before `ringFrame` were dropped by the last reposition: until the listener hears past it, the
     /// position is `position`.
     private var floor: Floor?
-    /// Where in the ring each decoded track ends.
-    private var trackEnds: [Int: Int] = [:]
+    /// Where in the ring each decoded track ends, oldest first: a track the decoder joined to itself (`repeat track`)
+    /// ends once a round.
+    private var trackEnds: [Int: [Int]] = [:]
     /// The ring frame the listener had heard at the last observation.
     private(set) var lastRingFrame: Int?
     /// The track the listener was last reported to hear.
@@ -58,8 +59,11 @@ struct HeardPosition: Sendable, Equatable {
             position = locate(ringFrame)
         }
         guard let position else { return nil }
+        // The same track from an earlier frame, with no reposition between: the decoder joined the track to itself
+        // (`repeat track`), and the listener crossed that boundary.
+        let playedAgain = position.trackIndex == current?.trackIndex && position.frame < current?.frame ?? 0
         current = position
-        guard position.trackIndex != reportedTrack else { return nil }
+        guard position.trackIndex != reportedTrack || playedAgain else { return nil }
         reportedTrack = position.trackIndex
         return position.trackIndex
     }
@@ -87,12 +91,16 @@ struct HeardPosition: Sendable, Equatable {
 
     /// The decoder finished track `index` at ring frame `ringFrame`.
     mutating func trackDecoded(_ index: Int, endsAtRingFrame ringFrame: Int) {
-        trackEnds[index] = ringFrame
+        // Ends the listener has passed are of no more use.
+        let heard = lastRingFrame ?? Int.min
+        trackEnds[index, default: []].removeAll { $0 <= heard }
+        trackEnds[index, default: []].append(ringFrame)
     }
 
-    /// Frames the listener has still to hear of track `index`, once both its end and a heard frame are known.
+    /// Frames the listener has still to hear of track `index` (to its next end), once both its end and a heard frame
+    /// are known; negative when the listener is past its last known end.
     func framesLeft(inTrack index: Int) -> Int? {
-        guard let end = trackEnds[index], let lastRingFrame else { return nil }
-        return end - lastRingFrame
+        guard let lastRingFrame, let ends = trackEnds[index], let last = ends.last else { return nil }
+        return (ends.first { $0 > lastRingFrame } ?? last) - lastRingFrame
     }
 }

@@ -29,9 +29,13 @@ extension Player {
             return
         }
         if let stream, let frame = stream.heardRingFrame() {
+            let before = heard
             if let index = listening.observe(ringFrame: frame, locate: worker.locate(ringFrame:)) {
+                let playedAgain = index == rules.queue.index && before?.trackIndex == index
                 // Reported when the heard track changes; whether that moves the queue on is the rules' call.
                 dispatch(.heardTrack(index: index))
+                // The same track from its start (`repeat track`): MPRIS clients learn that the position went back.
+                if playedAgain { mpris?.emitSeeked(positionMicroseconds: 0) }
             }
             if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame,
                rules.isPlaying {
@@ -166,6 +170,8 @@ extension Player {
         case .previous: dispatch(.userPrevious)
         case .seek(let seconds): dispatch(.userSeek(milliseconds: Int(seconds * 1000)))
         case .volume(let percent): dispatch(.userVolume(percent: percent))
+        case .repeatMode(let mode): choosePlayOrder(repeat: mode, shuffle: nil)
+        case .shuffle(let on): choosePlayOrder(repeat: nil, shuffle: on)
         case .status, .events: break
         }
         // The tick runs only about once a second: the position a reply shows is read from the stream now.
@@ -262,6 +268,8 @@ extension Player {
             paths = saved.queue
             dispatch(.userVolume(percent: saved.volumePercent))
             dispatch(.queueRestored(trackCount: saved.queue.count, index: saved.trackIndex))
+            restorePlayModes(saved.playModes)
+            savedModes = savedPlayModes
             if rules.playback == .paused(.restored) {
                 // The saved position is in milliseconds; the decoder needs frames at the track's output rate.
                 let track = saved.queue[saved.trackIndex]
@@ -281,13 +289,21 @@ extension Player {
     /// position when `SaveSchedule` says it is due; `final` (a clean exit) has the writer flush the position to disk.
     func saveState(final: Bool = false) {
         guard let stateWriter else { return }
+        // Repeat and shuffle live in `state.json`: a change of them (a shuffled round drawn anew too) writes it.
+        if savedPlayModes != savedModes {
+            savedModes = savedPlayModes
+            saving.queueDidChange()
+        }
         guard let due = saving.due(
             trackIndex: rules.queue.index, positionMilliseconds: positionMilliseconds,
             volumePercent: rules.volumePercent, repositions: repositionCount, playing: rules.isPlaying, final: final)
         else { return }
         let state = due.newQueueId.map { id in
-            PersistedState(queue: paths, trackIndex: rules.queue.index, positionMilliseconds: positionMilliseconds,
-                           volumePercent: rules.volumePercent, queueId: id)
+            var state = PersistedState(
+                queue: paths, trackIndex: rules.queue.index, positionMilliseconds: positionMilliseconds,
+                volumePercent: rules.volumePercent, queueId: id)
+            state.playModes = savedModes
+            return state
         }
         stateWriter.save(state: state, position: due.position, durable: final)
     }
@@ -336,6 +352,10 @@ extension Player {
             replaceQueue(with: [path], play: true)
         case .setVolume(let volume):
             dispatch(.userVolume(percent: Int((volume * 100).rounded())))
+        case .setLoopStatus(let loop):
+            choosePlayOrder(repeat: RepeatMode(loop), shuffle: nil)
+        case .setShuffle(let on):
+            choosePlayOrder(repeat: nil, shuffle: on)
         case .quit:
             inbox.yield(.shutdown(signal: SIGTERM))
         }

@@ -97,6 +97,10 @@ actor Player {
     let tickTimer: TickTimer
     /// What was handed to the state writer, and when (see `SaveSchedule`).
     var saving = SaveSchedule()
+    /// The repeat mode and shuffled order last handed to the state writer (Player+PlayOrder).
+    var savedModes = SavedPlayModes.off
+    /// The rules' order last handed to the decoder (Player+PlayOrder).
+    var followedModes: PlayModes?
     /// The call timer: armed only while a capture waits to have run long enough to count as a call (Player+Calls).
     let callTimer: TickTimer
     /// What MPRIS was last told, so that it is told only changes.
@@ -249,6 +253,7 @@ actor Player {
     }
 
     func decided(_ event: Event, _ commands: [Command]) {
+        followPlayOrder()
         let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
         log.record("event", ["kind": event.description, "playback": rules.playback.description, "commands": named])
         if case .stopped = rules.playback, exitCode == nil, case .foreground = mode {

@@ -103,6 +103,8 @@ struct PlayerReport {
             "realtime": (output.realtime ?? .none(reason: "not connected")).description,
             "realtimeThread": output.realtimeThread.map { Int($0) as Any } ?? JSONNull(),
             "volume": rules.volumePercent,
+            "repeat": rules.repeatMode.rawValue,
+            "shuffle": rules.shuffle != nil,
             "lastError": lastError,
             "slowestHandlingMicros": slowestHandlingMicros,
         ]
@@ -130,10 +132,12 @@ struct PlayerReport {
             filePath: path,
             lengthMicroseconds: lengthMicroseconds,
             volume: Double(rules.volumePercent) / 100,
-            canGoNext: hasTrack && rules.queue.index + 1 < paths.count,
+            canGoNext: hasTrack && rules.track(after: rules.queue.index, trackEnded: false) != nil,
             canGoPrevious: hasTrack,
             canPlay: hasTrack,
             canPause: hasTrack,
-            canSeek: hasTrack)
+            canSeek: hasTrack,
+            loopStatus: MPRISSnapshot.LoopStatus(rules.repeatMode),
+            shuffle: rules.shuffle != nil)
     }
 }

@@ -21,6 +21,13 @@ public struct PersistedState: Codable, Equatable, Sendable {
     /// Names this queue for `position.json` (`SavedPosition.queueId`); a new one with every queue written. Nil in a
     /// file of an earlier version, which had no position file.
     public var queueId: Int?
+    /// Repeat and shuffle (SavedPlayModes.swift); off in a file of an earlier version.
+    public var playModes: SavedPlayModes = .off
+
+    /// The keys JSONEncoder knows: the play modes are written by hand (SavedPlayModes), and only when not off.
+    private enum CodingKeys: String, CodingKey {
+        case version, queue, trackIndex, positionMilliseconds, volumePercent, queueId
+    }
 
     /// A state in the current format.
     public init(

@@ -14,6 +14,8 @@ public enum StatusText {
             let length = (status["durationMs"] as? Int).map(clock) ?? "--:--"
             lines.append("track \(index + 1)/\(count)  \(position) / \(length)")
         }
+        let shuffle = status["shuffle"] as? Bool == true ? "on" : "off"
+        lines.append("repeat \(status["repeat"] as? String ?? "off"), shuffle \(shuffle)")
         let sink = status["sink"] as? String ?? "none"
         let corked = status["corked"] as? Bool == true ? "corked" : "running"
         let server = status["server"] as? String ?? "not connected"

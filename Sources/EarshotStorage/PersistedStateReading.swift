@@ -26,6 +26,7 @@ extension PersistedState {
         self.init(
             queue: queue, trackIndex: trackIndex, positionMilliseconds: positionMilliseconds,
             volumePercent: volumePercent, queueId: queueId, version: version)
+        playModes = try SavedPlayModes(stateObject: object)
     }
 
     /// The top-level object of a state file's `bytes`.

@@ -50,6 +50,7 @@ extension PersistedState {
         }
         out += "]".utf8
         if let queueId { out += #","queueId":\#(queueId)"#.utf8 }
+        playModes.appendJSONFields(to: &out)
         out += #","trackIndex":\#(trackIndex),"version":\#(version),"volumePercent":\#(volumePercent)}"#.utf8
         out.append(0x0A)
         return out

@@ -1,6 +1,7 @@
 // The `earshot` executable: argument handling (here) and wiring (PlayerService.swift). What it runs is in the owner's
 // target (EarshotService), its clients' (EarshotClients) and its storage's (EarshotStorage).
 import EarshotClients
+import EarshotCore
 import EarshotJSON
 import EarshotService
 import EarshotStorage
@@ -242,6 +243,16 @@ case "volume":
         usageError("volume takes PERCENT from 0 to 150, not \(text)", verb: verb)
     }
     control(.volume(percent: percent))
+case "repeat":
+    let text = singleOperand(of: verb, arguments).text
+    guard let mode = RepeatMode(rawValue: text) else {
+        usageError("repeat takes off, track or queue, not \(text)", verb: verb)
+    }
+    control(.repeatMode(mode))
+case "shuffle":
+    let text = singleOperand(of: verb, arguments).text
+    guard text == "on" || text == "off" else { usageError("shuffle takes on or off, not \(text)", verb: verb) }
+    control(.shuffle(on: text == "on"))
 case "status":
     let (given, flags) = operands(of: verb, arguments, flags: ["--json"])
     if let extra = given.first { usageError("status takes no operands (got \(extra.text))", verb: verb) }

@@ -52,6 +52,8 @@ final class FakePlayer: @unchecked Sendable {
                 snapshot.trackId = MPRISSnapshot.trackId(4)
                 snapshot.title = "All Blues"
             case .setVolume(let volume): snapshot.volume = volume
+            case .setLoopStatus(let loop): snapshot.loopStatus = loop
+            case .setShuffle(let on): snapshot.shuffle = on
             case .previous, .seek, .setPosition, .openUri, .quit: break
             }
             return (self.server, snapshot, nil)
@@ -131,6 +133,14 @@ struct MPRISTests {
 
         #expect(try ctl("loop").standardOutput.trimmed == "None")
         #expect(try ctl("shuffle").standardOutput.trimmed == "Off")
+        #expect(try ctl("loop", "Track").status == 0)
+        #expect(try ctl("loop").standardOutput.trimmed == "Track")
+        #expect(try ctl("loop", "Playlist").status == 0)
+        #expect(try ctl("loop").standardOutput.trimmed == "Playlist")
+        #expect(try ctl("shuffle", "On").status == 0)
+        #expect(try ctl("shuffle").standardOutput.trimmed == "On")
+        #expect(Array(player.received.suffix(3))
+                    == [.setLoopStatus(.track), .setLoopStatus(.playlist), .setShuffle(true)])
     }
 
     @Test("OpenUri accepts a readable local file and refuses anything else with a clear error")
@@ -233,6 +243,9 @@ struct MPRISTests {
         snapshot.playbackStatus = .playing
         snapshot.canGoNext = false
         server.update(snapshot)
+        snapshot.loopStatus = .track
+        snapshot.shuffle = true
+        server.update(snapshot)
         server.emitSeeked(positionMicroseconds: 12_000_000)
 
         #expect(eventually { DBusMonitorLog(monitor.standardOutput()).seeked.count == 1 })
@@ -242,7 +255,7 @@ struct MPRISTests {
         let changes = log.propertiesChanged
         #expect(!changes.isEmpty)
         let announced = Set(changes.flatMap { $0 })
-        #expect(announced == ["Volume", "PlaybackStatus", "Metadata", "CanGoNext"])
+        #expect(announced == ["Volume", "PlaybackStatus", "Metadata", "CanGoNext", "LoopStatus", "Shuffle"])
         #expect(changes.allSatisfy { !$0.contains("Position") })
         // The track change: PlaybackStatus and Metadata in one signal.
         #expect(changes.contains { $0.contains("Metadata") && $0.contains("PlaybackStatus") })

@@ -22,6 +22,7 @@ struct ControlProtocolTests {
             .play, .pause, .toggle, .stop, .next, .previous, .seek(seconds: 30.5), .volume(percent: 80), .status,
             .events, .clear, .queue, .load(paths: ["/a b.mp3", "/ü.mp3"], play: true), .add(paths: ["/x.mp3"]),
             .load(paths: ["/y.mp3"], play: false), .add(paths: [Self.latin1, "/z.mp3", Self.invalid]),
+            .repeatMode(.off), .repeatMode(.track), .repeatMode(.queue), .shuffle(on: true), .shuffle(on: false),
         ]
         for request in requests {
             #expect(try parse(request.jsonLine).get() == request)
@@ -49,6 +50,9 @@ struct ControlProtocolTests {
         (#"{"command":"seek","seconds":-1}"#, "seek needs a number"),
         (#"{"command":"seek","seconds":true}"#, "seek needs a number"),
         (#"{"command":"volume","percent":151}"#, "from 0 to 150"),
+        (#"{"command":"repeat","mode":"all"}"#, "off, track or queue"),
+        (#"{"command":"repeat"}"#, "off, track or queue"),
+        (#"{"command":"shuffle","on":"yes"}"#, "Boolean field 'on'"),
         (#"{"command":"load","paths":[]}"#, "non-empty array"),
         (#"{"command":"add","paths":"x"}"#, "non-empty array"),
         (#"{"command":"add","paths":[""]}"#, "non-empty array"),

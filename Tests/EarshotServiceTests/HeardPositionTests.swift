@@ -31,6 +31,27 @@ struct HeardPositionTests {
         #expect(book.current == TrackPosition(trackIndex: 1, frame: 10, sampleRate: 48_000))
     }
 
+    @Test("a track joined to itself (repeat track) is reported again at each new start, and ends once a round")
+    func repeatedTrackIsReportedAtEachStart() {
+        var book = HeardPosition()
+        // Three rounds of a 1 s track at 48 kHz, one after the other in the ring.
+        let rounds = { (ringFrame: Int) -> TrackPosition? in
+            TrackPosition(trackIndex: 0, frame: ringFrame % 48_000, sampleRate: 48_000)
+        }
+        #expect(book.observe(ringFrame: 100, locate: rounds) == 0)
+        book.trackDecoded(0, endsAtRingFrame: 48_000)
+        book.trackDecoded(0, endsAtRingFrame: 96_000)
+        #expect(book.observe(ringFrame: 47_990, locate: rounds) == nil)
+        #expect(book.framesLeft(inTrack: 0) == 10)
+        #expect(book.observe(ringFrame: 48_010, locate: rounds) == 0)
+        // The next round's end, not the one just passed, and not the last decoded.
+        #expect(book.framesLeft(inTrack: 0) == 47_990)
+        #expect(book.observe(ringFrame: 60_000, locate: rounds) == nil)
+        book.trackDecoded(0, endsAtRingFrame: 144_000)
+        #expect(book.framesLeft(inTrack: 0) == 36_000)
+        #expect(book.observe(ringFrame: 96_005, locate: rounds) == 0)
+    }
+
     @Test("after a reposition the target is the position until audio written after it is heard")
     func repositionHoldsTheTargetUntilNewAudioIsHeard() {
         var book = HeardPosition()
