@@ -56,7 +56,9 @@ struct StandardErrorEchoTests {
             guard let match = line.wholeMatch(of: /\.\.\. ([0-9]+) lines dropped/) else { return nil }
             return Int(match.1)
         }
-        #expect(markers.count == 1, "\(markers)")
+        // One stall, so one or two markers: the writer thread may take its first batch (and the marker of what was
+        // dropped until then) before the recording ends, and block on writing it while the queue fills again.
+        #expect((1...2).contains(markers.count), "\(markers)")
         #expect(shown + markers.reduce(0, +) == 500, "\(shown) lines shown, \(markers) dropped")
         // One batch being written when the stall began, and a full queue behind it.
         #expect(shown <= 2 * 8, "more lines than the bound got through: \(shown)")
