@@ -42,6 +42,8 @@
 
 /* The longest command line accepted (longer ones are cut off and answered with an error). */
 #define FAKECARD_LINE_MAX 256
+/* How many replies may wait for the daemon at once (more are answered without waiting). */
+#define FAKECARD_PENDING_MAX 512
 
 struct fakecard {
     const struct fakecard_kind *kind;
@@ -69,9 +71,13 @@ struct fakecard {
     struct spa_source *later_timer;
     void (*later_work)(struct fakecard *card);
 
-    /* The reply waiting for the daemon's answer to a round trip (pw_core_sync), if any. */
-    int pending_sync;
-    char pending_reply[2 * FAKECARD_LINE_MAX + 64];
+    /* The replies waiting for the daemon's answers to their round trips (pw_core_sync), oldest first: commands may
+     * come faster than the daemon answers (a flapping jack). */
+    struct fakecard_reply {
+        int seq;
+        char text[2 * FAKECARD_LINE_MAX + 64];
+    } pending[FAKECARD_PENDING_MAX];
+    uint32_t pending_first, pending_count;
 };
 
 uint32_t fakecard_device_id(const struct fakecard *card)
@@ -213,8 +219,14 @@ static const struct spa_device_methods device_methods = {
 /* Answers the current command after a round trip to the daemon: by then it has applied what the command sent. */
 static void reply_after_round_trip(struct fakecard *card, const char *reply)
 {
-    snprintf(card->pending_reply, sizeof(card->pending_reply), "%s", reply);
-    card->pending_sync = pw_core_sync(card->core, PW_ID_CORE, card->pending_sync);
+    if (card->pending_count == FAKECARD_PENDING_MAX) {
+        printf("%s\n", reply);
+        return;
+    }
+    struct fakecard_reply *slot = &card->pending[(card->pending_first + card->pending_count) % FAKECARD_PENDING_MAX];
+    snprintf(slot->text, sizeof(slot->text), "%s", reply);
+    slot->seq = pw_core_sync(card->core, PW_ID_CORE, 0);
+    card->pending_count++;
 }
 
 static void remove_card(struct fakecard *card)
@@ -307,10 +319,19 @@ static const struct pw_proxy_events device_proxy_events = {
 static void on_core_done(void *data, uint32_t id, int seq)
 {
     struct fakecard *card = data;
-    if (id != PW_ID_CORE || seq != card->pending_sync || card->pending_reply[0] == '\0')
+    if (id != PW_ID_CORE)
         return;
-    printf("%s\n", card->pending_reply);
-    card->pending_reply[0] = '\0';
+    // The daemon answers round trips in order: this one and every earlier one are done.
+    for (uint32_t index = 0; index < card->pending_count; index++) {
+        if (card->pending[(card->pending_first + index) % FAKECARD_PENDING_MAX].seq != seq)
+            continue;
+        for (uint32_t done = 0; done <= index; done++) {
+            printf("%s\n", card->pending[card->pending_first].text);
+            card->pending_first = (card->pending_first + 1) % FAKECARD_PENDING_MAX;
+        }
+        card->pending_count -= index + 1;
+        return;
+    }
 }
 
 static void on_core_error(void *data, uint32_t id, int seq, int res, const char *message)

@@ -15,6 +15,10 @@
  * the switch (WirePlumber 0.5 switches to the headset profile when a capture links to it). Here that source is a
  * plain null source: it is never linked to the headset's microphone, and nothing switches by itself.
  *
+ * Both sources are null sinks of class Audio/Source/Virtual (a real headset's microphone is Audio/Source): a null
+ * sink made with class Audio/Source failed to start when a capture linked to it ("Start error: Operation not
+ * supported" on 0.3.65), the virtual class records silence, as the tests' microphone `mic` does.
+ *
  * What it does not fake: BlueZ, codecs (the profile names carry none, the sinks say sbc or msbc), the transport's
  * timing and its volume, HSP, A2DP sources and the audio gateway role.
  */
@@ -171,7 +175,7 @@ static void create_nodes(struct fakecard *card)
     if (state.profile == PROFILE_HEADSET) {
         const char *const microphone[] = {
             PW_KEY_NODE_NAME, "bluez_input." HEADSET_NAME_PART ".0", PW_KEY_NODE_DESCRIPTION, "Fake Headset",
-            PW_KEY_MEDIA_CLASS, "Audio/Source", "card.profile.device", "0", PW_KEY_DEVICE_API, "bluez5",
+            PW_KEY_MEDIA_CLASS, "Audio/Source/Virtual", "card.profile.device", "0", PW_KEY_DEVICE_API, "bluez5",
             "api.bluez5.address", HEADSET_ADDRESS, "api.bluez5.profile", profile, "api.bluez5.codec", "msbc", NULL,
         };
         state.microphone = fakecard_node_create(card, microphone);
@@ -179,8 +183,8 @@ static void create_nodes(struct fakecard *card)
     if (state.call_source == NULL) {
         static const char *const call_source[] = {
             PW_KEY_NODE_NAME, "bluez_input." HEADSET_NAME_PART, PW_KEY_NODE_DESCRIPTION, "Fake Headset (call)",
-            PW_KEY_MEDIA_CLASS, "Audio/Source", PW_KEY_DEVICE_API, "bluez5", "api.bluez5.address", HEADSET_ADDRESS,
-            NULL,
+            PW_KEY_MEDIA_CLASS, "Audio/Source/Virtual", PW_KEY_DEVICE_API, "bluez5", "api.bluez5.address",
+            HEADSET_ADDRESS, NULL,
         };
         state.call_source = fakecard_node_create(card, call_source);
     }

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by scripts/test: builds the fake sound card (Tests/FakeCard, a small C PipeWire client that exports a
 # device with ports or profiles; see the banner of Tests/FakeCard/fakecard.c) and exports EARSHOT_FAKECARD, its path,
-# for the end-to-end tests that drive it (FakeCardTests).
+# for the end-to-end tests that drive it (FakeCardJackTests, FakeCardHeadsetTests).
 #
 # It is built with cc against Debian 12's libpipewire-0.3-dev (PipeWire 0.3.65; test_packages in common.sh installs
 # it) and linked to the system's libpipewire. The prefix of PipeWire 1.4.2 and the Debian 13 root have no headers;
