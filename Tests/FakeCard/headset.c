@@ -198,9 +198,11 @@ static void destroy_nodes(bool with_call_source)
         fakecard_node_destroy(&state.call_source);
 }
 
-/* Switches profile as a real headset does: the old nodes go, the card announces its new profile (the list of
- * profiles stays the same: WirePlumber 0.4 chooses a profile again whenever EnumProfile changes), the new nodes come
- * (all sent in this order within one turn of the loop). */
+/* Switches profile as PipeWire's bluez5 device does: the old nodes go, the new ones come, then the card announces
+ * its new profile and routes (the list of profiles stays the same: WirePlumber 0.4 chooses a profile again whenever
+ * EnumProfile changes). All are sent in this order within one turn of the loop. Announcing the profile between the
+ * nodes' removal and creation instead made pipewire-pulse 1.4.2 crash (a stale pod read in module-protocol-pulse)
+ * when a stream played on the old sink. */
 static void switch_profile(struct fakecard *card, uint32_t profile, bool save)
 {
     state.save_profile = save;
@@ -208,8 +210,8 @@ static void switch_profile(struct fakecard *card, uint32_t profile, bool save)
         return;
     destroy_nodes(profile == PROFILE_OFF);
     state.profile = profile;
-    fakecard_params_changed(card, (1u << FAKECARD_PROFILE) | FAKECARD_ROUTES_CHANGED);
     create_nodes(card);
+    fakecard_params_changed(card, (1u << FAKECARD_PROFILE) | FAKECARD_ROUTES_CHANGED);
 }
 
 static void switch_to_requested_profile(struct fakecard *card)
