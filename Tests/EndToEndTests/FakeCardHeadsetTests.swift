@@ -41,7 +41,7 @@ struct FakeCardHeadsetTests {
                 let started = ContinuousClock.now
                 try await body(card, player, scratch)
                 for recording in try await stopRecorders(elsewhere) {
-                    let heard = recording.audibleMilliseconds(within: recording.time(of: started)..<recording.duration)
+                    let heard = recording.audibleMilliseconds(after: started)
                     #expect(heard <= 10, "\(heard) ms of our audio on \(recording.sink)")
                 }
                 player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
@@ -111,7 +111,7 @@ struct FakeCardHeadsetTests {
             #expect(seen.allSatisfy { $0.playback == "paused" && $0.pauseReason == "outputLost" },
                     "\(seen.map(\.description))")
             #expect(seen.allSatisfy { $0.positionMs == lost.positionMs }, "\(seen.map(\.positionMs))")
-            let heard = recording.audibleMilliseconds(within: recording.time(of: back)..<recording.duration)
+            let heard = recording.audibleMilliseconds(after: back)
             #expect(heard == 0, "the returned headset played \(heard) ms")
         }
     }
