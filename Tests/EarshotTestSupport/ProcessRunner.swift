@@ -144,7 +144,8 @@ public enum ProcessRunner {
 /// signal, a spawned child inherits that mask, and such a child ignores SIGTERM and SIGINT (parec did,
 /// and so would earshot). Here the child starts with no signal blocked and every signal at its default.
 /// Standard output and error go to files that can be read at any time, also after it ended; standard
-/// input is `/dev/null` unless a file is named. The child is not stopped when this object goes away: call `terminate` or `kill`.
+/// input is `/dev/null` unless a file is named. The child is not stopped when this object goes away: call
+/// `terminate` or `kill`.
 public final class ChildProcess: @unchecked Sendable {
     // Unchecked Sendable: `reapedStatus` is only touched under `lock`; everything else is immutable.
     /// The command line, for messages.

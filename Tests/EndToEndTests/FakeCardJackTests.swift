@@ -78,10 +78,10 @@ struct FakeCardJackTests {
             #expect(settled.positionMs == lost.positionMs, "the position moved while paused: \(lost) -> \(settled)")
             // What the sink played after the port change is what the speakers would have played. Counted from before
             // the command was sent it includes the notice's way through the daemon and pipewire-pulse, which Earshot
-            // cannot shorten (reported); counted from Earshot's decision it is Earshot's own part, bounded by RULES.md's
-            // 10 ms plus one graph period: unlike an unplugged device the sink goes on, and PipeWire stops our corked
-            // stream at a period's edge, so what the sink has mixed of the current period plays out (up to 21.3 ms
-            // with the private servers' 1024-frame periods).
+            // cannot shorten (reported); counted from Earshot's decision it is Earshot's own part, bounded by
+            // RULES.md's 10 ms plus one graph period: unlike an unplugged device the sink goes on, and PipeWire
+            // stops our corked stream at a period's edge, so what the sink has mixed of the current period plays
+            // out (up to 21.3 ms with the private servers' 1024-frame periods).
             let leak = recording.audibleMilliseconds(after: unplugged)
             let ours = recording.audibleMilliseconds(after: decided)
             report("fake jack unplug: audio after the port change (command sent)", leak)
