@@ -9,6 +9,9 @@ public enum PortChange: Sendable, Equatable {
     /// The active port switched from headphones or a headset to something else, typically the built-in
     /// speakers after a jack unplug: continuing would play out loud.
     case switchedAwayFromHeadphones
+    /// The active port switched away from headphones or a headset that are still plugged in (availability "yes"):
+    /// someone chose another port (pavucontrol, `pactl set-sink-port`), a route change, not a loss.
+    case activePortChosen
     /// A port became plugged in (availability "no" to "yes", or a new port that appeared plugged in): a replug.
     case portBecameAvailable
 }
@@ -33,7 +36,9 @@ public enum PortClassifier {
         if let before, isHeadphoneLike(before), before.name != after?.name {
             // Headphones to a headset (a Bluetooth profile switch for a call) still sounds only for the wearer.
             if after.map(isHeadphoneLike) != true {
-                return .switchedAwayFromHeadphones
+                // Still plugged in: a choice. Gone, unplugged or of unknown availability: no permission to play.
+                let stillPlugged = current.ports.first { $0.name == before.name }?.availability == .yes
+                return stillPlugged ? .activePortChosen : .switchedAwayFromHeadphones
             }
         }
 

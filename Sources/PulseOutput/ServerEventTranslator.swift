@@ -216,6 +216,7 @@ public struct ServerEventTranslator: Sendable {
         switch PortClassifier.classify(previous: previous, current: sink) {
         case .activePortUnavailable?, .switchedAwayFromHeadphones?: return [.outputLost(.portUnplugged)]
         case .portBecameAvailable?: return [.outputAppeared]
+        case .activePortChosen?: return [.routeChanged]
         case nil: return []
         }
     }

@@ -144,7 +144,8 @@ public enum ProcessRunner {
 /// signal, a spawned child inherits that mask, and such a child ignores SIGTERM and SIGINT (parec did,
 /// and so would earshot). Here the child starts with no signal blocked and every signal at its default.
 /// Standard output and error go to files that can be read at any time, also after it ended; standard
-/// input is `/dev/null`. The child is not stopped when this object goes away: call `terminate` or `kill`.
+/// input is `/dev/null` unless a file is named. The child is not stopped when this object goes away: call
+/// `terminate` or `kill`.
 public final class ChildProcess: @unchecked Sendable {
     // Unchecked Sendable: `reapedStatus` is only touched under `lock`; everything else is immutable.
     /// The command line, for messages.
@@ -171,6 +172,7 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - inheritsEnvironment: `false` gives the child exactly `environment` and nothing of this process's.
     ///   - standardOutput: where standard output goes; a fresh file in `ProcessRunner.outputDirectory` if `nil`.
     ///   - standardError: where standard error goes, the same way (a FIFO must have a reader open already).
+    ///   - standardInput: what the child reads (a FIFO the test writes commands to); `/dev/null` if `nil`.
     /// - Throws: if the program is not installed or cannot be started.
     public convenience init(
         _ program: String,
@@ -179,11 +181,12 @@ public final class ChildProcess: @unchecked Sendable {
         unsetting: Set<String> = [],
         inheritsEnvironment: Bool = true,
         standardOutput: URL? = nil,
-        standardError: URL? = nil
+        standardError: URL? = nil,
+        standardInput: URL? = nil
     ) throws {
         try self.init(program, rawArguments: arguments.map { Array($0.utf8) }, environment: environment,
                       unsetting: unsetting, inheritsEnvironment: inheritsEnvironment, standardOutput: standardOutput,
-                      standardError: standardError)
+                      standardError: standardError, standardInput: standardInput)
     }
 
     /// Starts `program` with arguments given as raw bytes (which need not be UTF-8); otherwise as
@@ -195,7 +198,8 @@ public final class ChildProcess: @unchecked Sendable {
         unsetting: Set<String> = [],
         inheritsEnvironment: Bool = true,
         standardOutput: URL? = nil,
-        standardError: URL? = nil
+        standardError: URL? = nil,
+        standardInput: URL? = nil
     ) throws {
         let executable = try ProcessRunner.locate(program)
         let commandLine = ([program] + arguments.map { String(decoding: $0, as: UTF8.self) }).joined(separator: " ")
@@ -209,7 +213,7 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         let writeFlags = O_WRONLY | O_CREAT | O_TRUNC
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, standardInput?.path ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, standardOutputURL.path, writeFlags, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, standardErrorURL.path, writeFlags, 0o644)
 

@@ -38,6 +38,13 @@ struct PortClassifierTests {
         #expect(PortClassifier.classify(previous: before, current: after) == .switchedAwayFromHeadphones)
     }
 
+    @Test("Choosing the speaker while headphones stay plugged in is a chosen port (a route change), not a loss")
+    func speakerChosen() {
+        let before = laptop(active: "analog-output-headphones", headphones: .yes)
+        let after = laptop(active: "analog-output-speaker", headphones: .yes)
+        #expect(PortClassifier.classify(previous: before, current: after) == .activePortChosen)
+    }
+
     @Test("The active headphone port becoming unavailable (no switch yet) is an unavailable active port")
     func activePortGoesUnavailable() {
         let before = laptop(active: "analog-output-headphones", headphones: .yes)

@@ -1,0 +1,118 @@
+// A Bluetooth headset's profile switch for a call on a running PipeWire (issue 25, RULES.md rule 17): the fake
+// headset (Tests/FakeCard/headset.c) has profiles a2dp-sink and headset-head-unit, and switching profile replaces
+// its nodes as a real headset's are replaced. The call is a real client's capture (pw-record) from the source a
+// calling application opens on the headset; the switch is made as the session manager makes it (the helper's
+// `profile` command: WirePlumber 0.5 switches 500 ms after such a capture starts; the private servers have no
+// Bluetooth policy of their own acting on it, see docs/measured.md).
+//
+// PipeWire only (scripts/test's PIPEWIRE_ONLY), like FakeCardJackTests.
+
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@Suite("A Bluetooth headset's profile switch on a fake card (PipeWire)", .serialized)
+struct FakeCardHeadsetTests {
+    /// The length of the position track played: a few seconds.
+    static let trackSeconds = 10.0
+    /// How much of the track is heard before anything happens, in milliseconds.
+    static let heardBeforeEvent = 1500
+
+    /// Runs `body` with the server to itself, a fake headset as the default sink (as a connected headset is: the
+    /// music follows it from profile to profile, which WirePlumber does for a stream that follows the default and not
+    /// for one that named its sink), the standard headphones and speakers recorded (where our stream must never be
+    /// heard), and the player playing on the headset's A2DP sink.
+    func scenario(_ body: (FakeCard, EarshotPlayer, URL) async throws -> Void) async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let card = try await FakeCard(.headset)
+                defer { card.kill() }
+                try ServerControl.setDefaultSink(FakeCard.headsetSink)
+                defer { try? ServerControl.setDefaultSink(TestEnvironment.headphones) }
+                let track = try Fixtures.copy(
+                    try Fixtures.positionTrack(seconds: Self.trackSeconds), to: scratch,
+                    named: PrivateNames.fileName(.mp3))
+                let elsewhere = try await MonitorRecorder.start(
+                    sinks: [TestEnvironment.headphones, TestEnvironment.speakers])
+                let player = try EarshotPlayer(playing: [track], in: scratch)
+                defer { player.kill() }
+                let playing = try await player.waitUntilHeard(milliseconds: Self.heardBeforeEvent)
+                #expect(playing.sink == FakeCard.headsetSink, "\(playing)")
+                let started = ContinuousClock.now
+                try await body(card, player, scratch)
+                for recording in try await stopRecorders(elsewhere) {
+                    let heard = recording.audibleMilliseconds(after: started)
+                    #expect(heard <= 10, "\(heard) ms of our audio on \(recording.sink)")
+                }
+                player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
+            }
+        }
+    }
+
+    @Test("a call on the headset's microphone and its profile switch pause without an output loss; resumes on A2DP")
+    func callSwitchesProfile() async throws {
+        try await scenario { card, player, scratch in
+            let file = scratch.appendingPathComponent("call.wav").path
+            let call = try ChildProcess("pw-record", ["--target", FakeCard.headsetCallSource, file])
+            defer { call.kill() }
+            let interrupted = try await player.waitForStatus("paused for the call") { $0.pauseReason == "interruption" }
+            // The session manager's switch to the headset profile, 500 ms after the capture (WirePlumber 0.5).
+            try await Task.sleep(for: .milliseconds(500))
+            try await card.send("profile headset-head-unit")
+            try await Task.sleep(for: .milliseconds(1000))
+            let during = try player.status()
+            #expect(during.playback == "paused" && during.pauseReason == "interruption", "\(during)")
+            #expect(during.outputLostReason == nil, "the switch was taken for an output loss: \(during)")
+            #expect(during.positionMs == interrupted.positionMs, "the position moved during the call: \(during)")
+            #expect(during.activeInterruptions.contains { $0.hasPrefix("profile") }, "\(during)")
+
+            // The call ends, and the session manager switches back 2 s later (here at once).
+            call.signal(SIGINT)
+            _ = await call.exit(within: .seconds(5))
+            let switchedBack = ContinuousClock.now
+            try await card.send("profile a2dp-sink")
+            let resumed = try await player.waitForStatus("playing again on the headset", timeout: .seconds(10)) {
+                $0.playback == "playing" && $0.positionMs > during.positionMs
+            }
+            let resumedAfter = ContinuousClock.now - switchedBack
+            report("headset call: playing again after the switch back (status poll, 20 ms steps)",
+                   resumedAfter.seconds * 1000)
+            #expect(resumed.sink == FakeCard.headsetSink, "\(resumed)")
+            // Nothing lost: the position (what the server says was played) goes on from where it stopped, and the
+            // A2DP sink hears the track from there.
+            let recorder = try await MonitorRecorder.start(sink: FakeCard.headsetSink)
+            let later = try player.status()
+            _ = try await recorder.stop()
+            #expect(later.positionMs > during.positionMs, "\(during) -> \(later)")
+            #expect(resumed.positionMs - during.positionMs <= 1000, "\(during) -> \(resumed)")
+            #expect(!player.standardError.contains("outputLost"), "\(player.standardError)")
+        }
+    }
+
+    @Test("the headset removed is an output loss; its A2DP sink coming back does not start the music")
+    func removalAndReturn() async throws {
+        try await scenario { card, player, _ in
+            try await card.send("remove")
+            let lost = try await player.waitForStatus("paused for the removed headset") {
+                $0.pauseReason == "outputLost"
+            }
+            #expect(["deviceRemoved", "streamFailed"].contains(lost.outputLostReason ?? ""), "\(lost)")
+            card.kill()
+            let again = try await FakeCard(.headset)
+            defer { again.kill() }
+            let back = ContinuousClock.now
+            let recorder = try await MonitorRecorder.start(sink: FakeCard.headsetSink)
+            var seen: [EarshotStatus] = []
+            for _ in 0..<8 {
+                seen.append(try player.status())
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            let recording = try await recorder.stop()
+            #expect(seen.allSatisfy { $0.playback == "paused" && $0.pauseReason == "outputLost" },
+                    "\(seen.map(\.description))")
+            #expect(seen.allSatisfy { $0.positionMs == lost.positionMs }, "\(seen.map(\.positionMs))")
+            let heard = recording.audibleMilliseconds(after: back)
+            #expect(heard == 0, "the returned headset played \(heard) ms")
+        }
+    }
+}
