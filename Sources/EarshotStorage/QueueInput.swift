@@ -57,6 +57,8 @@ public enum QueueInput {
     static func absolute(_ name: TrackPath, relativeTo directory: TrackPath) -> TrackPath {
         let slash = UInt8(ascii: "/")
         let joined = name.bytes.first == slash ? name.bytes : directory.bytes + [slash] + name.bytes
+        // Most names (every line of a long playlist) have nothing to resolve: no `.`, `..` or empty component.
+        if isResolved(joined) { return TrackPath(bytes: joined) ?? "/" }
         var components: [ArraySlice<UInt8>] = []
         for component in joined.split(separator: slash, omittingEmptySubsequences: true) {
             if component.elementsEqual(".".utf8) { continue }
@@ -74,6 +76,23 @@ public enum QueueInput {
         return TrackPath(bytes: bytes) ?? "/"
     }
 
+    /// Whether `path` is absolute with no `.`, `..` or empty component and no trailing slash (index arithmetic: this
+    /// runs for every entry of a playlist, in debug builds too).
+    private static func isResolved(_ path: [UInt8]) -> Bool {
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        guard path.count > 1, path[0] == slash, path[path.count - 1] != slash else { return false }
+        var componentStart = 1
+        for index in 1...path.count where index == path.count || path[index] == slash {
+            let length = index - componentStart
+            if length == 0 { return false }
+            if path[componentStart] == dot && (length == 1 || length == 2 && path[componentStart + 1] == dot) {
+                return false
+            }
+            componentStart = index + 1
+        }
+        return true
+    }
+
     private enum Kind {
         case directory, other
     }
@@ -87,9 +106,12 @@ public enum QueueInput {
 
     /// Whether `path` ends in `suffix`, ignoring ASCII case.
     private static func hasSuffix(_ path: TrackPath, _ suffix: String) -> Bool {
-        let tail = Array(suffix.utf8)
-        guard path.bytes.count >= tail.count else { return false }
-        return zip(path.bytes.suffix(tail.count), tail).allSatisfy { lowercased($0) == $1 }
+        let tail = Array(suffix.utf8), bytes = path.bytes
+        guard bytes.count >= tail.count else { return false }
+        // Index arithmetic: this runs twice for every entry of a playlist, in debug builds too.
+        let offset = bytes.count - tail.count
+        for index in tail.indices where lowercased(bytes[offset + index]) != tail[index] { return false }
+        return true
     }
 
     private static func lowercased(_ byte: UInt8) -> UInt8 {
@@ -124,60 +146,83 @@ public enum QueueInput {
         return names
     }
 
-    /// The entries of an M3U playlist: comment lines skipped, relative entries taken from its directory.
+    /// The most entries one playlist queues; the lines past it are counted and reported, not kept (a playlist of a
+    /// million lines costs what is queued, and a queue that long is a mistake, not a listening plan).
+    static let maximumPlaylistEntries = 100_000
+
+    /// The most problems reported for one playlist; the rest are counted in one last line.
+    static let maximumPlaylistProblems = 20
+
+    /// The entries of an M3U playlist (`M3UReader`: comment lines skipped, `file://` entries percent-decoded to
+    /// bytes), relative entries taken from its directory, each checked to exist.
     ///
-    /// Lines are taken as bytes, so an entry that is not UTF-8 (an old playlist's Latin-1 name) still names
-    /// its file; `file://` entries are percent-decoded to bytes.
+    /// A playlist never brings in another playlist: an entry naming the playlist itself, or any other `.m3u`, is
+    /// reported and skipped, so no playlist can loop or multiply. The file is read in chunks, and what is kept is
+    /// bounded: at most `maximumPlaylistEntries` paths and `maximumPlaylistProblems` problem lines.
     static func playlist(at path: TrackPath) -> Expansion {
         let shownName = TrackPath(bytes: path.bytes.split(separator: UInt8(ascii: "/")).last ?? [])?.displayText
             ?? path.displayText
-        guard let contents = readFile(path) else {
-            return Expansion(paths: [], problems: ["\(path.displayText): playlist is unreadable"])
-        }
         let base = absolute(TrackPath(bytes: path.bytes + Array("/..".utf8)) ?? path, relativeTo: "/")
         var expansion = Expansion(paths: [], problems: [])
-        let lineBreaks: Set<UInt8> = [UInt8(ascii: "\n"), UInt8(ascii: "\r")]
-        let blanks: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t")]
-        var lines = contents.split(whereSeparator: lineBreaks.contains)
-        // A byte-order mark before the first line is not part of its name.
-        if let first = lines.first, first.starts(with: [0xEF, 0xBB, 0xBF]) { lines[0] = first.dropFirst(3) }
-        for rawLine in lines {
-            let line = rawLine.drop(while: blanks.contains).reversed().drop(while: blanks.contains).reversed()
-            guard !line.isEmpty, line.first != UInt8(ascii: "#") else { continue }
-            var entry = Array(line)
-            if entry.starts(with: "file://".utf8) {
-                let uri = String(decoding: entry, as: UTF8.self)
-                guard let components = URIParts(uri),
-                      let decoded = TrackPath.percentDecodedBytes(components.percentEncodedPath) else {
-                    expansion.problems.append("a file:// entry in \(shownName) is not a valid URI")
-                    continue
+        var problemCount = 0
+        var leftOut = 0
+        func report(_ problem: @autoclosure () -> String) {
+            problemCount += 1
+            if problemCount <= maximumPlaylistProblems { expansion.problems.append(problem()) }
+        }
+        var reader = M3UReader()
+        let take = { (entry: M3UEntry) in
+            guard case .path(let entryPath) = entry else {
+                switch entry {
+                case .malformedURI: report("a file:// entry in \(shownName) is not a valid URI")
+                case .nulByte: report("an entry in \(shownName) holds a NUL byte, which no file name can")
+                case .tooLong: report("an entry in \(shownName) is longer than any file name")
+                case .path: break
                 }
-                entry = decoded
+                return
             }
-            guard let entryPath = TrackPath(bytes: entry) else { continue }
+            guard expansion.paths.count < maximumPlaylistEntries else {
+                leftOut += 1
+                return
+            }
             let resolved = absolute(entryPath, relativeTo: base)
-            if kind(of: resolved) != nil {
+            if resolved == path {
+                report("\(shownName) names itself: that entry is skipped")
+            } else if hasSuffix(resolved, ".m3u") || hasSuffix(resolved, ".m3u8") {
+                report("\(entryPath.displayText) (in \(shownName)): a playlist inside a playlist is not followed")
+            } else if kind(of: resolved) != nil {
                 expansion.paths.append(resolved)
             } else {
-                expansion.problems.append("\(entryPath.displayText) (in \(shownName)): no such file")
+                report("\(entryPath.displayText) (in \(shownName)): no such file")
             }
+        }
+        guard readChunks(of: path, { reader.feed($0, take) }) else {
+            return Expansion(paths: [], problems: ["\(path.displayText): playlist is unreadable"])
+        }
+        reader.finish(take)
+        if problemCount > maximumPlaylistProblems {
+            expansion.problems.append("\(problemCount - maximumPlaylistProblems) more problems in \(shownName)")
+        }
+        if leftOut > 0 {
+            expansion.problems.append("\(shownName): only its first \(maximumPlaylistEntries) entries are queued, "
+                + "\(leftOut) more are left out")
         }
         return expansion
     }
 
-    /// The whole file at `path`, or nil when it cannot be read.
-    private static func readFile(_ path: TrackPath) -> [UInt8]? {
+    /// Reads the file at `path` in chunks, handing each to `body`; false when it cannot be opened or read.
+    private static func readChunks(of path: TrackPath, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
         let descriptor = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
-        guard descriptor >= 0 else { return nil }
+        guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let chunk = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 65_536)
+        defer { chunk.deallocate() }
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            let count = read(descriptor, chunk.baseAddress, chunk.count)
             if count < 0 && errno == EINTR { continue }
-            if count < 0 { return nil }
-            if count == 0 { return contents }
-            contents += chunk[..<count]
+            if count < 0 { return false }
+            if count == 0 { return true }
+            body(UnsafeBufferPointer(rebasing: chunk[..<count]))
         }
     }
 

@@ -21,8 +21,14 @@ extension TrackPath {
 
     /// `text` (a URI's percent-encoded path) with every `%HH` replaced by its byte; nil for a malformed escape.
     public static func percentDecodedBytes(_ text: String) -> [UInt8]? {
+        percentDecodedBytes(bytes: text.utf8)
+    }
+
+    /// `text` (a URI's percent-encoded path, as bytes) with every `%HH` replaced by its byte; nil for a malformed
+    /// escape. Other bytes are kept as they are, UTF-8 or not.
+    public static func percentDecodedBytes(bytes text: some Sequence<UInt8>) -> [UInt8]? {
         var bytes: [UInt8] = []
-        var iterator = text.utf8.makeIterator()
+        var iterator = text.makeIterator()
         while let byte = iterator.next() {
             guard byte == UInt8(ascii: "%") else {
                 bytes.append(byte)

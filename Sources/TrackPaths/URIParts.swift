@@ -9,11 +9,21 @@ public struct URIParts {
     public var scheme: String?
     /// The authority's host, without user information or port; nil when there is no authority (`//`).
     public var host: String?
-    /// The path, percent-escapes left in place.
-    public var percentEncodedPath: String
+    /// The path's bytes, percent-escapes left in place (and any other byte as written, UTF-8 or not).
+    public var percentEncodedPathBytes: [UInt8]
 
+    /// The path, percent-escapes left in place.
+    public var percentEncodedPath: String { String(decoding: percentEncodedPathBytes, as: UTF8.self) }
+
+    /// The parts of `text`; nil when it is not a URI (a colon in the first segment of a text without a scheme).
     public init?(_ text: String) {
-        let bytes = Array(text.utf8)
+        self.init(bytes: text.utf8)
+    }
+
+    /// The parts of a URI given as bytes, for a playlist line that need not be UTF-8: a byte of a name that a
+    /// Latin-1 playlist wrote bare stays that byte in `percentEncodedPathBytes` (a String would make it U+FFFD).
+    public init?(bytes text: some Collection<UInt8>) {
+        let bytes = Array(text)
         var rest = bytes[...]
         // A scheme is a letter then letters, digits, `+`, `-` or `.`, ended by the first `:`, before any `/?#`.
         if let colon = rest.firstIndex(of: UInt8(ascii: ":")),
@@ -56,7 +66,7 @@ public struct URIParts {
             }
             index += 1
         }
-        percentEncodedPath = String(decoding: path, as: UTF8.self)
+        percentEncodedPathBytes = path
     }
 
     private static func isLetter(_ byte: UInt8) -> Bool {

@@ -71,6 +71,8 @@ struct Verb {
              details: ["Plays the FILEs in order through the sound server and exits 0 at the end of the queue (1 when",
                        "no file could be played). With a service running it replaces the service's queue with the",
                        "FILEs and plays them instead. With no FILE it resumes the running player, like resume.",
+                       "With --start-service (what earshot.desktop runs for \"Open with\") the FILEs always go to the",
+                       "service, which `systemctl --user start earshot.service` starts first when it is not running.",
                        "After --, every argument is a FILE, also one that starts with -."],
              options: [
                 VerbOption(synopsis: "--sink NAME", meaning: "play on this sink (default: the server's default sink)"),
@@ -81,6 +83,8 @@ struct Verb {
                 VerbOption(synopsis: "--no-resume", meaning: "never resume by itself after an interruption"),
                 VerbOption(synopsis: "--resume-window MINUTES",
                            meaning: "resume only after interruptions shorter than this (default 30)"),
+                VerbOption(synopsis: "--start-service",
+                           meaning: "play through the service, started with systemctl --user when not running"),
              ]),
         Verb("add", forms: ["FILE|DIR|PLAYLIST.m3u..."], "append to the running player's queue",
              details: ["Directories are added recursively, in natural order; .m3u playlists entry by entry.",

@@ -99,9 +99,11 @@ func expectNoArguments(_ verb: Verb, _ arguments: ArraySlice<Argument>) {
 }
 
 /// Parses `earshot play`'s options and files.
-func parsePlay(_ arguments: ArraySlice<Argument>, verb: Verb) -> (PlayerConfiguration, [TrackPath]) {
+func parsePlay(_ arguments: ArraySlice<Argument>, verb: Verb)
+    -> (configuration: PlayerConfiguration, files: [TrackPath], startsService: Bool) {
     var configuration = loadConfiguration()
     var files: [TrackPath] = []
+    var startsService = false
     var triggerRoles: [String] = []
     var rest = arguments
     func value(_ option: String) -> String {
@@ -119,6 +121,7 @@ func parsePlay(_ arguments: ArraySlice<Argument>, verb: Verb) -> (PlayerConfigur
         case "--role": configuration.mediaRole = value(argument.text)
         case "--trigger-role": triggerRoles.append(value(argument.text))
         case "--no-resume": configuration.policy.resumeAfterInterruption = false
+        case "--start-service": startsService = true
         case "--resume-window":
             guard let minutes = Double(value(argument.text)), minutes >= 0, minutes < 100_000 else {
                 usageError("--resume-window takes minutes (a number >= 0)", verb: verb)
@@ -132,7 +135,7 @@ func parsePlay(_ arguments: ArraySlice<Argument>, verb: Verb) -> (PlayerConfigur
     if !triggerRoles.isEmpty { configuration.triggerRoles = Set(triggerRoles) }
     configuration.showsProgress = isatty(STDOUT_FILENO) == 1
     configuration.debugLogging = ProcessEnvironment.value(named: "EARSHOT_LOG") == "debug"
-    return (configuration, files)
+    return (configuration, files, startsService)
 }
 
 /// Sends one request to the running player and prints its reply; exits non-zero on an error reply.
@@ -206,9 +209,14 @@ case "serve":
     exit(PlayerService.serve(configuration: configuration))
 case "play":
     if arguments.isEmpty { control(.play) }
-    let (configuration, files) = parsePlay(arguments, verb: verb)
+    let (configuration, files, startsService) = parsePlay(arguments, verb: verb)
+    if startsService {
+        // What earshot.desktop runs: the files go to the service, started through its unit when it is not running.
+        ServiceStart.ensureRunning(socketPath: configuration.socketPath)
+        if files.isEmpty { control(.play) }
+    }
     guard !files.isEmpty else { usageError("play needs at least one FILE", verb: verb) }
-    if ControlClient.isAnswering(path: configuration.socketPath) {
+    if startsService || ControlClient.isAnswering(path: configuration.socketPath) {
         // A service is running: it plays them.
         let expansion = QueueInput.expand(files)
         for problem in expansion.problems { StandardStream.writeError("earshot: \(problem)\n") }
