@@ -2,6 +2,7 @@
 // with" and a launcher: a desktop launch has no terminal to play in the foreground, and the files belong in the
 // user's service (its queue is saved, MPRIS and media keys reach it). The service is started the way the package
 // installs it, through its systemd user unit, so that it runs with the unit's sandbox and restarts as the unit says.
+import EarshotClients
 import EarshotService
 import Glibc
 import SystemSupport

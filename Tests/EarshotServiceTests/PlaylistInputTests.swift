@@ -2,7 +2,7 @@
 // every byte value, each with a clear result and bounded memory. QueueInput reads the real files here.
 import Foundation
 import Testing
-@testable import EarshotService
+@testable import EarshotStorage
 import TrackPaths
 
 @Suite("Hostile playlists")
