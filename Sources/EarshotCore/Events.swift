@@ -124,6 +124,22 @@ public enum OutputLossReason: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// A setting of the stream the executor could not apply: refused by the server, or not sent at all.
+public enum OutputSetting: Hashable, Sendable, CustomStringConvertible {
+    /// Clearing a mute the server put on our stream (`clearServerMute`).
+    case unmute
+    /// The stream's volume (`setVolume`).
+    case volume
+
+    /// The setting's name as logs show it: `unmute` or `volume`.
+    public var description: String {
+        switch self {
+        case .unmute: return "unmute"
+        case .volume: return "volume"
+        }
+    }
+}
+
 /// Why a track could not be played. A kind only: never the file's name or content.
 public enum TrackFailure: Hashable, Sendable, CustomStringConvertible {
     /// The file could not be opened or read (missing, a directory, no permission, deleted).
@@ -226,8 +242,13 @@ public enum Event: Hashable, Sendable {
     case streamUncorked
     /// A new stream was created (always corked at first).
     case streamOpened
-    /// An output command could not be carried out (no server, stream gone).
+    /// An output command could not be carried out (no server, stream gone), or the server refused a cork or an
+    /// uncork.
     case outputCommandFailed
+    /// The sink named in configuration is missing or refused our stream (`openStream`); no stream is open.
+    case configuredSinkRefused
+    /// A setting of the stream (`clearServerMute`, `setVolume`) could not be applied.
+    case outputSettingFailed(OutputSetting)
     /// The executor closed the stream (to open another at a new sample rate).
     case streamClosed
     /// The server has not asked for our audio for a second although the stream should be playing: what the
@@ -270,6 +291,8 @@ extension Event: CustomStringConvertible {
         case .formatChangeReached: return "formatChangeReached"
         case .streamClosed: return "streamClosed"
         case .outputStalled: return "outputStalled"
+        case .configuredSinkRefused: return "configuredSinkRefused"
+        case .outputSettingFailed(let setting): return "outputSettingFailed(\(setting))"
         }
     }
 }

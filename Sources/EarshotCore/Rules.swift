@@ -69,9 +69,7 @@ extension PlayerState {
             stream.isCorked = false
             return []
         case .streamOpened:
-            stream = .openCorked
-            // Rule 8's uncork, for a play that had to wait for its stream to be opened.
-            return isPlaying ? [.uncork] : []
+            return streamOpened()
         case .streamClosed:
             stream = StreamCondition(isOpen: false, isCorked: true)
             return []
@@ -97,8 +95,11 @@ extension PlayerState {
             guard playback != .idle else { return [] }
             return [.switchFormat(reopen: stream.isOpen || isPlaying)]
         case .outputCommandFailed:
-            stream.isOpen = false
-            return outputLost(.streamFailed)
+            return outputCommandFailed()
+        case .configuredSinkRefused:
+            return configuredSinkRefused()
+        case .outputSettingFailed(let setting):
+            return outputSettingFailed(setting)
         }
     }
 
@@ -156,8 +157,11 @@ extension PlayerState {
 
     // MARK: Output (rules 10-12)
 
-    private mutating func outputLost(_ reason: OutputLossReason) -> [Command] {
+    mutating func outputLost(_ reason: OutputLossReason) -> [Command] {
         if reason == .serverLost || reason == .streamFailed { stream.isOpen = false }
+        // The server that asked us to cork (rule 1's `request-cork`) is gone, and with it the request: it can never
+        // send its uncork, so the source ends here, with no resume (rule 10 clears the wish anyway).
+        if reason == .serverLost { interruptions.remove(.serverCorkRequest) }
         // Rule 10: whatever was remembered is forgotten; only a user play makes sound again.
         resumeIntent = .none
         switch playback {

@@ -82,6 +82,14 @@ struct Reconnection {
     var attempts = 0
 }
 
+/// Which sink the rules asked a stream to be opened on (`openStream`, `openStreamOnDefaultSink`).
+enum SinkChoice {
+    /// The sink named in configuration, or the server's default when none is named.
+    case configured
+    /// The server's default sink: the configured one refused the stream (`configuredSinkRefused`).
+    case serverDefault
+}
+
 /// Why the player's stream plays out its tail.
 enum DrainPurpose {
     /// Everything in the old format was handed over: once heard, the stream reopens at the new format.

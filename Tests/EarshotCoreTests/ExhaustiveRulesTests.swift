@@ -119,6 +119,7 @@ private enum Alphabet {
             .trackFailed(index: 0, failure: .decodeFailed, next: 1),
             .trackFailed(index: 1, failure: .notMPEGAudio, next: nil),
             .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed, .outputStalled,
+            .configuredSinkRefused, .outputSettingFailed(.unmute), .outputSettingFailed(.volume),
         ]
         // Rule 21 with one sender, the phone bridge, which sends all three: the senders are alike to the rules, and a
         // second one would multiply the states by four (ExternalPauseTests checks one sender's answer against
@@ -278,6 +279,7 @@ struct ExhaustiveRulesTests {
         if state.playback == .idle && state.queue != .empty {
             problems.append("idle with a queue")
         }
+        problems += Self.outcomeProblems(event, commands, before: before, after: state)
 
         let (outside, outsideProblems) = node.outside.step(
             event, before: before, after: state, userActed: userPlayed || userPaused)
@@ -308,5 +310,30 @@ struct ExhaustiveRulesTests {
             after.userPlayedDuringInterruption = false
         }
         return (after, problems)
+    }
+
+    /// The executor's outcomes (OutputOutcomes.swift): (j) a stream is opened only when the rules know of none, and
+    /// only while one is wanted (playing, or a play waiting for a call to end); (k) a refused setting changes nothing;
+    /// (l) the stream is closed exactly when a command failed, and counts as closed after; (m) a lost server takes its
+    /// cork request with it.
+    private static func outcomeProblems(_ event: Event, _ commands: [Command], before: PlayerState,
+                                        after state: PlayerState) -> [String] {
+        var problems: [String] = []
+        let opens = commands.contains(.openStream) || commands.contains(.openStreamOnDefaultSink)
+        if opens && before.stream.isOpen { problems.append("(j) a stream opened while one is open") }
+        if opens && !(state.isPlaying || state.waitingForInterruptionEnd) {
+            problems.append("(j) a stream opened that no play wants")
+        }
+        if case .outputSettingFailed = event, !commands.isEmpty || state != before {
+            problems.append("(k) a refused setting changed the player")
+        }
+        if commands.contains(.closeStream) != (event == .outputCommandFailed) {
+            problems.append("(l) closeStream \(commands.contains(.closeStream)) after \(event)")
+        }
+        if commands.contains(.closeStream) && state.stream.isOpen { problems.append("(l) closed, but counted open") }
+        if event == .outputLost(.serverLost) && state.interruptions.contains(.serverCorkRequest) {
+            problems.append("(m) a lost server's cork request outlived it")
+        }
+        return problems
     }
 }
