@@ -25,6 +25,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case playTrack(index: Int)
     /// Flush and continue from `milliseconds` into the current track.
     case seek(milliseconds: Int)
+    /// Play out what the stream holds up to `boundary`, with no silence after it; the executor reports it played with
+    /// `formatChangeReached` or `queuePlayedOut`.
+    case drain(OutputBoundary)
     /// Set the stream's volume to `percent` (100 is unity).
     case setVolume(percent: Int)
     /// Move the output to the decoder's new format: close the stream (reported by `streamClosed`), let the decoder
@@ -44,6 +47,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .playTrack(let index): return "playTrack(\(index))"
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
+        case .drain(let boundary): return "drain(\(boundary))"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"
         }
     }

@@ -42,3 +42,46 @@ extension PlayerState {
         return isPlaying ? volume + [.uncork] : volume
     }
 }
+
+/// When the server's silence is a stall (rule 10: "the server stops asking for audio for a second while we play").
+public enum StallRule {
+    /// The shortest silence that counts: a whole second, since on a machine loaded twenty deep the server was seen to
+    /// go quiet for over half a second and then carry on, and a player that calls that "output lost" stops the music
+    /// for nothing.
+    public static let minimumMilliseconds = 1_000
+    /// The silence must also last this many request periods, so that a long target latency (PulseAudio asks every
+    /// 250 ms at 1000 ms) is not a stall between two requests.
+    public static let periods = 4
+
+    /// How long the server may ask for nothing, with requests every `requestPeriodMilliseconds`, before it counts as
+    /// a stall. The executor arms its watchdog's timer for it.
+    public static func thresholdMilliseconds(requestPeriodMilliseconds: Int) -> Int {
+        max(requestPeriodMilliseconds * periods, minimumMilliseconds)
+    }
+}
+
+extension PlayerState {
+    /// Rule 10: a silence past `StallRule`'s threshold while playing is a lost output (a stall: PipeWire can drop a
+    /// device with no callback at all). Shorter, or reported while not playing, it is nothing (rule 15).
+    mutating func outputSilent(milliseconds: Int, requestPeriodMilliseconds: Int) -> [Command] {
+        guard isPlaying,
+              milliseconds > StallRule.thresholdMilliseconds(requestPeriodMilliseconds: requestPeriodMilliseconds)
+        else { return [] }
+        return outputLost(.stalled)
+    }
+
+    /// Rule 13: the last audio before a change of format or the queue's end was handed over; a playing player plays
+    /// it out (then `formatChangeReached` or `queuePlayedOut`). A player that is not playing keeps it: the executor
+    /// reports again once it plays.
+    mutating func tailHandedOver(_ boundary: OutputBoundary) -> [Command] {
+        isPlaying ? [.drain(boundary)] : []
+    }
+
+    /// MPRIS `Seek`: past the track's end it goes to the next track (as MPRIS says), otherwise to the position, never
+    /// before the start.
+    mutating func seek(by offset: Int, from position: Int, trackLength: Int?) -> [Command] {
+        let target = position + offset
+        if let trackLength, target >= trackLength { return apply(.userNext) }
+        return apply(.userSeek(milliseconds: max(target, 0)))
+    }
+}

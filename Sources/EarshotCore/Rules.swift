@@ -39,6 +39,8 @@ extension PlayerState {
         case .userSeek(let milliseconds):
             guard playback != .idle, playback != .stopped else { return [] }
             return [.seek(milliseconds: max(milliseconds, 0))]
+        case .userSeekBy(let offset, let from, let length):
+            return seek(by: offset, from: from, trackLength: length)
         case .userVolume(let percent):
             volumePercent = min(max(percent, 0), 150)
             return [.setVolume(percent: volumePercent)]
@@ -73,10 +75,10 @@ extension PlayerState {
         case .streamClosed:
             stream = StreamCondition(isOpen: false, isCorked: true)
             return []
-        case .outputStalled:
-            // Rule 10: a stall while playing is a lost output; reported while not playing, it is stale (rule 15).
-            guard isPlaying else { return [] }
-            return outputLost(.stalled)
+        case .outputSilent(let milliseconds, let period):
+            return outputSilent(milliseconds: milliseconds, requestPeriodMilliseconds: period)
+        case .tailHandedOver(let boundary):
+            return tailHandedOver(boundary)
         case .heardTrack(let index):
             // Rule 13: the listener reached a later track of the queue; only the cursor moves. An earlier or the
             // same track is a stale or duplicate report (rule 15).

@@ -425,7 +425,7 @@ extension Player {
 
     /// Asks the stream to play out its tail for `purpose`; the `.drained` notice completes it. The owner does not
     /// wait: an output lost meanwhile corks and flushes, which cancels the drain, and the tail is decoded again.
-    func startDrain(for purpose: DrainPurpose) {
+    func startDrain(for purpose: OutputBoundary) {
         // A stream still opening has played nothing yet; the tick asks again once it runs.
         guard let stream, streamOpening == nil else { return }
         do {
@@ -439,7 +439,7 @@ extension Player {
     }
 
     /// The tail drained for `purpose` has been heard.
-    func drainCompleted(_ purpose: DrainPurpose) {
+    func drainCompleted(_ purpose: OutputBoundary) {
         switch purpose {
         case .formatChange:
             dispatch(.formatChangeReached)

@@ -75,7 +75,7 @@ actor Player {
     /// Where the queue's audio ends in the ring, once the decoder has finished it.
     var queueEndRingFrame: Int?
     /// What the stream's drain in progress is for; its `.drained` notice completes it.
-    var drainingFor: DrainPurpose?
+    var drainingFor: OutputBoundary?
     /// The rules asked for a stream before the decoder knew the audio's format: it is opened, on that sink, when the
     /// decoder starts a track (`decoderNoticed`).
     var streamAwaitsFormat: SinkChoice?
@@ -332,6 +332,8 @@ actor Player {
             }
         case .switchFormat(let reopen):
             switchFormat(reopen: reopen)
+        case .drain(let boundary):
+            startDrain(for: boundary)
         }
     }
 }

@@ -90,14 +90,6 @@ enum SinkChoice {
     case serverDefault
 }
 
-/// Why the player's stream plays out its tail.
-enum DrainPurpose {
-    /// Everything in the old format was handed over: once heard, the stream reopens at the new format.
-    case formatChange
-    /// The queue's last audio was handed over: once heard, the queue was played out.
-    case queueEnd
-}
-
 /// Milliseconds on the monotonic clock: the moments stamped on events.
 func monotonicMoment() -> Moment {
     var now = timespec()

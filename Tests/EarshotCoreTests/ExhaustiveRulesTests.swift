@@ -118,7 +118,12 @@ private enum Alphabet {
             .heardTrack(index: 1), .heardTrack(index: 0), .queuePlayedOut, .formatChangeReached,
             .trackFailed(index: 0, failure: .decodeFailed, next: 1),
             .trackFailed(index: 1, failure: .notMPEGAudio, next: nil),
-            .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed, .outputStalled,
+            .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed,
+            .outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 50),
+            .outputSilent(milliseconds: 990, requestPeriodMilliseconds: 50),
+            .outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 250),
+            .tailHandedOver(.formatChange), .tailHandedOver(.queueEnd),
+            .userSeekBy(offsetMilliseconds: 5_000, fromMilliseconds: 1_000, trackLengthMilliseconds: 3_000),
             .configuredSinkRefused, .outputSettingFailed(.unmute), .outputSettingFailed(.volume),
         ]
         // Rule 21 with one sender, the phone bridge, which sends all three: the senders are alike to the rules, and a
@@ -205,7 +210,9 @@ struct ExhaustiveRulesTests {
         switch event {
         case .outputLost, .outputCommandFailed: lostOutput = true
         // A stall is only heard while playing; reported afterwards it is stale and changes nothing.
-        case .outputStalled: lostOutput = before.isPlaying
+        case .outputSilent(let milliseconds, let period):
+            lostOutput = before.isPlaying
+                && milliseconds > StallRule.thresholdMilliseconds(requestPeriodMilliseconds: period)
         default: lostOutput = false
         }
         let startedPlaying = !before.isPlaying && state.isPlaying
@@ -270,7 +277,8 @@ struct ExhaustiveRulesTests {
         }
         let reportsLoss: Bool
         switch event {
-        case .outputLost, .outputStalled: reportsLoss = true
+        case .outputLost: reportsLoss = true
+        case .outputSilent: reportsLoss = lostOutput
         default: reportsLoss = false
         }
         if reportsLoss, before.isPlaying, commands != [.cork, .flush] {
@@ -315,7 +323,7 @@ struct ExhaustiveRulesTests {
     /// The executor's outcomes (OutputOutcomes.swift): (j) a stream is opened only when the rules know of none, and
     /// only while one is wanted (playing, or a play waiting for a call to end); (k) a refused setting changes nothing;
     /// (l) the stream is closed exactly when a command failed, and counts as closed after; (m) a lost server takes its
-    /// cork request with it.
+    /// cork request with it; (n) drains and (o) stalls as `tailHandedOver` and `StallRule` say.
     private static func outcomeProblems(_ event: Event, _ commands: [Command], before: PlayerState,
                                         after state: PlayerState) -> [String] {
         var problems: [String] = []
@@ -333,6 +341,17 @@ struct ExhaustiveRulesTests {
         if commands.contains(.closeStream) && state.stream.isOpen { problems.append("(l) closed, but counted open") }
         if event == .outputLost(.serverLost) && state.interruptions.contains(.serverCorkRequest) {
             problems.append("(m) a lost server's cork request outlived it")
+        }
+        // (n) The tail is played out only while playing, and only when the executor says it was handed over.
+        let drains = commands.contains { if case .drain = $0 { return true } else { return false } }
+        if drains != (state.isPlaying && { if case .tailHandedOver = event { return true } else { return false } }()) {
+            problems.append("(n) drain \(drains) after \(event)")
+        }
+        // (o) Silence shorter than the stall threshold changes nothing.
+        if case .outputSilent(let milliseconds, let period) = event,
+           milliseconds <= StallRule.thresholdMilliseconds(requestPeriodMilliseconds: period),
+           state != before || !commands.isEmpty {
+            problems.append("(o) a silence under the threshold changed the player")
         }
         return problems
     }

@@ -128,3 +128,44 @@ struct OutputOutcomeTests {
         store.send(.userPlay, commands: [.openStream]) { $0.playback = .playing }
     }
 }
+
+@Suite("The executor's measurements, judged by the rules")
+struct OutputMeasurementTests {
+    @Test("Rule 10: a silence past the threshold (a second, or four request periods) is a stall; shorter is nothing")
+    func stallThreshold() {
+        #expect(StallRule.thresholdMilliseconds(requestPeriodMilliseconds: 50) == 1_000)
+        #expect(StallRule.thresholdMilliseconds(requestPeriodMilliseconds: 400) == 1_600)
+        var store = RuleStore(Given.playing)
+        store.send(.outputSilent(milliseconds: 1_000, requestPeriodMilliseconds: 50), commands: [])
+        store.send(.outputSilent(milliseconds: 1_500, requestPeriodMilliseconds: 400), commands: [])
+        store.send(.outputSilent(milliseconds: 1_601, requestPeriodMilliseconds: 400), commands: [.cork, .flush]) {
+            $0.playback = .paused(.outputLost(.stalled))
+        }
+    }
+
+    @Test("Rule 13: the tail before a format change or the queue's end is played out while playing, kept otherwise")
+    func tailIsDrainedWhilePlaying() {
+        var store = RuleStore(Given.playing)
+        store.send(.tailHandedOver(.formatChange), commands: [.drain(.formatChange)])
+        store.send(.tailHandedOver(.queueEnd), commands: [.drain(.queueEnd)])
+        for start in [Given.pausedByUser, Given.stopped, Given.idle] {
+            var quiet = RuleStore(start)
+            quiet.send(.tailHandedOver(.queueEnd), commands: [])
+        }
+    }
+
+    @Test("MPRIS Seek: past the track's end -> the next track; within it -> the position, never before the start")
+    func seekBy() {
+        var store = RuleStore(Given.playing)
+        store.send(.userSeekBy(offsetMilliseconds: 10_000, fromMilliseconds: 1_000, trackLengthMilliseconds: 5_000),
+                   commands: [.playTrack(index: 1)]) { $0.queue.index = 1 }
+        store.send(.userSeekBy(offsetMilliseconds: 2_000, fromMilliseconds: 1_000, trackLengthMilliseconds: 5_000),
+                   commands: [.seek(milliseconds: 3_000)])
+        store.send(.userSeekBy(offsetMilliseconds: -9_000, fromMilliseconds: 1_000, trackLengthMilliseconds: nil),
+                   commands: [.seek(milliseconds: 0)])
+        // On the last track there is no next one: nothing.
+        store.send(.userNext, commands: [.playTrack(index: 2)]) { $0.queue.index = 2 }
+        store.send(.userSeekBy(offsetMilliseconds: 9_000, fromMilliseconds: 0, trackLengthMilliseconds: 5_000),
+                   commands: [])
+    }
+}
