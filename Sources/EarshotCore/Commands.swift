@@ -15,10 +15,19 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Create a stream (corked) when there is none: at the first play, or after the old one was lost or closed.
     /// The executor reports it with `streamOpened`, and a playing player's uncork follows then.
     case openStream
+    /// Create a stream (corked) on the server's default sink: the configured sink refused the last one
+    /// (`configuredSinkRefused`). Reported like `openStream`.
+    case openStreamOnDefaultSink
+    /// Close the stream: it refused a command and cannot be trusted to be quiet or to play (`outputCommandFailed`).
+    /// Nothing is reported back; the rules already count it as closed.
+    case closeStream
     /// Flush and start decoding track `index` from its beginning.
     case playTrack(index: Int)
     /// Flush and continue from `milliseconds` into the current track.
     case seek(milliseconds: Int)
+    /// Play out what the stream holds up to `boundary`, with no silence after it; the executor reports it played with
+    /// `formatChangeReached` or `queuePlayedOut`.
+    case drain(OutputBoundary)
     /// Set the stream's volume to `percent` (100 is unity).
     case setVolume(percent: Int)
     /// Move the output to the decoder's new format: close the stream (reported by `streamClosed`), let the decoder
@@ -36,9 +45,12 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .flush: return "flush"
         case .clearServerMute: return "clearServerMute"
         case .openStream: return "openStream"
+        case .openStreamOnDefaultSink: return "openStreamOnDefaultSink"
+        case .closeStream: return "closeStream"
         case .playTrack(let index): return "playTrack(\(index))"
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
+        case .drain(let boundary): return "drain(\(boundary))"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"
         case .releaseSleepDelay: return "releaseSleepDelay"
         }

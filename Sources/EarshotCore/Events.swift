@@ -143,6 +143,39 @@ public enum SessionDeparture: Hashable, Sendable, CaseIterable, CustomStringConv
     }
 }
 
+/// A setting of the stream the executor could not apply: refused by the server, or not sent at all.
+public enum OutputSetting: Hashable, Sendable, CustomStringConvertible {
+    /// Clearing a mute the server put on our stream (`clearServerMute`).
+    case unmute
+    /// The stream's volume (`setVolume`).
+    case volume
+
+    /// The setting's name as logs show it: `unmute` or `volume`.
+    public var description: String {
+        switch self {
+        case .unmute: return "unmute"
+        case .volume: return "volume"
+        }
+    }
+}
+
+/// A point the output must play out to before the player can go on: everything before it has been handed to the
+/// server, and the stream has to drain it (below its prebuffer a stream would otherwise wait for more).
+public enum OutputBoundary: Hashable, Sendable, CustomStringConvertible {
+    /// A change of sample rate or channel count, which a stream cannot follow.
+    case formatChange
+    /// The end of the queue.
+    case queueEnd
+
+    /// The boundary's name as logs show it: `formatChange` or `queueEnd`.
+    public var description: String {
+        switch self {
+        case .formatChange: return "formatChange"
+        case .queueEnd: return "queueEnd"
+        }
+    }
+}
+
 /// Why a track could not be played. A kind only: never the file's name or content.
 public enum TrackFailure: Hashable, Sendable, CustomStringConvertible {
     /// The file could not be opened or read (missing, a directory, no permission, deleted).
@@ -211,6 +244,9 @@ public enum Event: Hashable, Sendable {
     case userPrevious
     /// Move to a position in the current track.
     case userSeek(milliseconds: Int)
+    /// Move by `offsetMilliseconds` from `fromMilliseconds` in the current track, whose length is
+    /// `trackLengthMilliseconds` when known (MPRIS `Seek`).
+    case userSeekBy(offsetMilliseconds: Int, fromMilliseconds: Int, trackLengthMilliseconds: Int?)
     /// Set the stream volume, in percent (0...150).
     case userVolume(percent: Int)
     /// Choose what follows a track's end and the queue's end.
@@ -246,6 +282,9 @@ public enum Event: Hashable, Sendable {
     /// The listener now hears track `index` (read from the output's position, not the decoder's), which the
     /// decoder had joined to the one before without a gap.
     case heardTrack(index: Int)
+    /// Everything before `boundary` has been handed to the server: what is left of it plays out only if the stream
+    /// drains it.
+    case tailHandedOver(OutputBoundary)
     /// The queue's last audio was played out: the stream drained after the decoder finished the queue.
     case queuePlayedOut
     /// The last audio before a change of sample rate or channel count was played out (or there was no stream to
@@ -260,13 +299,19 @@ public enum Event: Hashable, Sendable {
     case streamUncorked
     /// A new stream was created (always corked at first).
     case streamOpened
-    /// An output command could not be carried out (no server, stream gone).
+    /// An output command could not be carried out (no server, stream gone), or the server refused a cork or an
+    /// uncork.
     case outputCommandFailed
+    /// The sink named in configuration is missing or refused our stream (`openStream`); no stream is open.
+    case configuredSinkRefused
+    /// A setting of the stream (`clearServerMute`, `setVolume`) could not be applied.
+    case outputSettingFailed(OutputSetting)
     /// The executor closed the stream (to open another at a new sample rate).
     case streamClosed
-    /// The server has not asked for our audio for a second although the stream should be playing: what the
-    /// executor's watchdog found when its timer, armed while playing, went off.
-    case outputStalled
+    /// The server has asked for none of our audio for `milliseconds` (its requests come every
+    /// `requestPeriodMilliseconds`), although the sink had been consuming it: what the executor's watchdog measured
+    /// when its timer, armed while playing, went off. Whether that is a stall is the rules' call (`StallRule`).
+    case outputSilent(milliseconds: Int, requestPeriodMilliseconds: Int)
 }
 
 extension Event: CustomStringConvertible {
@@ -288,6 +333,7 @@ extension Event: CustomStringConvertible {
         case .userNext: return "userNext"
         case .userPrevious: return "userPrevious"
         case .userSeek(let milliseconds): return "userSeek(\(milliseconds)ms)"
+        case .userSeekBy(let offset, _, _): return "userSeekBy(\(offset)ms)"
         case .userVolume(let percent): return "userVolume(\(percent)%)"
         case .userRepeat(let mode): return "userRepeat(\(mode))"
         case .userShuffle(let on, _): return on ? "userShuffle(on)" : "userShuffle(off)"
@@ -309,7 +355,10 @@ extension Event: CustomStringConvertible {
         case .queuePlayedOut: return "queuePlayedOut"
         case .formatChangeReached: return "formatChangeReached"
         case .streamClosed: return "streamClosed"
-        case .outputStalled: return "outputStalled"
+        case .outputSilent(let milliseconds, _): return "outputSilent(\(milliseconds)ms)"
+        case .tailHandedOver(let boundary): return "tailHandedOver(\(boundary))"
+        case .configuredSinkRefused: return "configuredSinkRefused"
+        case .outputSettingFailed(let setting): return "outputSettingFailed(\(setting))"
         }
     }
 }

@@ -53,6 +53,8 @@ extension PlayerState {
         case .userSeek(let milliseconds):
             guard playback != .idle, playback != .stopped else { return [] }
             return [.seek(milliseconds: max(milliseconds, 0))]
+        case .userSeekBy(let offset, let from, let length):
+            return seek(by: offset, from: from, trackLength: length)
         case .userVolume(let percent):
             volumePercent = min(max(percent, 0), 150)
             return [.setVolume(percent: volumePercent)]
@@ -92,16 +94,14 @@ extension PlayerState {
             stream.isCorked = false
             return []
         case .streamOpened:
-            stream = .openCorked
-            // Rule 8's uncork, for a play that had to wait for its stream to be opened.
-            return isPlaying ? [.uncork] : []
+            return streamOpened()
         case .streamClosed:
             stream = StreamCondition(isOpen: false, isCorked: true)
             return []
-        case .outputStalled:
-            // Rule 10: a stall while playing is a lost output; reported while not playing, it is stale (rule 15).
-            guard isPlaying else { return [] }
-            return outputLost(.stalled)
+        case .outputSilent(let milliseconds, let period):
+            return outputSilent(milliseconds: milliseconds, requestPeriodMilliseconds: period)
+        case .tailHandedOver(let boundary):
+            return tailHandedOver(boundary)
         case .heardTrack(let index):
             // Rule 13: the listener reached a later track of the play order (or the same one again under `repeat
             // track`, or the first again under `repeat queue`); only the cursor moves. An earlier or the same track
@@ -121,8 +121,11 @@ extension PlayerState {
             guard playback != .idle else { return [] }
             return [.switchFormat(reopen: stream.isOpen || isPlaying)]
         case .outputCommandFailed:
-            stream.isOpen = false
-            return outputLost(.streamFailed)
+            return outputCommandFailed()
+        case .configuredSinkRefused:
+            return configuredSinkRefused()
+        case .outputSettingFailed(let setting):
+            return outputSettingFailed(setting)
         }
     }
 
@@ -180,8 +183,11 @@ extension PlayerState {
 
     // MARK: Output (rules 10-12)
 
-    private mutating func outputLost(_ reason: OutputLossReason) -> [Command] {
+    mutating func outputLost(_ reason: OutputLossReason) -> [Command] {
         if reason == .serverLost || reason == .streamFailed { stream.isOpen = false }
+        // The server that asked us to cork (rule 1's `request-cork`) is gone, and with it the request: it can never
+        // send its uncork, so the source ends here, with no resume (rule 10 clears the wish anyway).
+        if reason == .serverLost { interruptions.remove(.serverCorkRequest) }
         // Rule 10: whatever was remembered is forgotten; only a user play makes sound again.
         resumeIntent = .none
         switch playback {

@@ -20,12 +20,12 @@ extension Player {
             }
         }
         if let stream, watchdogArmed, let silence = stream.requestSilence(), silence > stallThreshold(of: stream) {
-            // Playing, but the server has asked for nothing for several periods (PipeWire can drop a device
-            // with no callback at all): nothing is heard, so the output is lost. A whole second: on a machine
-            // loaded twenty deep the server was seen to go quiet for over half a second and then carry on, and
-            // a player that calls that "output lost" stops the music for nothing.
-            log.record("output", ["watchdog": "stalled"])
-            dispatch(.outputStalled)
+            // The server has asked for nothing past the rulebook's threshold (the timer was armed for it): whether
+            // that is a stall is the rules' call (`StallRule`); a stall pauses, so the rest of the tick has no work.
+            dispatch(.outputSilent(milliseconds: Self.milliseconds(of: silence),
+                                   requestPeriodMilliseconds: requestPeriodMilliseconds(of: stream)))
+            // The journal's word for the rules' verdict (scripts/soak counts it).
+            if rules.playback == .paused(.outputLost(.stalled)) { log.record("output", ["watchdog": "stalled"]) }
             return
         }
         if let stream, let frame = stream.heardRingFrame() {
@@ -37,15 +37,13 @@ extension Player {
                 // The same track from its start (`repeat track`): MPRIS clients learn that the position went back.
                 if playedAgain { mpris?.emitSeeked(positionMicroseconds: 0) }
             }
-            if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame,
-               rules.isPlaying {
-                // Everything in the old format was handed over: play it out, then switch.
-                startDrain(for: .formatChange)
+            // Everything before a format change or the queue's end was handed over: whether to play it out now
+            // (`drain`) is the rules' call.
+            if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame {
+                dispatch(.tailHandedOver(.formatChange))
             }
-            if drainingFor == nil, let end = queueEndRingFrame, ring.totalFramesRead >= end, rules.isPlaying {
-                // Everything was handed to the server: let it play the tail out (below the prebuffer a stream
-                // would otherwise wait for more), then the queue has ended.
-                startDrain(for: .queueEnd)
+            if drainingFor == nil, let end = queueEndRingFrame, ring.totalFramesRead >= end {
+                dispatch(.tailHandedOver(.queueEnd))
             }
         }
         if let index = heard?.trackIndex, index != announcedTrack, let stream, streamOpening == nil {
@@ -57,19 +55,25 @@ extension Player {
         if configuration.showsProgress { showProgress() }
     }
 
-    /// The stall watchdog acts when the server has asked for nothing for this many request periods, and for at
-    /// least `stallMinimum`: a whole second, since on a machine loaded twenty deep the server was seen to go quiet
-    /// for over half a second and then carry on, and a player that calls that "output lost" stops the music for
-    /// nothing. Four periods keep it at that second up to a 1000 ms target latency (PulseAudio asks every 250 ms).
-    private static let stallPeriods = 4
-    private static let stallMinimum = Duration.seconds(1)
+    /// The tick's longest wait while playing: the stall threshold's minimum (`StallRule`).
+    private static let stallMinimum = Duration.milliseconds(StallRule.minimumMilliseconds)
     /// The progress line's rate on a terminal (4 Hz).
     private static let progressInterval = Duration.milliseconds(250)
 
-    /// How long the server may ask for nothing before the stream counts as stalled.
+    /// How long the server may ask for nothing before the rules count the stream as stalled (`StallRule`).
     func stallThreshold(of stream: PlaybackStream) -> Duration {
-        let period = stream.requestPeriod ?? .milliseconds(max(stream.targetLatencyMilliseconds, 1))
-        return max(period * Self.stallPeriods, Self.stallMinimum)
+        .milliseconds(StallRule.thresholdMilliseconds(requestPeriodMilliseconds: requestPeriodMilliseconds(of: stream)))
+    }
+
+    /// How often the server asks for audio, in milliseconds (the target latency until it has asked).
+    func requestPeriodMilliseconds(of stream: PlaybackStream) -> Int {
+        stream.requestPeriod.map(Self.milliseconds(of:)) ?? max(stream.targetLatencyMilliseconds, 1)
+    }
+
+    /// `duration` in whole milliseconds.
+    static func milliseconds(of duration: Duration) -> Int {
+        let parts = duration.components
+        return Int(parts.seconds) * 1000 + Int(parts.attoseconds / 1_000_000_000_000_000)
     }
 
     /// Arms the timer for the next moment the tick has work, or disarms it when the player is not playing.
@@ -338,13 +342,9 @@ extension Player {
         case .next: dispatch(.userNext)
         case .previous: dispatch(.userPrevious)
         case .seek(let offset):
-            let target = positionMilliseconds + Int(offset / 1000)
-            if let duration = durationMilliseconds, target >= duration {
-                // MPRIS: seeking past the end goes to the next track.
-                dispatch(.userNext)
-            } else {
-                dispatch(.userSeek(milliseconds: max(target, 0)))
-            }
+            // Past the end, MPRIS says the next track: the rules' call (`seek(by:)`).
+            dispatch(.userSeekBy(offsetMilliseconds: Int(offset / 1000), fromMilliseconds: positionMilliseconds,
+                                 trackLengthMilliseconds: durationMilliseconds))
         case .setPosition(let trackId, let position):
             guard trackId == report().currentTrackId else { return .done }
             dispatch(.userSeek(milliseconds: Int(position / 1000)))

@@ -63,13 +63,20 @@ extension Player {
     /// Opens the stream when there is a connection and the audio's format is known. Nothing here waits: the open is
     /// sent, `.ready` asks the server for its inventory, and once the translator has seen it the rules learn that
     /// the stream is open (`streamOpened`: they uncork it when the player is playing).
-    func ensureStream(format newFormat: AudioFormat? = nil) {
-        guard stream == nil, let connection, let format = newFormat ?? worker.currentFormat else { return }
-        openStream(on: connection, format: format, sinkName: configuration.sinkName)
+    /// Before the decoder has started a track the format is not known: the open waits for it (`streamAwaitsFormat`).
+    func ensureStream(format newFormat: AudioFormat? = nil, on sink: SinkChoice = .configured) {
+        guard stream == nil, let connection else { return }
+        guard let format = newFormat ?? worker.currentFormat else {
+            streamAwaitsFormat = sink
+            return
+        }
+        streamAwaitsFormat = nil
+        openStream(on: connection, format: format, sinkName: sink == .configured ? configuration.sinkName : nil)
     }
 
-    /// Sends the open of a stream on `sinkName` (nil: the default sink); a named sink that libpulse refuses at once
-    /// falls back to the default sink here, one that the server refuses later does so in `streamOpenFailed`.
+    /// Sends the open of a stream on `sinkName` (nil: the default sink). A named sink that libpulse refuses at once
+    /// (here) or the server refuses later (`streamOpenFailed`) is reported to the rules, which decide whether to open
+    /// on the default sink instead (`configuredSinkRefused`).
     func openStream(on connection: PulseConnection, format: AudioFormat, sinkName: String?) {
         let generation = link.newStreamGeneration()
         let inbox = self.inbox
@@ -81,9 +88,8 @@ extension Player {
                 targetLatencyMilliseconds: configuration.targetLatencyMilliseconds, sinkName: sinkName
             ) { notice in inbox.yield(.stream(notice, generation: generation)) }
         } catch {
-            if sinkName != nil { return openStream(on: connection, format: format, sinkName: nil) }
             log.record("output", ["command": "openStream", "error": "\(error.code.rawValue)"])
-            dispatch(.outputCommandFailed)
+            dispatch(sinkName != nil ? .configuredSinkRefused : .outputCommandFailed)
             return
         }
         link.opened(opened, for: StreamOpening(format: format, sinkName: sinkName))
@@ -103,9 +109,9 @@ extension Player {
     /// `.ready` (pipewire-pulse may answer a creation late) are dropped and asked for again now, so that no older list
     /// is laid over what the subscription reported meanwhile.
     func streamConnected() {
-        guard let stream, let opening = streamOpening else { return }
+        guard stream != nil, let opening = streamOpening else { return }
         link.openingStreamReady()
-        if rules.volumePercent != 100 { try? stream.setVolume(percent: rules.volumePercent) }
+        // The rules set the user's volume when they hear the stream is open (`streamOpened`), before any uncork.
         if opening.listsAgainWhenReady {
             requestOpeningInventory(failing: { streamDescribed(ServerInventory()) })
         }
@@ -153,15 +159,13 @@ extension Player {
         dispatch(.streamOpened)
     }
 
-    /// The server refused the stream before it was ready (`.failed` while opening): a named sink falls back to the
-    /// default one; otherwise the open failed, which the rules hear as a failed output command.
+    /// The server refused the stream before it was ready (`.failed` while opening): on a named sink, the rules hear
+    /// that the configured sink refused it (they decide whether to open on the default sink); otherwise the open
+    /// failed, which they hear as a failed output command.
     func streamOpenFailed(_ opening: StreamOpening) {
         link.openFailed()
-        if opening.sinkName != nil, let connection {
-            return openStream(on: connection, format: opening.format, sinkName: nil)
-        }
         log.record("output", ["command": "openStream", "error": "failed"])
-        dispatch(.outputCommandFailed)
+        dispatch(opening.sinkName != nil ? .configuredSinkRefused : .outputCommandFailed)
     }
 
     /// Uncorks the stream once the ring holds two server buffers, so the first write callbacks find audio rather
@@ -383,7 +387,8 @@ extension Player {
                 tracks = tracks.filter { kept.contains($0.key) }
             }
             anyTrackStarted = true
-            if stream == nil && rules.playback != .idle && rules.playback != .stopped { ensureStream() }
+            // Only a stream the rules asked for (`openStream`) before the format was known is opened here.
+            if let sink = streamAwaitsFormat { ensureStream(on: sink) }
         case .trackFailed(let index, let error):
             let failure = Self.failure(of: error.kind)
             log.tellUser(
@@ -420,7 +425,7 @@ extension Player {
 
     /// Asks the stream to play out its tail for `purpose`; the `.drained` notice completes it. The owner does not
     /// wait: an output lost meanwhile corks and flushes, which cancels the drain, and the tail is decoded again.
-    func startDrain(for purpose: DrainPurpose) {
+    func startDrain(for purpose: OutputBoundary) {
         // A stream still opening has played nothing yet; the tick asks again once it runs.
         guard let stream, streamOpening == nil else { return }
         do {
@@ -434,7 +439,7 @@ extension Player {
     }
 
     /// The tail drained for `purpose` has been heard.
-    func drainCompleted(_ purpose: DrainPurpose) {
+    func drainCompleted(_ purpose: OutputBoundary) {
         switch purpose {
         case .formatChange:
             dispatch(.formatChangeReached)
@@ -468,14 +473,14 @@ extension Player {
             break
         case .commandFailed(let command):
             log.record("output", ["command": command.rawValue, "error": "refused"])
-            guard command == .cork || command == .uncork else { return }
-            // A stream that refuses to cork or uncork cannot be trusted to be quiet or to play: it is closed, so that
-            // what the rules hear (the stream is gone) is the fact, and a later play opens a new one.
-            closeStream()
-            dispatchAll(translator.ourStreamIsGone(at: now))
-            let repositionsBefore = repositionCount
-            dispatch(.outputCommandFailed)
-            restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
+            // Whether a refusal closes the stream or is borne is the rules' decision (`outputCommandFailed`,
+            // `outputSettingFailed`); a refused flush or title is only logged (a flush's own failure notice follows).
+            switch command {
+            case .cork, .uncork: dispatch(.outputCommandFailed)
+            case .setMute: dispatch(.outputSettingFailed(.unmute))
+            case .setVolume: dispatch(.outputSettingFailed(.volume))
+            case .flush, .updateMediaName: break
+            }
         case .corkRequested:
             dispatch(.interruptionBegan(.serverCorkRequest, at: now))
         case .uncorkRequested:
@@ -544,14 +549,14 @@ extension Player {
         if let position = currentHeardPosition() { listening.settle(at: position) }
         closeStream()
         link.lost()
+        // A stream asked for on the dead connection is asked for again by the rules' next play (rule 8).
+        streamAwaitsFormat = nil
         let repositionsBefore = repositionCount
         dispatch(.outputLost(.serverLost))
         restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
-        // Interruptions reported by the dead server can never end by themselves.
+        // Interruptions reported by the dead server can never end by themselves (the rules end its cork request at
+        // `outputLost(.serverLost)`).
         dispatchAll(translator.ourStreamIsGone(at: now))
-        if rules.interruptions.contains(.serverCorkRequest) {
-            dispatch(.interruptionEnded(.serverCorkRequest, resumeAllowed: false, at: now))
-        }
         link.startReconnecting()
     }
 

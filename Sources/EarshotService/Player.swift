@@ -78,7 +78,10 @@ actor Player {
     /// Where the queue's audio ends in the ring, once the decoder has finished it.
     var queueEndRingFrame: Int?
     /// What the stream's drain in progress is for; its `.drained` notice completes it.
-    var drainingFor: DrainPurpose?
+    var drainingFor: OutputBoundary?
+    /// The rules asked for a stream before the decoder knew the audio's format: it is opened, on that sink, when the
+    /// decoder starts a track (`decoderNoticed`).
+    var streamAwaitsFormat: SinkChoice?
     /// The track whose title the stream's media name shows.
     var announcedTrack: Int?
     var anyTrackStarted = false
@@ -293,8 +296,15 @@ actor Player {
         case .flush:
             flushWhenCorked()
         case .clearServerMute:
-            try? stream?.setMuted(false)
-        case .openStream:
+            // Only a stream the rules count as open has a mute of the server's to clear.
+            guard let stream, streamOpening == nil else { return }
+            do {
+                try stream.setMuted(false)
+            } catch {
+                log.record("output", ["command": "clearServerMute", "error": "\(error.code.rawValue)"])
+                dispatch(.outputSettingFailed(.unmute))
+            }
+        case .openStream, .openStreamOnDefaultSink:
             guard connection != nil else {
                 // Not connected here: an attempt is made now (or the one under way awaited), and its outcome opens the
                 // stream or tells the rules the output is lost (`connected`, `connectionAttemptFailed`).
@@ -303,7 +313,11 @@ actor Player {
                 return
             }
             // The rules uncork it when it opens (`streamOpened`), if the player is playing.
-            ensureStream()
+            ensureStream(on: command == .openStream ? .configured : .serverDefault)
+        case .closeStream:
+            // Refused a cork or an uncork (`outputCommandFailed`): the rules count it as closed already.
+            closeStream()
+            dispatchAll(translator.ourStreamIsGone(at: monotonicMoment()))
         case .playTrack(let index):
             reposition(to: TrackPosition(trackIndex: index, frame: 0, sampleRate: tracks[index]?.format.sampleRate
                                              ?? 44_100))
@@ -316,12 +330,21 @@ actor Player {
             reposition(to: TrackPosition(trackIndex: index, frame: frame, sampleRate: rate))
             mpris?.emitSeeked(positionMicroseconds: Int64(frame) * 1_000_000 / Int64(max(rate, 1)))
         case .setVolume(let percent):
-            try? stream?.setVolume(percent: percent)
+            // A stream still opening gets the volume from the rules once it is open (`streamOpened`).
+            guard let stream, streamOpening == nil else { return }
+            do {
+                try stream.setVolume(percent: percent)
+            } catch {
+                log.record("output", ["command": "setVolume", "error": "\(error.code.rawValue)"])
+                dispatch(.outputSettingFailed(.volume))
+            }
         case .switchFormat(let reopen):
             switchFormat(reopen: reopen)
         case .releaseSleepDelay:
             // Handed over, not waited for: the adapter closes the lock on its own thread.
             logind?.releaseSleepDelay()
+        case .drain(let boundary):
+            startDrain(for: boundary)
         }
     }
 }

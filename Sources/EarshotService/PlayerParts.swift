@@ -84,12 +84,12 @@ struct Reconnection {
     var attempts = 0
 }
 
-/// Why the player's stream plays out its tail.
-enum DrainPurpose {
-    /// Everything in the old format was handed over: once heard, the stream reopens at the new format.
-    case formatChange
-    /// The queue's last audio was handed over: once heard, the queue was played out.
-    case queueEnd
+/// Which sink the rules asked a stream to be opened on (`openStream`, `openStreamOnDefaultSink`).
+enum SinkChoice {
+    /// The sink named in configuration, or the server's default when none is named.
+    case configured
+    /// The server's default sink: the configured one refused the stream (`configuredSinkRefused`).
+    case serverDefault
 }
 
 /// Milliseconds on the monotonic clock: the moments stamped on events.

@@ -118,7 +118,13 @@ private enum Alphabet {
             .heardTrack(index: 1), .heardTrack(index: 0), .queuePlayedOut, .formatChangeReached,
             .trackFailed(index: 0, failure: .decodeFailed, next: 1),
             .trackFailed(index: 1, failure: .notMPEGAudio, next: nil),
-            .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed, .outputStalled,
+            .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed,
+            .outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 50),
+            .outputSilent(milliseconds: 990, requestPeriodMilliseconds: 50),
+            .outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 250),
+            .tailHandedOver(.formatChange), .tailHandedOver(.queueEnd),
+            .userSeekBy(offsetMilliseconds: 5_000, fromMilliseconds: 1_000, trackLengthMilliseconds: 3_000),
+            .configuredSinkRefused, .outputSettingFailed(.unmute), .outputSettingFailed(.volume),
         ]
         // Rule 21 with one sender, the phone bridge, which sends all three: the senders are alike to the rules, and a
         // second one would multiply the states by four (ExternalPauseTests checks one sender's answer against
@@ -243,7 +249,9 @@ struct ExhaustiveRulesTests {
         switch event {
         case .outputLost, .outputCommandFailed: lostOutput = true
         // A stall is only heard while playing; reported afterwards it is stale and changes nothing.
-        case .outputStalled: lostOutput = before.isPlaying
+        case .outputSilent(let milliseconds, let period):
+            lostOutput = before.isPlaying
+                && milliseconds > StallRule.thresholdMilliseconds(requestPeriodMilliseconds: period)
         default: lostOutput = false
         }
         let startedPlaying = !before.isPlaying && state.isPlaying
@@ -316,7 +324,8 @@ struct ExhaustiveRulesTests {
         }
         let reportsLoss: Bool
         switch event {
-        case .outputLost, .outputStalled: reportsLoss = true
+        case .outputLost: reportsLoss = true
+        case .outputSilent: reportsLoss = lostOutput
         default: reportsLoss = false
         }
         // (The sleep's release may follow them: a stream gone is quiet, rule 19.)
@@ -326,21 +335,22 @@ struct ExhaustiveRulesTests {
         if state.playback == .idle && state.queue != .empty {
             problems.append("idle with a queue")
         }
-        // Repeat and shuffle: a choice of order never changes what the player does now, a shuffled order holds each
+        // (m) Repeat and shuffle: a choice of order never changes what the player does now, a shuffled order holds each
         // track of the queue once, and the cursor stays in the queue.
         switch event {
         case .userRepeat, .userShuffle, .playModesRestored:
             if !commands.isEmpty || state.playback != before.playback || state.queue.index != before.queue.index {
-                problems.append("(j) a choice of order changed the playback or the track")
+                problems.append("(m) a choice of order changed the playback or the track")
             }
         default: break
         }
         if let shuffle = state.shuffle, !shuffle.isPermutation(ofTrackCount: state.queue.trackCount) {
-            problems.append("(j) a shuffled order that is not the queue's tracks once each")
+            problems.append("(m) a shuffled order that is not the queue's tracks once each")
         }
         if state.playback != .idle && !(0..<state.queue.trackCount).contains(state.queue.index) {
-            problems.append("(j) the cursor left the queue")
+            problems.append("(m) the cursor left the queue")
         }
+        problems += Self.outcomeProblems(event, commands, before: before, after: state)
 
         let (outside, outsideProblems) = node.outside.step(
             event, before: before, after: state, userActed: userPlayed || userPaused)
@@ -397,6 +407,42 @@ struct ExhaustiveRulesTests {
             if commands.last != .releaseSleepDelay { problems.append("(l) commands after the release") }
         }
         if state.sleepAwaitsQuiet && state.isQuiet { problems.append("(l) a quiet player kept the sleep waiting") }
+        return problems
+    }
+
+    /// The executor's outcomes (OutputOutcomes.swift): (p) a stream is opened only when the rules know of none, and
+    /// only while one is wanted (playing, or a play waiting for a call to end); (q) a refused setting changes nothing;
+    /// (r) the stream is closed exactly when a command failed, and counts as closed after; (s) a lost server takes its
+    /// cork request with it; (t) drains and (u) stalls as `tailHandedOver` and `StallRule` say.
+    private static func outcomeProblems(_ event: Event, _ commands: [Command], before: PlayerState,
+                                        after state: PlayerState) -> [String] {
+        var problems: [String] = []
+        let opens = commands.contains(.openStream) || commands.contains(.openStreamOnDefaultSink)
+        if opens && before.stream.isOpen { problems.append("(p) a stream opened while one is open") }
+        if opens && !(state.isPlaying || state.waitingForInterruptionEnd) {
+            problems.append("(p) a stream opened that no play wants")
+        }
+        if case .outputSettingFailed = event, !commands.isEmpty || state != before {
+            problems.append("(q) a refused setting changed the player")
+        }
+        if commands.contains(.closeStream) != (event == .outputCommandFailed) {
+            problems.append("(r) closeStream \(commands.contains(.closeStream)) after \(event)")
+        }
+        if commands.contains(.closeStream) && state.stream.isOpen { problems.append("(r) closed, but counted open") }
+        if event == .outputLost(.serverLost) && state.interruptions.contains(.serverCorkRequest) {
+            problems.append("(s) a lost server's cork request outlived it")
+        }
+        // (t) The tail is played out only while playing, and only when the executor says it was handed over.
+        let drains = commands.contains { if case .drain = $0 { return true } else { return false } }
+        if drains != (state.isPlaying && { if case .tailHandedOver = event { return true } else { return false } }()) {
+            problems.append("(t) drain \(drains) after \(event)")
+        }
+        // (u) Silence shorter than the stall threshold changes nothing.
+        if case .outputSilent(let milliseconds, let period) = event,
+           milliseconds <= StallRule.thresholdMilliseconds(requestPeriodMilliseconds: period),
+           state != before || !commands.isEmpty {
+            problems.append("(u) a silence under the threshold changed the player")
+        }
         return problems
     }
 }

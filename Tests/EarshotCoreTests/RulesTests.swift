@@ -205,12 +205,13 @@ struct RulesTests {
     @Test("Rule 10: the server stops asking for audio while playing (a stall) -> paused, output lost, cork, flush")
     func rule10Stall() {
         var store = RuleStore(Given.playing)
-        store.send(.outputStalled, commands: [.cork, .flush]) { $0.playback = .paused(.outputLost(.stalled)) }
+        let stall = Event.outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 50)
+        store.send(stall, commands: [.cork, .flush]) { $0.playback = .paused(.outputLost(.stalled)) }
         // A stall reported once the player no longer plays is stale.
-        store.send(.outputStalled, commands: [])
+        store.send(stall, commands: [])
         for start in [Given.pausedByUser, Given.stopped, Given.idle] {
             var quiet = RuleStore(start)
-            quiet.send(.outputStalled, commands: [])
+            quiet.send(stall, commands: [])
         }
     }
 

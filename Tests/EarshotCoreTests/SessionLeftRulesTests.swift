@@ -54,8 +54,9 @@ struct SessionLeftRulesTests {
             $0.playback = .paused(.sessionLeft(.sleep))
             $0.sleepAwaitsQuiet = true
         }
-        // Rule 10: the failed command is an output loss, which names the reason now.
-        store.send(.outputCommandFailed, commands: [.releaseSleepDelay]) {
+        // Rule 10: the failed command is an output loss, which names the reason now; the rules close the stream that
+        // refused (a paused player's is flushed too), and a stream gone is quiet.
+        store.send(.outputCommandFailed, commands: [.closeStream, .flush, .releaseSleepDelay]) {
             $0.playback = .paused(.outputLost(.streamFailed))
             $0.stream.isOpen = false
             $0.sleepAwaitsQuiet = false

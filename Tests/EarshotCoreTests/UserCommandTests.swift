@@ -165,10 +165,10 @@ struct UserCommandTests {
         store.send(.streamCorked, commands: []) { $0.stream.isCorked = true }
     }
 
-    @Test("A failed output command while playing is an output loss")
+    @Test("A failed output command while playing is an output loss, and the stream that failed it is closed")
     func commandFailure() {
         var store = RuleStore(Given.playing)
-        store.send(.outputCommandFailed, commands: [.cork, .flush]) {
+        store.send(.outputCommandFailed, commands: [.closeStream, .cork, .flush]) {
             $0.playback = .paused(.outputLost(.streamFailed))
             $0.stream.isOpen = false
         }

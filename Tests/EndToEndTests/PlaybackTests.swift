@@ -191,6 +191,30 @@ struct PlaybackTests {
         }
     }
 
+    @Test("--sink naming no sink plays on the default sink (PulseAudio: the rules' choice, configuredSinkRefused)")
+    func missingSinkFallsBackToTheDefault() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                let tone = try Fixtures.copy(
+                    try Fixtures.tone(frequency: 550, seconds: 1), to: scratch, named: PrivateNames.fileName)
+                let run = try await playToEnd([tone], options: ["--sink", "earshot-no-such-sink"], in: scratch)
+                #expect(run.status == 0, "exit status; log:\n\(run.player.standardError)")
+                // The headphones are the server's default sink in the test configuration.
+                #expect(run.headphones.audibleMilliseconds >= 900,
+                        "headphones played \(run.headphones.audibleMilliseconds) ms")
+                #expect(run.speakers.audibleMilliseconds == 0)
+                // PulseAudio refuses a stream for a sink it does not have: the executor reported the refusal, the
+                // rules chose the default sink. pipewire-pulse takes the stream and plays it on its default sink
+                // itself.
+                if try TestEnvironment.soundServerKind() == .pulseAudio {
+                    #expect(run.player.standardError.contains("kind=configuredSinkRefused"),
+                            "\(run.player.standardError)")
+                    #expect(run.player.standardError.contains("commands=openStreamOnDefaultSink"))
+                }
+            }
+        }
+    }
+
     @Test("a corrupt file in the queue is reported with its reason and skipped; an all-bad queue exits non-zero")
     func corruptFilesAreSkipped() async throws {
         try await TestEnvironment.withExclusiveSoundServer {

@@ -88,6 +88,12 @@ struct ServiceTests {
             #expect(restored.trackCount == 2)
             #expect(abs(restored.positionMs - 30_000) <= 1_000, "restored at \(restored.positionMs) ms")
             #expect(try harness.earshotChecked(["queue"]).standardOutput == queueBefore)
+            // Restored, the service holds no stream until a play asks for one (rule 12; the decoder starting the
+            // restored track used to open one on its own).
+            for _ in 0..<10 {
+                #expect(try !harness.status().streamOpen, "a stream the rules never asked for")
+                try await Task.sleep(for: .milliseconds(100))
+            }
 
             let resumed = ContinuousClock.now
             try harness.earshotChecked(["resume"])
