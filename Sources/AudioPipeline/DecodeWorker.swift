@@ -330,6 +330,7 @@ public final class DecodeWorker: @unchecked Sendable {
         control.unlock()
         ring.wakeProducer()
         if mustJoin {
+            WaitGuard.check("pthread_join (the decoder)")
             pthread_join(thread, nil)
         } else {
             control.lock()

@@ -11,6 +11,7 @@
 // producer). The consumer only loads them, so its side stays wait-free.
 #if canImport(Glibc)
 import Glibc
+import SystemSupport
 #endif
 import Synchronization
 
@@ -203,6 +204,7 @@ public final class FrameRing: @unchecked Sendable {
                 continue
             }
             let result: Int32
+            WaitGuard.check("the ring's wait for space")
             if var time = deadline {
                 result = sem_timedwait(spaceSemaphore, &time)
             } else {

@@ -176,6 +176,7 @@ public final class ControlServer: Sendable {
 
     /// Writes all of `text`; false when the peer is gone.
     static func write(_ text: String, to descriptor: Int32) -> Bool {
+        WaitGuard.check("a blocking send to a control client")
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {

@@ -2,6 +2,7 @@
 // (`ReplyReceiver`, which it defines), the client's thread waits.
 import Dispatch
 import EarshotService
+import SystemSupport
 import Synchronization
 
 /// A one-shot reply box a client's thread (control socket or D-Bus) waits on while the player answers.
@@ -40,6 +41,7 @@ public final class ReplySlot<Reply: Sendable>: ReplyReceiver, @unchecked Sendabl
 
     /// Waits up to `timeout` for `fulfil`; returns its value, or the timeout reply if the timeout came first.
     public func wait(timeout: Duration) -> Reply {
+        WaitGuard.check("ReplySlot.wait")
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         if ready.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .timedOut {
             // Give up, unless an answer is already being written: then it is only moments away.

@@ -78,6 +78,7 @@ final class StandardErrorEcho: @unchecked Sendable {
             writing = true
             condition.unlock()
             // All that waits in one write: a burst costs one system call, not one a line.
+            WaitGuard.check("a blocking write to standard error")
             write(Array(taken.lines.joined()))
             condition.lock()
             writing = false

@@ -176,7 +176,10 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
         lock.unlock()
         guard wasRunning else { return }
         wake()
-        if let thread, !SystemThread.isCurrent(thread) { finished.wait() }
+        if let thread, !SystemThread.isCurrent(thread) {
+            WaitGuard.check("MPRISServer.stop")
+            finished.wait()
+        }
     }
 
     /// Whether the server is connected to the bus now (false while it is reconnecting).

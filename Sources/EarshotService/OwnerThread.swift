@@ -53,6 +53,9 @@ final class OwnerThread: SerialExecutor, TaskExecutor, TimerHost, @unchecked Sen
         errno = 0
         niceOutcome = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.niceValue) == 0
             ? "\(Self.niceValue)" : "refused (errno \(errno))"
+        // From here on, every place in the product that waits for another thread, the disk or the server stops a
+        // debug build if this thread reaches it (WaitGuard); only the shutdown, once corked, lifts the mark.
+        WaitGuard.forbidWaitingOnThisThread()
         let executor = asUnownedSerialExecutor()
         let taskExecutor = asUnownedTaskExecutor()
         while true {

@@ -206,6 +206,9 @@ extension Player {
         log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         // Handed to the writer, flushed to disk by it; the service waits for that after the owner has stopped.
         saveState(final: true)
+        // The one place the owner waits, and only once quiet: it stops the threads it started (MPRIS's bus thread, the
+        // decoder, libpulse's thread), each joined.
+        WaitGuard.allowWaiting()
         mpris?.stop()
         worker.stop()
         link.disconnect()

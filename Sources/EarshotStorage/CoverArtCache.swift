@@ -243,6 +243,7 @@ public final class CoverArtWorker: CoverArtStoring, @unchecked Sendable {
     /// The thread's body: take each job in order, store its picture, report.
     private func run() {
         while true {
+            WaitGuard.check("the cover store's wait for a job")
             while sem_wait(jobsWaiting) != 0 {}
             let index = taken.load(ordering: .relaxed)
             // Acquiring pairs with `submit`'s release: the slot holds the job published with that index.

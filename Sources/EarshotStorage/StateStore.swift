@@ -296,6 +296,7 @@ public final class StateStore: @unchecked Sendable {
         do {
             defer { close(descriptor) }
             try writeAll(data, to: descriptor, path: temporary)
+            WaitGuard.check("fsync")
             guard fsync(descriptor) == 0 else {
                 throw StateStoreError(operation: "fsync", path: temporary, code: errno)
             }
@@ -324,6 +325,7 @@ public final class StateStore: @unchecked Sendable {
             throw StateStoreError(operation: "write", path: positionPath, code: code)
         }
         guard durable else { return }
+        WaitGuard.check("fdatasync")
         guard fdatasync(descriptor) == 0 else {
             throw StateStoreError(operation: "fsync", path: positionPath, code: errno)
         }
@@ -389,6 +391,7 @@ public final class StateStore: @unchecked Sendable {
     private func syncDirectory() {
         let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
+        WaitGuard.check("fsync")
         fsync(descriptor)
         close(descriptor)
     }

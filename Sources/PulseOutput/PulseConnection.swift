@@ -404,6 +404,7 @@ private struct DetachedHandles: @unchecked Sendable {
 
     /// Stops the loop (lock not held: stopping joins the loop thread), then frees context and loop.
     func stopAndFree() {
+        WaitGuard.check("pa_threaded_mainloop_stop")
         pa_threaded_mainloop_stop(mainloop)
         if let context {
             pa_context_unref(context)

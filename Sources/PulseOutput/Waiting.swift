@@ -1,4 +1,5 @@
 import CPulse
+import SystemSupport
 
 // How a public method waits for the server (see "A note on threading" in PulseConnection.swift): it holds the
 // mainloop lock, starts an operation whose callback fills a `Reply` and signals, and sleeps in
@@ -96,6 +97,7 @@ extension PulseConnection {
                 pa_threaded_mainloop_signal(alarm.mainloop, 0)
             }, Unmanaged.passUnretained(alarm).toOpaque())
         }
+        WaitGuard.check("pa_threaded_mainloop_wait")
         while !isDone() && !alarm.hasFired {
             pa_threaded_mainloop_wait(mainloop)
         }

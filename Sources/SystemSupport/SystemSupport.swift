@@ -76,12 +76,14 @@ public final class Condition: @unchecked Sendable {
 
     /// Sleeps until signalled (or woken spuriously: callers loop on their predicate). Mutex held.
     public func wait() {
+        WaitGuard.check("Condition.wait")
         pthread_cond_wait(condition, mutex.mutex)
     }
 
     /// Sleeps until signalled, woken spuriously, or CLOCK_MONOTONIC reaches `deadline` (nanoseconds); callers loop on
     /// their predicate and look at the clock. Mutex held.
     public func wait(untilMonotonicNanoseconds deadline: UInt64) {
+        WaitGuard.check("Condition.wait(until:)")
         var moment = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
         pthread_cond_timedwait(condition, mutex.mutex, &moment)
     }
