@@ -166,6 +166,11 @@ public enum Event: Hashable, Sendable {
     case routeChanged
     /// A sink or port became available (a replug), or the server came back.
     case outputAppeared
+    /// A stream with a duck role (a screen reader speaking, a notification sound) started playing somewhere in the
+    /// session, by its server index (rule 20).
+    case duckBegan(stream: UInt32)
+    /// That stream ended, corked or muted, or the server it played on went away (rule 20).
+    case duckEnded(stream: UInt32)
 
     // From the user (CLI, control socket, MPRIS).
 
@@ -245,6 +250,8 @@ extension Event: CustomStringConvertible {
         case .outputLost(let reason): return "outputLost(\(reason))"
         case .routeChanged: return "routeChanged"
         case .outputAppeared: return "outputAppeared"
+        case .duckBegan(let stream): return "duckBegan(stream#\(stream))"
+        case .duckEnded(let stream): return "duckEnded(stream#\(stream))"
         case .userPlay: return "userPlay"
         case .userPause: return "userPause"
         case .userToggle: return "userToggle"

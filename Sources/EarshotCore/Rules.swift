@@ -14,6 +14,10 @@ extension PlayerState {
             return interruptionEnded(source, resumeAllowed: resumeAllowed, at: moment)
         case .outputLost(let reason):
             return outputLost(reason)
+        case .duckBegan(let stream):
+            return duckBegan(stream)
+        case .duckEnded(let stream):
+            return duckEnded(stream)
         case .routeChanged, .outputAppeared:
             // Rules 11 and 12: a deliberate move keeps playing on the new sink; a device appearing never
             // starts playback by itself.
@@ -109,6 +113,9 @@ extension PlayerState {
         guard !overruledInterruptions.contains(source) else { return [] }
         // Rule 15: a source that is already active is a duplicate notification.
         guard interruptions.insert(source).inserted else { return [] }
+        // Rule 3, with a fade-out for the first source under way: a source that must quiet at once (PulseAudio's cork
+        // request, which has muted us already) cuts it short (Edges.swift).
+        if isFadingOutForInterruption && !Self.pauseFades(for: source) { return [.cork] }
         guard isPlaying || isHeldByExternalPause else {
             // Rule 2 (first source while not playing) and rule 3 (another source while one is active:
             // the player cannot be playing then). Nothing to resume later.
@@ -120,7 +127,7 @@ extension PlayerState {
         let wasPlaying = isPlaying
         playback = .paused(.interruption)
         resumeIntent = .afterInterruption(since: moment)
-        return wasPlaying ? [.cork] : []
+        return wasPlaying ? [Self.pauseCommand(fading: Self.pauseFades(for: source))] : []
     }
 
     private mutating func interruptionEnded(
@@ -201,7 +208,7 @@ extension PlayerState {
         case .playing:
             playback = .paused(.user)
             resumeIntent = .none
-            return [.cork]
+            return [.fadeOutAndCork]
         case .paused:
             playback = .paused(.user)
             resumeIntent = .none
@@ -214,7 +221,7 @@ extension PlayerState {
         let wasPlaying = isPlaying
         playback = .stopped
         resumeIntent = .none
-        return wasPlaying ? [.cork] : []
+        return wasPlaying ? [.fadeOutAndCork] : []
     }
 
     private mutating func moveCursor(to index: Int) -> [Command] {

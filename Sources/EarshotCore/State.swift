@@ -166,6 +166,8 @@ public struct PlayerState: Hashable, Sendable {
     /// Kept whatever the user does meanwhile, so that a sender's late `PlayPause` never toggles music the user
     /// restarted; the answer itself removes it.
     public var unansweredExternalPauses: Set<ExternalSender>
+    /// The duck-role streams playing now, by server index (rule 20): while there is one, the volume is ducked.
+    public var duckingStreams: Set<UInt32> = []
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(
@@ -196,6 +198,9 @@ public struct PlayerState: Hashable, Sendable {
     public var waitingForInterruptionEnd: Bool {
         resumeIntent == .userAskedToPlay && !interruptions.isEmpty
     }
+
+    /// True while a duck-role stream plays: the volume is lowered to the duck level (rule 20).
+    public var isDucked: Bool { !duckingStreams.isEmpty }
 
     /// True when playback is `playing`.
     public var isPlaying: Bool { playback == .playing }

@@ -103,9 +103,9 @@ extension Player {
     /// `.ready` (pipewire-pulse may answer a creation late) are dropped and asked for again now, so that no older list
     /// is laid over what the subscription reported meanwhile.
     func streamConnected() {
-        guard let stream, let opening = streamOpening else { return }
+        guard stream != nil, let opening = streamOpening else { return }
         link.openingStreamReady()
-        if rules.volumePercent != 100 { try? stream.setVolume(percent: rules.volumePercent) }
+        streamVolumeOnOpen()
         if opening.listsAgainWhenReady {
             requestOpeningInventory(failing: { streamDescribed(ServerInventory()) })
         }
@@ -461,7 +461,10 @@ extension Player {
             dispatch(.streamCorked)
         case .uncorked:
             disarmWatchdog()
+            uncorkAcknowledgedForFade()
             dispatch(.streamUncorked)
+        case .applied(.setVolume), .commandFailed(.setVolume):
+            volumeAcknowledged()
         case .flushed, .applied, .started, .underflow:
             // Underflows are counted by the stream (status: serverUnderflows); logging each would flood the journal
             // on a loaded machine.

@@ -38,6 +38,8 @@ extension Player {
         case tick(arming: Int)
         /// The call timer went off: a capture may have run long enough to count as a call.
         case callDue(arming: Int)
+        /// The fade and duck timer went off (the arming's number): the next step of a ramp (Player+Edges).
+        case edgeDue(arming: Int)
         case request(ControlRequest, ReplySlot<String>)
         case mpris(MPRISCommand, ReplySlot<MPRISReply>)
         case shutdown(signal: Int32)
