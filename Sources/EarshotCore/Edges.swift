@@ -31,8 +31,8 @@ extension PlayerState {
         playback == .paused(.interruption) && stream.isOpen && !stream.isCorked
     }
 
-    /// Whether an outside sender's pause fades out: a phone bridge's (the phone rings: a call's pause) does; the session
-    /// manager's does not, since it pauses before it relinks our audio away from a device that is going.
+    /// Whether an outside sender's pause fades out: a phone bridge's (the phone rings: a call's pause) does; the
+    /// session manager's does not, since it pauses before it relinks our audio away from a device that is going.
     public static func pauseFades(for sender: ExternalSender) -> Bool {
         switch sender {
         case .phoneBridge: return true

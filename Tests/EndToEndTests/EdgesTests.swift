@@ -94,3 +94,105 @@ extension PolitenessTests {
         }
     }
 }
+
+extension PolitenessTests {
+    /// The duck level the tests expect (the default), in decibels.
+    static let duckDecibels = -12.0
+
+    /// Speech by espeak-ng, as a WAV in `scratch` (a screen reader's voice, a few words).
+    func speech(_ words: String, in scratch: URL) throws -> URL {
+        let file = scratch.appendingPathComponent("speech-\(words.count).wav")
+        let made = try ChildProcess("espeak-ng", ["-w", file.path, words])
+        #expect(made.waitForExit(timeout: .seconds(20)) && made.exitStatus == 0,
+                "espeak-ng failed: \(made.standardError())")
+        return file
+    }
+
+    /// The music's level (dB, RMS of the sweep on the headphones' monitor) in `range` of `recording`.
+    func musicLevel(_ recording: Recording, _ range: Range<Double>) -> Double {
+        Recording.dBFS(magnitude: recording.rms(in: range))
+    }
+
+    /// Where on `recording` (the speakers, which only the duck streams play on) the first and last sound after
+    /// `after` are.
+    func heardSpan(on recording: Recording, after: Double) throws -> Range<Double> {
+        let start = try #require(recording.firstAudibleTime(after: after), "the duck stream was not heard")
+        let end = try #require(recording.lastAudibleTime(), "the duck stream was not heard")
+        return start..<end
+    }
+
+    @Test("12. a screen reader's speech (a11y) on another sink ducks the music by duckLevel; it comes back after")
+    func screenReaderDucks() async throws {
+        try await scenario { scratch, track, recorders in
+            let words = try speech("Earshot lowers the music while I speak", in: scratch)
+            let player = try await startPlaying(track, in: scratch)
+            defer { player.kill() }
+            let spoken = ContinuousClock.now
+            let reader = try ServerControl.play(words, sink: TestEnvironment.speakers, role: "a11y")
+            defer { reader.kill() }
+            try await Task.sleep(for: .milliseconds(700))
+            let during = try player.status()
+            let serverVolume = try player.stream()?.volumePercent
+            #expect(await reader.exit(within: .seconds(10)), "the speech did not end")
+            try await Task.sleep(for: .milliseconds(800))
+            let after = try player.status()
+            let (headphones, speakers) = try await { let all = try await stop(recorders); return (all[0], all[1]) }()
+
+            // Status and MPRIS show the user's volume, the server the ducked one (-12 dB is 63 % on its cubic scale).
+            #expect(during.playback == "playing" && during.volume == 100, "\(during)")
+            #expect(after.playback == "playing" && after.volume == 100, "\(after)")
+            #expect((55...70).contains(serverVolume ?? 0), "the server's volume while ducked: \(serverVolume ?? -1) %")
+            let voice = try heardSpan(on: speakers, after: speakers.time(of: spoken) - 0.05)
+            let full = musicLevel(headphones, (voice.lowerBound - 0.400)..<(voice.lowerBound - 0.050))
+            let ducked = musicLevel(headphones, (voice.lowerBound + 0.250)..<(voice.upperBound - 0.050))
+            let restored = musicLevel(headphones, (voice.upperBound + 0.400)..<(voice.upperBound + 0.700))
+            report("duck (a11y): level drop", full - ducked, unit: "dB")
+            report("duck (a11y): level after it, against before", restored - full, unit: "dB")
+            #expect(abs((ducked - full) - Self.duckDecibels) <= 1.5, "ducked by \(ducked - full) dB")
+            #expect(abs(restored - full) <= 1.0, "restored to \(restored - full) dB of the level before")
+            // The ramp: from the speech's first sound, the music is within 1.5 dB of the ducked level in time.
+            var time = voice.lowerBound
+            while time < voice.upperBound, musicLevel(headphones, time..<(time + 0.010)) > ducked + 1.5 {
+                time += 0.005
+            }
+            report("duck (a11y): ducked after the speech's first sound", (time - voice.lowerBound) * 1000)
+            #expect(time - voice.lowerBound <= 0.250, "ducked \((time - voice.lowerBound) * 1000) ms into the speech")
+            player.expectPrivateLog(hiding: secrets(scratch))
+        }
+    }
+
+    @Test("13. a notification (event) ducks too; overlapping ducks restore after the last; a call during a duck pauses")
+    func notificationsOverlapAndCalls() async throws {
+        try await scenario { scratch, track, recorders in
+            let words = try speech("Two things at once, and then a call", in: scratch)
+            let chime = try Fixtures.toneWAV(frequency: 1500, seconds: 0.6)
+            let player = try await startPlaying(track, in: scratch)
+            defer { player.kill() }
+            let reader = try ServerControl.play(words, sink: TestEnvironment.speakers, role: "a11y")
+            defer { reader.kill() }
+            try await Task.sleep(for: .milliseconds(300))
+            let notification = try ServerControl.play(chime, sink: TestEnvironment.speakers, role: "event")
+            defer { notification.kill() }
+            #expect(await notification.exit(within: .seconds(10)), "the notification did not end")
+            // The notification is over, the speech is not: still ducked. Then a call on the headphones.
+            let stillDucked = try player.stream()?.volumePercent
+            let call = try placeCall(seconds: 1)
+            defer { call.kill() }
+            let held = try await player.waitForStatus("paused for the call during the duck") {
+                $0.pauseReason == "interruption"
+            }
+            #expect(await reader.exit(within: .seconds(10)), "the speech did not end")
+            _ = try await statuses(of: player, during: call)
+            let resumed = try await player.waitForStatus("playing after the call") { $0.playback == "playing" }
+            try await Task.sleep(for: .milliseconds(500))
+            let restored = try player.stream()?.volumePercent
+            _ = try await stop(recorders)
+
+            #expect((55...70).contains(stillDucked ?? 0),
+                    "after the notification, during the speech: \(stillDucked ?? -1) %")
+            #expect(held.volume == 100 && resumed.volume == 100, "\(held) / \(resumed)")
+            #expect(restored == 100, "the server's volume after every duck ended: \(restored ?? -1) %")
+            player.expectPrivateLog(hiding: secrets(scratch))
+        }
+    }
+}

@@ -27,10 +27,11 @@ build_packages() {
 # test_packages: prints what the test suites run beyond the build, one a line (scripts/test, and scripts/ci-checks
 # for the sanitizer runs of the same suites): the private PulseAudio with pactl/paplay/parec, sox, lame, its MP3
 # format and mpg123 for test audio, a private dbus-daemon and playerctl for the MPRIS tests, systemd, and for the
-# call tests a browser that makes real calls (chromium, headless) and curl to read its pages' titles.
+# call tests a browser that makes real calls (chromium, headless) and curl to read its pages' titles, and espeak-ng
+# for the screen reader's speech the ducking tests play.
 test_packages() {
     printf '%s\n' pulseaudio pulseaudio-utils lame sox libsox-fmt-mp3 mpg123 flac vorbis-tools opus-tools dbus-daemon \
-        dbus-bin playerctl systemd chromium curl
+        dbus-bin playerctl systemd chromium curl espeak-ng
 }
 
 # ensure_build_packages [PKG...]: ensure_packages with what the build needs (build_packages) plus PKG...

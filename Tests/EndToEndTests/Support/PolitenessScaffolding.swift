@@ -10,8 +10,8 @@ import Testing
 
 extension PolitenessTests {
     /// Runs `body` with the server to itself, a scratch folder, and both sinks recorded from before the player
-    /// starts, with fades off unless `fades`; `body` gets the scratch folder, the track (the position sweep as `format`, under its distinctive
-    /// name) and the recorders (headphones, speakers).
+    /// starts, with fades off unless `fades`; `body` gets the scratch folder, the track (the position sweep as
+    /// `format`, under its distinctive name) and the recorders (headphones, speakers).
     func scenario(
         recording sinks: [String] = [TestEnvironment.headphones, TestEnvironment.speakers],
         format: Fixtures.Format = .mp3, fades: Bool = false,
