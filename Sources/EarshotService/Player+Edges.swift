@@ -51,6 +51,14 @@ extension Player {
         stepEdges()
     }
 
+    /// The server acknowledged a cork: a stream that faded out shows the user's volume again while it is quiet (a
+    /// mixer, a test, reads it), and the next resume silences it before its uncork (`prepareFadeIn`).
+    func corkAcknowledgedForFade() {
+        guard edges.isFadedOut, !corkAfterFade, !fadeInAwaitsUncork else { return }
+        edges.restoreAfterCork()
+        sendVolume()
+    }
+
     /// The rules' `duck` and `unduck` (rule 20): the duck's ramp starts from where it is.
     func setDucked(_ ducked: Bool) {
         edges.setDucked(ducked)

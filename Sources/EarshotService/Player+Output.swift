@@ -458,6 +458,7 @@ extension Player {
             // Quiet now: status shows the position where the listener stopped, not the last tick's.
             if let position = currentHeardPosition() { listening.settle(at: position) }
             carryOutWaitingFlush()
+            corkAcknowledgedForFade()
             dispatch(.streamCorked)
         case .uncorked:
             disarmWatchdog()

@@ -68,6 +68,12 @@ struct VolumeEdges: Equatable, Sendable {
         fadeTarget = 0
     }
 
+    /// Returns the fade to full level at once: the stream is corked, nothing is heard.
+    mutating func restoreAfterCork() {
+        fade = 1
+        fadeTarget = 1
+    }
+
     /// Stops the fade where it is (a cork at once: the stream is quiet anyway).
     mutating func holdFade() {
         fadeTarget = fade

@@ -134,7 +134,7 @@ extension PolitenessTests {
             let during = try player.status()
             let serverVolume = try player.stream()?.volumePercent
             #expect(await reader.exit(within: .seconds(10)), "the speech did not end")
-            try await Task.sleep(for: .milliseconds(800))
+            try await Task.sleep(for: .milliseconds(1500))
             let after = try player.status()
             let (headphones, speakers) = try await { let all = try await stop(recorders); return (all[0], all[1]) }()
 
@@ -143,13 +143,18 @@ extension PolitenessTests {
             #expect(after.playback == "playing" && after.volume == 100, "\(after)")
             #expect((55...70).contains(serverVolume ?? 0), "the server's volume while ducked: \(serverVolume ?? -1) %")
             let voice = try heardSpan(on: speakers, after: speakers.time(of: spoken) - 0.05)
-            let full = musicLevel(headphones, (voice.lowerBound - 0.400)..<(voice.lowerBound - 0.050))
+            // Well before paplay was started: its stream ducks from its creation, which can come before the speech's
+            // first audible sound (a soft consonant), and a monitor's clock can be some tens of ms off the wall's.
+            let launched = headphones.time(of: spoken)
+            let full = musicLevel(headphones, (launched - 0.700)..<(launched - 0.200))
             let ducked = musicLevel(headphones, (voice.lowerBound + 0.250)..<(voice.upperBound - 0.050))
-            let restored = musicLevel(headphones, (voice.upperBound + 0.400)..<(voice.upperBound + 0.700))
+            let restoredSpan = (voice.upperBound + 0.300)..<min(voice.upperBound + 0.700, headphones.duration - 0.020)
+            #expect(restoredSpan.upperBound - restoredSpan.lowerBound >= 0.200, "recorded too little after the speech")
+            let restored = musicLevel(headphones, restoredSpan)
             report("duck (a11y): level drop", full - ducked, unit: "dB")
             report("duck (a11y): level after it, against before", restored - full, unit: "dB")
             #expect(abs((ducked - full) - Self.duckDecibels) <= 1.5, "ducked by \(ducked - full) dB")
-            #expect(abs(restored - full) <= 1.0, "restored to \(restored - full) dB of the level before")
+            #expect(abs(restored - full) <= 1.5, "restored to \(restored - full) dB of the level before")
             // The ramp: from the speech's first sound, the music is within 1.5 dB of the ducked level in time.
             var time = voice.lowerBound
             while time < voice.upperBound, musicLevel(headphones, time..<(time + 0.010)) > ducked + 1.5 {
