@@ -5,7 +5,9 @@ import Testing
 
 @Suite("RULES.md: fades and rule 20, row by row")
 struct EdgesRulesTests {
+    /// A screen reader's stream (media.role a11y), by its server index.
     static let screenReader: UInt32 = 21
+    /// A notification sound's stream (media.role event).
     static let notification: UInt32 = 22
 
     @Test("Fades: a user's pause, toggle and stop fade out before the cork")

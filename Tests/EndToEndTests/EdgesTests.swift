@@ -17,11 +17,16 @@ extension PolitenessTests {
     /// of the music's (`steady`, an RMS), where it first was under 5 % (`quiet`), where it first was over 5 % again
     /// (`back`) and where it first reached 90 % again (`full`).
     struct LevelEdges: CustomStringConvertible {
+        /// The last moment at 90 % before the fall, in recording seconds.
         var falling: Double
+        /// The first moment under 5 %.
         var quiet: Double
+        /// The first moment over 5 % again.
         var back: Double
+        /// The first moment at 90 % again.
         var full: Double
 
+        /// The four moments, for failure messages.
         var description: String {
             String(format: "fall %.4f-%.4f s, rise %.4f-%.4f s", falling, quiet, back, full)
         }
