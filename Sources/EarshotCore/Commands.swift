@@ -5,7 +5,12 @@
 public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Quiet the stream at once, keeping what is queued (pa_stream_cork(1)).
     case cork
-    /// Let the stream run (pa_stream_cork(0)).
+    /// Quiet the stream gently: lower its volume to silence over the configured fade, then cork it, keeping what is
+    /// queued (a user's pause, a call's pause; see `PlayerState.pauseFades`). With no fade configured it is `cork`.
+    /// The cork after the ramp is reported by `streamCorked`, as any cork; where it stopped is the last frame heard.
+    case fadeOutAndCork
+    /// Let the stream run (pa_stream_cork(0)), its volume rising from silence over the configured fade: every resume
+    /// fades in.
     case uncork
     /// Throw away audio that was queued but not heard (in the server and the ring buffer) and
     /// continue decoding from the last frame the listener actually heard, so nothing is lost.
@@ -30,6 +35,11 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case drain(OutputBoundary)
     /// Set the stream's volume to `percent` (100 is unity).
     case setVolume(percent: Int)
+    /// Lower the stream's volume to the duck level with a short ramp, under the user's volume (rule 20): a stream with
+    /// a duck role (a screen reader, a notification) is playing. Never a pause: playback is not touched.
+    case duck
+    /// Ramp the stream's volume back to the user's volume (rule 20): the last duck-role stream ended.
+    case unduck
     /// Move the output to the decoder's new format: close the stream (reported by `streamClosed`), let the decoder
     /// go on in the new format, and, when `reopen`, open a stream in it (reported by `streamOpened`).
     case switchFormat(reopen: Bool)
@@ -41,6 +51,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .cork: return "cork"
+        case .fadeOutAndCork: return "fadeOutAndCork"
+        case .duck: return "duck"
+        case .unduck: return "unduck"
         case .uncork: return "uncork"
         case .flush: return "flush"
         case .clearServerMute: return "clearServerMute"
@@ -54,5 +67,12 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"
         case .releaseSleepDelay: return "releaseSleepDelay"
         }
+    }
+}
+
+extension Command {
+    /// Whether the command quiets the stream, at once or after a fade (`cork`, `fadeOutAndCork`).
+    public var corks: Bool {
+        self == .cork || self == .fadeOutAndCork
     }
 }

@@ -218,6 +218,11 @@ public enum Event: Hashable, Sendable {
     case routeChanged
     /// A sink or port became available (a replug), or the server came back.
     case outputAppeared
+    /// A stream with a duck role (a screen reader speaking, a notification sound) started playing somewhere in the
+    /// session, by its server index (rule 20).
+    case duckBegan(stream: UInt32)
+    /// That stream ended, corked or muted, or the server it played on went away (rule 20).
+    case duckEnded(stream: UInt32)
 
     // From the login session (logind, through its adapter).
 
@@ -326,6 +331,8 @@ extension Event: CustomStringConvertible {
         case .outputAppeared: return "outputAppeared"
         case .sessionLeft(let departure): return "sessionLeft(\(departure))"
         case .sessionReturned(let departure): return "sessionReturned(\(departure))"
+        case .duckBegan(let stream): return "duckBegan(stream#\(stream))"
+        case .duckEnded(let stream): return "duckEnded(stream#\(stream))"
         case .userPlay: return "userPlay"
         case .userPause: return "userPause"
         case .userToggle: return "userToggle"

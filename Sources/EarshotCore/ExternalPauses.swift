@@ -19,7 +19,7 @@ extension PlayerState {
         guard isPlaying else { return [] }
         // A playing player has no interruption, so there is no wish to resume to forget.
         playback = .paused(.external(sender))
-        return [.cork]
+        return [Self.pauseCommand(fading: Self.pauseFades(for: sender))]
     }
 
     /// An outside sender's `Play` or `PlayPause`. After its own unanswered `Pause` it resumes only what that pause

@@ -27,6 +27,10 @@ extension PlayerState {
             return sessionLeft(departure)
         case .sessionReturned(let departure):
             return sessionReturned(departure)
+        case .duckBegan(let stream):
+            return duckBegan(stream)
+        case .duckEnded(let stream):
+            return duckEnded(stream)
         case .routeChanged, .outputAppeared:
             // Rules 11 and 12: a deliberate move keeps playing on the new sink; a device appearing never
             // starts playback by itself.
@@ -136,6 +140,9 @@ extension PlayerState {
         guard !overruledInterruptions.contains(source) else { return [] }
         // Rule 15: a source that is already active is a duplicate notification.
         guard interruptions.insert(source).inserted else { return [] }
+        // Rule 3, with a fade-out for the first source under way: a source that must quiet at once (PulseAudio's cork
+        // request, which has muted us already) cuts it short (Edges.swift).
+        if isFadingOutForInterruption && !Self.pauseFades(for: source) { return [.cork] }
         guard isPlaying || isHeldByExternalPause else {
             // Rule 2 (first source while not playing) and rule 3 (another source while one is active:
             // the player cannot be playing then). Nothing to resume later.
@@ -147,7 +154,7 @@ extension PlayerState {
         let wasPlaying = isPlaying
         playback = .paused(.interruption)
         resumeIntent = .afterInterruption(since: moment)
-        return wasPlaying ? [.cork] : []
+        return wasPlaying ? [Self.pauseCommand(fading: Self.pauseFades(for: source))] : []
     }
 
     private mutating func interruptionEnded(
@@ -231,7 +238,7 @@ extension PlayerState {
         case .playing:
             playback = .paused(.user)
             resumeIntent = .none
-            return [.cork]
+            return [.fadeOutAndCork]
         case .paused:
             playback = .paused(.user)
             resumeIntent = .none
@@ -244,7 +251,7 @@ extension PlayerState {
         let wasPlaying = isPlaying
         playback = .stopped
         resumeIntent = .none
-        return wasPlaying ? [.cork] : []
+        return wasPlaying ? [.fadeOutAndCork] : []
     }
 
     private mutating func moveCursor(to index: Int?) -> [Command] {

@@ -188,6 +188,8 @@ public struct PlayerState: Hashable, Sendable {
     /// ahead): the next track heard is taken whatever it is, until one the new order expects is heard or the decoder
     /// starts afresh (PlayOrder.swift).
     public var orderChangedAhead: Bool
+    /// The duck-role streams playing now, by server index (rule 20): while there is one, the volume is ducked.
+    public var duckingStreams: Set<UInt32> = []
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(
@@ -226,6 +228,9 @@ public struct PlayerState: Hashable, Sendable {
     public var waitingForInterruptionEnd: Bool {
         resumeIntent == .userAskedToPlay && !interruptions.isEmpty
     }
+
+    /// True while a duck-role stream plays: the volume is lowered to the duck level (rule 20).
+    public var isDucked: Bool { !duckingStreams.isEmpty }
 
     /// True when playback is `playing`.
     public var isPlaying: Bool { playback == .playing }

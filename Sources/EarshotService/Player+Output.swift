@@ -111,7 +111,9 @@ extension Player {
     func streamConnected() {
         guard stream != nil, let opening = streamOpening else { return }
         link.openingStreamReady()
-        // The rules set the user's volume when they hear the stream is open (`streamOpened`), before any uncork.
+        // The rules set the user's volume when they hear the stream is open (`streamOpened`), before any uncork;
+        // the fade and duck gains are set under it (Player+Edges).
+        streamVolumeOnOpen()
         if opening.listsAgainWhenReady {
             requestOpeningInventory(failing: { streamDescribed(ServerInventory()) })
         }
@@ -463,10 +465,14 @@ extension Player {
             // Quiet now: status shows the position where the listener stopped, not the last tick's.
             if let position = currentHeardPosition() { listening.settle(at: position) }
             carryOutWaitingFlush()
+            corkAcknowledgedForFade()
             dispatch(.streamCorked)
         case .uncorked:
             disarmWatchdog()
+            uncorkAcknowledgedForFade()
             dispatch(.streamUncorked)
+        case .applied(.setVolume), .commandFailed(.setVolume):
+            volumeAcknowledged()
         case .flushed, .applied, .started, .underflow:
             // Underflows are counted by the stream (status: serverUnderflows); logging each would flood the journal
             // on a loaded machine.

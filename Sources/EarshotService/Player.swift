@@ -106,6 +106,16 @@ actor Player {
     var followedModes: PlayModes?
     /// The call timer: armed only while a capture waits to have run long enough to count as a call (Player+Calls).
     let callTimer: TickTimer
+    /// The fade and duck gains under the user's volume (Player+Edges), and the timer of their steps, armed only while
+    /// a ramp is under way.
+    var edges: VolumeEdges
+    let edgeTimer: TickTimer
+    /// A fade-out is under way, and the cork follows it (`corkWhenFadedOut`).
+    var corkAfterFade = false
+    /// A resume's fade-in starts when the server acknowledges the uncork.
+    var fadeInAwaitsUncork = false
+    /// Volume settings sent and not yet answered.
+    var volumeSetsInFlight = 0
     /// What MPRIS was last told, so that it is told only changes.
     var publishedSnapshot: MPRISSnapshot?
     /// The playback shown last on the progress line, so that a change is shown at once.
@@ -135,13 +145,18 @@ actor Player {
         covers = parts.makeCoverStore { job, outcome in inbox.yield(.cover(job, outcome)) }
         tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
         callTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.callDue(arming: arming)) }
+        edges = VolumeEdges(
+            fadeMilliseconds: configuration.fadeMilliseconds, duckGain: configuration.duckGain,
+            duckRampMilliseconds: configuration.duckRampMilliseconds)
+        edgeTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.edgeDue(arming: arming)) }
         link = OutputLink(
             reconnectTimer: TickTimer(on: ownerThread) { arming in inbox.yield(.reconnectDue(arming: arming)) })
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(
             triggerRoles: configuration.triggerRoles, scope: configuration.interruptionScope,
-            callDetection: Self.callDetection(of: configuration, ownProcessID: getpid()))
+            callDetection: Self.callDetection(of: configuration, ownProcessID: getpid()),
+            duckRoles: configuration.duckRoles)
     }
 
     // MARK: Running
@@ -215,6 +230,9 @@ actor Player {
             // A stale delivery (the timer was re-armed or disarmed as it went off) has no work.
             guard callTimer.wentOff(arming: arming) else { return }
             callTimerWentOff()
+        case .edgeDue(let arming):
+            guard edgeTimer.wentOff(arming: arming) else { return }
+            stepEdges()
         case .tick(let arming):
             // A stale tick (its timer was replaced or disarmed as it went off) has no work.
             guard tickTimer.wentOff(arming: arming) else { return }
@@ -273,7 +291,12 @@ actor Player {
         // A flush waiting for its cork's acknowledgement goes first: the output carries commands out in order.
         if command != .flush { carryOutWaitingFlush() }
         switch command {
+        case .fadeOutAndCork:
+            fadeOutAndCork()
+        case .duck, .unduck:
+            setDucked(command == .duck)
         case .cork:
+            fadeGivesWayToCork()
             withdrawWaitingUncork()
             // A stream still opening was created corked, and the rules do not count it as open yet: nothing to send.
             guard let stream, streamOpening == nil else { return }
@@ -292,6 +315,7 @@ actor Player {
                 dispatch(.outputCommandFailed)
                 return
             }
+            prepareFadeIn()
             uncorkWhenDecoded()
         case .flush:
             flushWhenCorked()
@@ -329,15 +353,9 @@ actor Player {
             if let length = tracks[index]?.lengthFrames { frame = min(frame, max(length - 1, 0)) }
             reposition(to: TrackPosition(trackIndex: index, frame: frame, sampleRate: rate))
             mpris?.emitSeeked(positionMicroseconds: Int64(frame) * 1_000_000 / Int64(max(rate, 1)))
-        case .setVolume(let percent):
-            // A stream still opening gets the volume from the rules once it is open (`streamOpened`).
-            guard let stream, streamOpening == nil else { return }
-            do {
-                try stream.setVolume(percent: percent)
-            } catch {
-                log.record("output", ["command": "setVolume", "error": "\(error.code.rawValue)"])
-                dispatch(.outputSettingFailed(.volume))
-            }
+        case .setVolume:
+            // The user's volume, under the fade and duck gains (status and MPRIS show the user's).
+            sendVolume()
         case .switchFormat(let reopen):
             switchFormat(reopen: reopen)
         case .releaseSleepDelay:

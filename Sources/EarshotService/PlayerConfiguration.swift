@@ -1,5 +1,6 @@
 // What the player is told at start: where to play, how, and the user's resume policy.
 import EarshotCore
+import Glibc
 
 /// Settings for one player.
 public struct PlayerConfiguration: Sendable {
@@ -21,6 +22,20 @@ public struct PlayerConfiguration: Sendable {
     public var callDetection: CallDetection = .microphone
     /// Application names (`application.name` or `application.process.binary`) whose captures never count as calls.
     public var callIgnoreApplications: Set<String> = []
+    /// How long a fade lasts, in milliseconds (0: none): a user's or a call's pause fades out before the cork, and
+    /// every resume fades in. 50 ms: a ramp under about 10 ms is heard as a click, one over 100 ms as a pause that
+    /// lags the key; 50 ms is a soft edge that still feels immediate, and spans two or three cycles of PipeWire
+    /// (21 ms), which applies a volume change once per cycle.
+    public var fadeMilliseconds = 50
+    /// Stream roles that duck Earshot while they play (rule 20): a screen reader (`a11y`), a notification (`event`).
+    public var duckRoles: Set<String> = ["a11y", "event"]
+    /// The duck level, in decibels under the user's volume. -12 dB: a quarter of the amplitude, which speech at a
+    /// normal level is clearly understood over (broadcast voice-over ducks music by 10-15 dB) while the music stays
+    /// there; -6 dB leaves a screen reader fighting loud music, -20 dB all but stops it.
+    public var duckLevelDecibels = -12.0
+    /// How long the duck's ramp lasts, each way, in milliseconds: short enough that a screen reader's first word is
+    /// heard over lowered music, long enough not to click.
+    public var duckRampMilliseconds = 80
     /// Whether and when to resume after an interruption.
     public var policy = ResumePolicy()
     /// Show a progress line on standard output (only when it is a terminal).
@@ -32,4 +47,12 @@ public struct PlayerConfiguration: Sendable {
 
     /// The defaults.
     public init() {}
+
+    /// The duck level as an amplitude factor (-12 dB: about 0.25).
+    public var duckGain: Double { Self.amplitude(decibels: duckLevelDecibels) }
+
+    /// 10^(dB/20): the amplitude factor of a level in decibels.
+    static func amplitude(decibels: Double) -> Double {
+        pow(10, decibels / 20)
+    }
 }

@@ -42,6 +42,8 @@ extension Player {
         case mpris(MPRISCommand, any ReplyReceiver<MPRISReply>)
         /// What logind announced, translated by its adapter (rule 19).
         case session(Event)
+        /// The fade and duck timer went off (the arming's number): the next step of a ramp (Player+Edges).
+        case edgeDue(arming: Int)
         case shutdown(signal: Int32)
     }
 

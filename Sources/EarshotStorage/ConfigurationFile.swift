@@ -78,12 +78,17 @@ public enum ConfigurationFile {
     public static let knownKeys = [
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
+        "fadeMs", "duckRoles", "duckLevel",
     ]
 
     /// The allowed target latencies, in milliseconds.
     public static let targetLatencyRange = 10...2000
     /// The allowed resume windows, in minutes (up to one day).
     public static let resumeWindowMinutesRange = 0.0...1440.0
+    /// The allowed fade lengths, in milliseconds (0: no fade; longer than half a second is a slow pause, not an edge).
+    public static let fadeMillisecondsRange = 0...500
+    /// The allowed duck levels, in decibels under the user's volume (0: no ducking).
+    public static let duckLevelRange = -60.0...0.0
     /// The allowed log levels.
     public static let logLevels = ["info", "debug"]
 
@@ -187,6 +192,12 @@ struct ConfigurationContents {
     var callIgnoreApplications: [String]?
     /// `pauseOnLock`: whether a screen lock pauses as sleep does.
     var pauseOnLock: Bool?
+    /// `fadeMs`: how long a fade lasts (0...500, 0: none).
+    var fadeMilliseconds: Int?
+    /// `duckRoles`: stream roles that duck Earshot.
+    var duckRoles: [String]?
+    /// `duckLevel`: decibels under the user's volume while ducked (-60...0).
+    var duckLevel: Double?
 
     /// Reads the file's top-level object, refusing unknown keys, wrong types and values out of range with a
     /// `ConfigurationError.Problem` that names the key. Keys are checked in this order, so a file with several
@@ -262,6 +273,33 @@ struct ConfigurationContents {
             throw .outOfRange(key: "callIgnoreApplications", allowed: "an array of non-empty application names")
         }
         pauseOnLock = try Self.value("pauseOnLock", in: object, expected: "a boolean (true or false)") { $0 as? Bool }
+        try readEdges(object)
+    }
+
+    /// Reads the fade and ducking keys (`fadeMs`, `duckRoles`, `duckLevel`).
+    private mutating func readEdges(_ object: [String: Any]) throws(ConfigurationError.Problem) {
+        fadeMilliseconds = try Self.value("fadeMs", in: object, expected: "an integer") { $0 as? Int }
+        if let fade = fadeMilliseconds, !ConfigurationFile.fadeMillisecondsRange.contains(fade) {
+            let range = ConfigurationFile.fadeMillisecondsRange
+            throw .outOfRange(key: "fadeMs", allowed: "an integer from \(range.lowerBound) to \(range.upperBound) "
+                                + "(milliseconds; 0 turns fades off)")
+        }
+        duckRoles = try Self.value("duckRoles", in: object, expected: "an array of strings") { value in
+            guard let elements = value as? [Any] else { return nil }
+            let strings = elements.compactMap { $0 as? String }
+            return strings.count == elements.count ? strings : nil
+        }
+        if let roles = duckRoles, roles.contains(where: { $0.isEmpty }) {
+            throw .outOfRange(key: "duckRoles", allowed: "an array of non-empty strings")
+        }
+        duckLevel = try Self.value("duckLevel", in: object, expected: "a number") { value in
+            (value as? Int).map(Double.init) ?? (value as? Double)
+        }
+        if let level = duckLevel, !ConfigurationFile.duckLevelRange.contains(level) {
+            let range = ConfigurationFile.duckLevelRange
+            throw .outOfRange(key: "duckLevel", allowed: "a number of decibels from \(Int(range.lowerBound)) to "
+                                + "\(Int(range.upperBound)) (0 turns ducking off)")
+        }
     }
 
     /// The value under `key` as `read` makes it, nil when absent (or null where allowed); a value `read` refuses
@@ -295,6 +333,9 @@ struct ConfigurationContents {
         if let callDetection { configuration.callDetection = callDetection }
         if let callIgnoreApplications { configuration.callIgnoreApplications = Set(callIgnoreApplications) }
         if let pauseOnLock { configuration.policy.pauseOnLock = pauseOnLock }
+        if let fadeMilliseconds { configuration.fadeMilliseconds = fadeMilliseconds }
+        if let duckRoles { configuration.duckRoles = Set(duckRoles) }
+        if let duckLevel { configuration.duckLevelDecibels = duckLevel }
         return configuration
     }
 }

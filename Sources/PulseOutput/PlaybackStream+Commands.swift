@@ -128,15 +128,18 @@ extension PlaybackStream {
     }
 
     /// Asks the server to set our sink input's volume on both channels, in percent of normal (100 = unchanged,
-    /// clamped to 0...150), on the server's (cubic) volume scale like mixers, and returns; `.applied(.setVolume)`
-    /// follows, or `.commandFailed(.setVolume)`.
-    public func setVolume(percent: Int) throws(PulseError) {
+    /// clamped to 0...150), on the server's (cubic) volume scale like mixers, times `gain` (a linear amplitude factor,
+    /// 0...1: a fade or a duck under the user's volume), and returns; `.applied(.setVolume)` follows, or
+    /// `.commandFailed(.setVolume)`.
+    public func setVolume(percent: Int, gain: Double = 1) throws(PulseError) {
         try connection.withLock { () throws(PulseError) in
             guard let index = currentSinkInputIndex, let context = connection.context, isReadyLocked else {
                 throw PulseError(code: .badState, step: "set volume")
             }
             let normal = UInt64(PA_VOLUME_NORM)
-            let level = pa_volume_t(normal * UInt64(min(max(percent, 0), 150)) / 100)
+            let user = pa_volume_t(normal * UInt64(min(max(percent, 0), 150)) / 100)
+            // The server's volume is cubic; the gain is an amplitude, which libpulse converts to its scale.
+            let level = gain >= 1 ? user : pa_sw_volume_multiply(user, pa_sw_volume_from_linear(max(gain, 0)))
             var volume = pa_cvolume()
             pa_cvolume_set(&volume, 2, level)
             try sent(.setVolume, pa_context_set_sink_input_volume(context, index, &volume, { _, success, userdata in

@@ -129,6 +129,8 @@ public struct ServerEventTranslator: Sendable {
 
     /// The calls inferred from capture streams (see CaptureCalls.swift and the type's notes).
     private var calls: CaptureCalls
+    /// The duck-role streams of the session (rule 20, DuckStreams.swift).
+    public private(set) var ducks: DuckStreams
 
     /// The applications (client indices) whose capture is an active call (`microphone#N`).
     public var activeCalls: Set<UInt32> { calls.active }
@@ -139,10 +141,11 @@ public struct ServerEventTranslator: Sendable {
     /// A translator for `triggerRoles` within `scope`, inferring calls from captures as `callDetection` says.
     public init(
         triggerRoles: Set<String> = ["phone"], scope: InterruptionScope = .session,
-        callDetection: CallDetectionSettings = CallDetectionSettings()
+        callDetection: CallDetectionSettings = CallDetectionSettings(), duckRoles: Set<String> = ["a11y", "event"]
     ) {
         self.triggerRoles = triggerRoles
         self.scope = scope
+        ducks = DuckStreams(roles: duckRoles)
         calls = CaptureCalls(settings: callDetection)
     }
 
@@ -178,14 +181,14 @@ public struct ServerEventTranslator: Sendable {
         profileSwitches = [:]
         cards = [:]
         chain = VirtualSinkChain()
-        return ended + calls.forget(at: moment)
+        return ended + calls.forget(at: moment) + ducks.forget()
     }
 
     /// A sink-input appeared or changed. A loopback (or another carrier of our virtual sink, see the type's notes)
     /// on another sink than before was moved.
     public mutating func sinkInputChanged(_ input: SinkInputSnapshot, at moment: Moment) -> [Event] {
         guard input.index != ourSinkInputIndex else { return [] }
-        let moved = chain.streamDescribed(input)
+        let moved = chain.streamDescribed(input) + ducks.described(input)
         guard let role = input.mediaRole, triggerRoles.contains(role) else {
             // A stream whose role changed away from a trigger role stops counting.
             triggerStreams[input.index] = nil
@@ -199,7 +202,7 @@ public struct ServerEventTranslator: Sendable {
     public mutating func sinkInputRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
         triggerStreams[index] = nil
         chain.streamRemoved(index)
-        return reweigh(at: moment)
+        return ducks.removed(index) + reweigh(at: moment)
     }
 
     /// A sink appeared: a device was plugged in (never a reason to play).

@@ -48,7 +48,9 @@ struct ExternalPauseTests {
     func pauseDuringCall() {
         for source in [Given.call, Self.profileSwitch] {
             var store = RuleStore(Given.playing)
-            store.send(.interruptionBegan(source, at: Given.at(1_000)), commands: [.cork]) {
+            // A call fades out; a profile switch corks at once (our sink is gone).
+            let pause: Command = source == Self.profileSwitch ? .cork : .fadeOutAndCork
+            store.send(.interruptionBegan(source, at: Given.at(1_000)), commands: [pause]) {
                 $0.playback = .paused(.interruption)
                 $0.interruptions = [source]
                 $0.resumeIntent = .afterInterruption(since: Given.at(1_000))
@@ -104,7 +106,7 @@ struct ExternalPauseTests {
     func bridgePauseThenResume() {
         for answer in [Event.externalPlay(Self.phone), .externalPlayPause(Self.phone)] {
             var store = RuleStore(Given.playing)
-            store.send(.externalPause(Self.phone), commands: [.cork]) {
+            store.send(.externalPause(Self.phone), commands: [.fadeOutAndCork]) {
                 $0.playback = .paused(.external(Self.phone))
                 $0.unansweredExternalPauses = [Self.phone]
             }
@@ -118,7 +120,7 @@ struct ExternalPauseTests {
     @Test("Rule 21: a phone bridge's PlayPause after the user restarted the music does nothing: never a toggle")
     func bridgeToggleAfterUserPlayed() {
         var store = RuleStore(Given.playing)
-        store.send(.externalPause(Self.phone), commands: [.cork]) {
+        store.send(.externalPause(Self.phone), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.external(Self.phone))
             $0.unansweredExternalPauses = [Self.phone]
         }
@@ -129,19 +131,19 @@ struct ExternalPauseTests {
     @Test("Rule 21: a phone bridge's Play after the user paused since does nothing")
     func bridgePlayAfterUserPaused() {
         var store = RuleStore(Given.playing)
-        store.send(.externalPause(Self.phone), commands: [.cork]) {
+        store.send(.externalPause(Self.phone), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.external(Self.phone))
             $0.unansweredExternalPauses = [Self.phone]
         }
         store.send(.userToggle, commands: [.uncork]) { $0.playback = .playing }
-        store.send(.userPause, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.userPause, commands: [.fadeOutAndCork]) { $0.playback = .paused(.user) }
         store.send(.externalPlay(Self.phone), commands: []) { $0.unansweredExternalPauses = [] }
     }
 
     @Test("Rule 21: a bridge's Pause during a call, the call's resume, then its PlayPause leaves the music playing")
     func bridgeToggleAfterCallResumed() {
         var store = RuleStore(Given.playing)
-        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
@@ -182,14 +184,14 @@ struct ExternalPauseTests {
     func bridgeRequestWithoutPauseIsTheUsers() {
         var store = RuleStore(Given.pausedByUser)
         store.send(.externalPlayPause(Self.phone), commands: [.uncork]) { $0.playback = .playing }
-        store.send(.externalPlayPause(Self.phone), commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.externalPlayPause(Self.phone), commands: [.fadeOutAndCork]) { $0.playback = .paused(.user) }
         store.send(.externalPlay(Self.phone), commands: [.uncork]) { $0.playback = .playing }
     }
 
     @Test("Rule 21: the user pauses or stops a player an outside sender paused: the user's pause")
     func userPausesAnExternallyPausedPlayer() {
         var store = RuleStore(Given.playing)
-        store.send(.externalPause(Self.phone), commands: [.cork]) {
+        store.send(.externalPause(Self.phone), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.external(Self.phone))
             $0.unansweredExternalPauses = [Self.phone]
         }

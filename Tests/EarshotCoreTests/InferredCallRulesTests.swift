@@ -21,7 +21,7 @@ struct InferredCallRulesTests {
     @Test("Rules 1 and 5: a microphone capture pauses a playing player and its end resumes it, like any source")
     func rules01And05InferredCall() {
         var store = RuleStore(Given.playing)
-        store.send(.interruptionBegan(Self.browser, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Self.browser, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Self.browser]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
@@ -61,7 +61,7 @@ struct InferredCallRulesTests {
             $0.overruledInterruptions = []
         }
         // Once it has ended, the same application's next call interrupts again (rule 1).
-        store.send(.interruptionBegan(Self.browser, at: Given.at(10_000)), commands: [.cork]) {
+        store.send(.interruptionBegan(Self.browser, at: Given.at(10_000)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Self.browser]
             $0.resumeIntent = .afterInterruption(since: Given.at(10_000))
@@ -79,7 +79,7 @@ struct InferredCallRulesTests {
             $0.overruledInterruptions = [Self.browser, Self.dictation]
             $0.resumeIntent = .none
         }
-        store.send(.userToggle, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.userToggle, commands: [.fadeOutAndCork]) { $0.playback = .paused(.user) }
         // Still overruled while paused by the user: a play plays (rule 8), with no active source.
         store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
     }
@@ -93,7 +93,7 @@ struct InferredCallRulesTests {
             $0.overruledInterruptions = [Self.browser]
             $0.resumeIntent = .none
         }
-        store.send(.interruptionBegan(Given.call, at: Given.at(3_000)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(3_000)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(3_000))
@@ -119,7 +119,7 @@ struct InferredCallRulesTests {
             $0.overruledInterruptions = [Self.browser]
             $0.resumeIntent = .none
         }
-        store.send(.interruptionBegan(Self.dictation, at: Given.at(3_000)), commands: [.cork]) {
+        store.send(.interruptionBegan(Self.dictation, at: Given.at(3_000)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Self.dictation]
             $0.resumeIntent = .afterInterruption(since: Given.at(3_000))

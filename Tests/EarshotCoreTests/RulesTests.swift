@@ -41,7 +41,7 @@ struct RulesTests {
     @Test("Rule 4: one source ends while another is active -> unchanged")
     func rule04OneOfTwoEnds() {
         var store = RuleStore(Given.playing)
-        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
@@ -85,7 +85,7 @@ struct RulesTests {
     @Test("Rule 6: last source ends past the window -> paused (resume declined), cleared, no commands")
     func rule06PastWindow() {
         var store = RuleStore(Given.playing)
-        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
@@ -102,7 +102,7 @@ struct RulesTests {
     @Test("Rule 6: last source ends but the source does not allow a resume -> paused, cleared")
     func rule06NotAllowedBySource() {
         var store = RuleStore(Given.playing)
-        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
@@ -119,7 +119,7 @@ struct RulesTests {
         var start = Given.playing
         start.policy.resumeAfterInterruption = false
         var store = RuleStore(start)
-        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
@@ -145,11 +145,11 @@ struct RulesTests {
     @Test("Rule 7: user pauses at any time -> paused (user), cleared, cork only when it was playing")
     func rule07UserPause() {
         var store = RuleStore(Given.playing)
-        store.send(.userPause, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.userPause, commands: [.fadeOutAndCork]) { $0.playback = .paused(.user) }
         store.send(.userPause, commands: [])
 
         var duringCall = RuleStore(Given.playing)
-        duringCall.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        duringCall.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
@@ -257,7 +257,7 @@ struct RulesTests {
     @Test("Rule 10: output lost during an interruption -> the remembered resume is cleared")
     func rule10OutputLostDuringInterruption() {
         var store = RuleStore(Given.playing)
-        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
@@ -377,7 +377,7 @@ struct RulesTests {
         store.send(.interruptionEnded(Given.corkRequest, resumeAllowed: true, at: Given.at(0)), commands: [])
         store.send(.heardTrack(index: 0), commands: [])
         store.send(.trackFailed(index: 9, failure: .unreadable, next: nil), commands: [])
-        store.send(.interruptionBegan(Given.call, at: Given.at(1)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(1)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(1))
@@ -391,7 +391,7 @@ struct RulesTests {
         // The MPRIS adapter hands the user's Pause over as `userPause`; the session manager's and the phone
         // bridges' are rule 21 (ExternalPauseTests).
         var store = RuleStore(Given.playing)
-        store.send(.userPause, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.userPause, commands: [.fadeOutAndCork]) { $0.playback = .paused(.user) }
         store.send(.userPause, commands: [])
         store.send(.userPause, commands: [])
         #expect(store.state.playback == .paused(.user))
@@ -436,11 +436,12 @@ struct RulesTests {
         }
 
         var store = RuleStore(Given.playing)
-        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
         }
+        store.send(.streamCorked, commands: []) { $0.stream.isCorked = true }
         // Rule 3: the call's microphone switches the headset.
         store.send(.interruptionBegan(profileSwitch, at: Given.at(500)), commands: []) {
             $0.interruptions.insert(profileSwitch)
@@ -497,7 +498,7 @@ struct ClassicCasesTests {
     @Test("Output loss stops playback and clears the resume intent")
     func outputLossClearsIntent() {
         var store = RuleStore(Given.playing)
-        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))

@@ -36,10 +36,10 @@ struct SessionLeftRulesTests {
         }
     }
 
-    @Test("Rule 19: a user pause whose cork is not acknowledged yet: the sleep waits for the acknowledgement")
+    @Test("Rule 19: a user pause still fading out: the sleep waits for its cork to be acknowledged (a fade at most)")
     func rule19SleepWaitsForThePausesCork() {
         var store = RuleStore(Given.playing)
-        store.send(.userPause, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.userPause, commands: [.fadeOutAndCork]) { $0.playback = .paused(.user) }
         store.send(.sessionLeft(.sleep), commands: []) { $0.sleepAwaitsQuiet = true }
         store.send(.streamCorked, commands: [.releaseSleepDelay]) {
             $0.stream.isCorked = true
@@ -88,7 +88,7 @@ struct SessionLeftRulesTests {
     @Test("Rule 19: the session left during a call -> the resume is cleared; the call's end after the wake is silent")
     func rule19DuringACall() {
         var store = RuleStore(Given.playing)
-        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.cork]) {
+        store.send(.interruptionBegan(Given.call, at: Given.at(0)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
@@ -107,10 +107,11 @@ struct SessionLeftRulesTests {
     @Test("Rule 19: an outside sender's Pause then the session left -> that sender's Play no longer resumes")
     func rule19AfterAnExternalPause() {
         var store = RuleStore(Given.playing)
-        store.send(.externalPause(.phoneBridge), commands: [.cork]) {
+        store.send(.externalPause(.phoneBridge), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.external(.phoneBridge))
             $0.unansweredExternalPauses = [.phoneBridge]
         }
+        // Its fade-out still under way: it ends with its cork, a fade's length at most.
         store.send(.sessionLeft(.inactive), commands: []) { $0.playback = .paused(.sessionLeft(.inactive)) }
         store.send(.externalPlay(.phoneBridge), commands: []) { $0.unansweredExternalPauses = [] }
     }

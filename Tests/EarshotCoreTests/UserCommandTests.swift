@@ -9,7 +9,7 @@ struct UserCommandTests {
     func toggle() {
         var store = RuleStore(Given.pausedByUser)
         store.send(.userToggle, commands: [.uncork]) { $0.playback = .playing }
-        store.send(.userToggle, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.userToggle, commands: [.fadeOutAndCork]) { $0.playback = .paused(.user) }
     }
 
     @Test("Toggle while waiting for an interruption to end withdraws the wish to play")
@@ -52,7 +52,7 @@ struct UserCommandTests {
     @Test("Stop corks a playing player; play then restarts the current track")
     func stop() {
         var store = RuleStore(Given.playing)
-        store.send(.userStop, commands: [.cork]) { $0.playback = .stopped }
+        store.send(.userStop, commands: [.fadeOutAndCork]) { $0.playback = .stopped }
         store.send(.userStop, commands: [])
         store.send(.userPlay, commands: [.playTrack(index: 0), .uncork]) { $0.playback = .playing }
     }
@@ -161,7 +161,7 @@ struct UserCommandTests {
         store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
         #expect(store.state.stream.isCorked, "the reducer's wish is not the stream's fact")
         store.send(.streamUncorked, commands: []) { $0.stream.isCorked = false }
-        store.send(.userPause, commands: [.cork]) { $0.playback = .paused(.user) }
+        store.send(.userPause, commands: [.fadeOutAndCork]) { $0.playback = .paused(.user) }
         store.send(.streamCorked, commands: []) { $0.stream.isCorked = true }
     }
 

@@ -51,6 +51,21 @@ struct ConfigurationFileTests {
         #expect(configuration.callDetection == .microphone)
         #expect(configuration.callIgnoreApplications.isEmpty)
         #expect(configuration.policy.pauseOnLock == false)
+        #expect(configuration.fadeMilliseconds == 50)
+        #expect(configuration.duckRoles == ["a11y", "event"])
+        #expect(configuration.duckLevelDecibels == -12)
+    }
+
+    @Test("fadeMs, duckRoles and duckLevel are applied; 0 turns fades and ducking off")
+    func edgeKeys() throws {
+        let configuration = try load(#"{"fadeMs": 120, "duckRoles": ["a11y"], "duckLevel": -20.5}"#)
+        #expect(configuration.fadeMilliseconds == 120)
+        #expect(configuration.duckRoles == ["a11y"])
+        #expect(configuration.duckLevelDecibels == -20.5)
+        let off = try load(#"{"fadeMs": 0, "duckLevel": 0}"#)
+        #expect(off.fadeMilliseconds == 0 && off.duckGain == 1)
+        // -12 dB is a quarter of the amplitude.
+        #expect(abs(PlayerConfiguration().duckGain - 0.2512) < 0.0001)
     }
 
     @Test("callDetection and callIgnoreApplications are applied")
@@ -171,6 +186,9 @@ struct ConfigurationFileTests {
         (#"{"callDetection": true}"#, "callDetection"),
         (#"{"callIgnoreApplications": "zoom"}"#, "callIgnoreApplications"),
         (#"{"callIgnoreApplications": ["zoom", 1]}"#, "callIgnoreApplications"),
+        (#"{"fadeMs": 40.5}"#, "fadeMs"),
+        (#"{"duckRoles": "a11y"}"#, "duckRoles"),
+        (#"{"duckLevel": "-12dB"}"#, "duckLevel"),
     ])
     func wrongType(text: String, key: String) throws {
         let error = try refusal(text)
@@ -194,6 +212,11 @@ struct ConfigurationFileTests {
         (#"{"sink": ""}"#, "sink"),
         (#"{"callDetection": "Microphone"}"#, "callDetection"),
         (#"{"callIgnoreApplications": [""]}"#, "callIgnoreApplications"),
+        (#"{"fadeMs": -1}"#, "fadeMs"),
+        (#"{"fadeMs": 501}"#, "fadeMs"),
+        (#"{"duckLevel": 3}"#, "duckLevel"),
+        (#"{"duckLevel": -61}"#, "duckLevel"),
+        (#"{"duckRoles": [""]}"#, "duckRoles"),
     ])
     func outOfRange(text: String, key: String) throws {
         let error = try refusal(text)

@@ -119,7 +119,9 @@ struct ExternalPauseEndToEndTests {
             }
             #expect(try harness.playerctlEarshot(["status"]) == "Playing")
             let log = service.standardError()
-            #expect(log.contains("event kind=externalPause(phoneBridge) playback=paused(external) commands=cork"),
+            // A phone bridge pauses for a ringing phone: a call's pause, which fades out.
+            #expect(log.contains(
+                "event kind=externalPause(phoneBridge) playback=paused(external) commands=fadeOutAndCork"),
                     "\(log)")
             #expect(log.contains("event kind=externalPlayPause(phoneBridge) playback=playing commands=uncork"),
                     "\(log)")

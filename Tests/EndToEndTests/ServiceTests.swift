@@ -282,6 +282,8 @@ struct ServiceTests {
             let cases = [
                 ("{\"resumeAfterInterruption\": true, \"shuffleEverything\": 1}", "shuffleEverything"),
                 ("{\"resumeAfterInterruption\": \"yes\"}", "resumeAfterInterruption"),
+                ("{\"fadeMs\": 5000}", "fadeMs"),
+                ("{\"duckLevel\": 6}", "duckLevel"),
             ]
             for (contents, key) in cases {
                 try harness.writeConfiguration(contents)

@@ -23,7 +23,9 @@ struct SessionCallTests {
     ) async throws {
         try await TestEnvironment.withExclusiveSoundServer {
             try await TestEnvironment.withScratchDirectory { scratch in
-                if let configuration { try writeConfiguration(configuration, in: scratch) }
+                // Fades off: these scenarios measure the music's edges to a millisecond (EdgesTests measures fades).
+                let fadesOff = configuration.map { "{\"fadeMs\": 0, " + $0.drop { $0 != "{" }.dropFirst() }
+                try writeConfiguration(fadesOff ?? #"{"fadeMs": 0}"#, in: scratch)
                 let track = try Fixtures.copy(
                     try Fixtures.positionTrack(seconds: Self.trackSeconds), to: scratch, named: PrivateNames.fileName)
                 try await withMonitorRecorders([TestEnvironment.headphones, TestEnvironment.speakers]) { recorders in

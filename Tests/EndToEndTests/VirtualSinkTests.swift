@@ -45,6 +45,8 @@ struct VirtualSinkTests {
                 try loopbackSink(of: loopbackModule) == TestEnvironment.headphones
             }
             try await TestEnvironment.withScratchDirectory { scratch in
+                // Fades off: the edges are measured to a millisecond (EdgesTests measures fades).
+                try writeConfiguration(#"{"fadeMs": 0}"#, in: scratch)
                 let track = try Fixtures.copy(
                     try Fixtures.positionTrack(seconds: Self.trackSeconds), to: scratch, named: PrivateNames.fileName)
                 let sinks = [TestEnvironment.headphones, TestEnvironment.speakers, Self.fx]

@@ -125,7 +125,7 @@ struct BluetoothCallTranslatorTests {
             .interruptionEnded(profile, resumeAllowed: true, at: Self.at(32_010)),
         ])
         let outcome = played(events)
-        #expect(outcome.commands == [.cork, .uncork, .clearServerMute])
+        #expect(outcome.commands == [.fadeOutAndCork, .cork, .uncork, .clearServerMute])
         #expect(outcome.state.playback == .playing)
     }
 
@@ -168,7 +168,7 @@ struct BluetoothCallTranslatorTests {
         events += translator.sourceOutputRemoved(90, at: Self.at(9_003))
         let outcome = played(events)
         #expect(events.contains(.outputLost(.deviceRemoved)))
-        #expect(outcome.commands == [.cork])
+        #expect(outcome.commands == [.fadeOutAndCork, .cork])
         #expect(outcome.state.playback == .paused(.outputLost(.deviceRemoved)))
         #expect(outcome.state.interruptions.isEmpty)
         #expect(translator.activeCalls.isEmpty && translator.profileSwitches.isEmpty)

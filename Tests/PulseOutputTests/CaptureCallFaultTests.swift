@@ -67,7 +67,7 @@ struct CaptureCallFaultTests {
         held.feed(held.translator.sourceOutputChanged(odd[1], at: Desk.at(0)))
         held.feed(held.translator.captureTimerExpired(at: Desk.at(Desk.delay)))
         held.feed(held.translator.sourceOutputChanged(changed, at: Desk.at(5_000)))
-        #expect(held.commands == [.cork])
+        #expect(held.commands == [.fadeOutAndCork])
         #expect(held.state.playback == .paused(.resumeDeclined))
     }
 
@@ -87,7 +87,7 @@ struct CaptureCallFaultTests {
         pipeline.feed(pipeline.translator.sourceOutputChanged(Desk.chromium(source: 3), at: Desk.at(5_010)))
         pipeline.feed(pipeline.translator.captureTimerExpired(at: Desk.at(5_010 + Desk.delay)))
         pipeline.feed(pipeline.translator.sourceOutputRemoved(20, at: Desk.at(9_000)))
-        #expect(pipeline.commands == [.cork])
+        #expect(pipeline.commands == [.fadeOutAndCork])
         #expect(pipeline.state.playback == .paused(.resumeDeclined))
     }
 
@@ -128,7 +128,7 @@ struct CaptureCallFaultTests {
         #expect(pipeline.state.interruptions == [.microphoneCapture(client: 699)])
         #expect(pipeline.state.playback == .paused(.interruption))
         pipeline.feed(pipeline.translator.sourceOutputRemoved(1_199, at: Desk.at(6_000)))
-        #expect(pipeline.commands == [.cork, .uncork, .clearServerMute])
+        #expect(pipeline.commands == [.fadeOutAndCork, .uncork, .clearServerMute])
         #expect(pipeline.state.playback == .playing)
         #expect(pipeline.translator.activeCalls.isEmpty)
     }

@@ -316,7 +316,7 @@ struct ProfileSwitchTranslatorTests {
         let back = translator.ourStreamIsOn(PulseAudioHeadset.a2dpSinkAgain, sinkInputIndex: 10, at: later)
         #expect(back == [.interruptionEnded(pulseSwitch, resumeAllowed: true, at: later)])
         let outcome = played(events + hungUp + back)
-        #expect(outcome.commands == [.cork, .uncork, .clearServerMute])
+        #expect(outcome.commands == [.fadeOutAndCork, .cork, .uncork, .clearServerMute])
         #expect(outcome.state.playback == .playing)
     }
 

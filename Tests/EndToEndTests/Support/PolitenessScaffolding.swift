@@ -10,15 +10,18 @@ import Testing
 
 extension PolitenessTests {
     /// Runs `body` with the server to itself, a scratch folder, and both sinks recorded from before the player
-    /// starts; `body` gets the scratch folder, the track (the position sweep as `format`, under its distinctive
-    /// name) and the recorders (headphones, speakers).
+    /// starts, with fades off unless `fades`; `body` gets the scratch folder, the track (the position sweep as
+    /// `format`, under its distinctive name) and the recorders (headphones, speakers).
     func scenario(
         recording sinks: [String] = [TestEnvironment.headphones, TestEnvironment.speakers],
-        format: Fixtures.Format = .mp3,
+        format: Fixtures.Format = .mp3, fades: Bool = false,
         _ body: (URL, URL, [MonitorRecorder]) async throws -> Void
     ) async throws {
         try await TestEnvironment.withExclusiveSoundServer {
             try await TestEnvironment.withScratchDirectory { scratch in
+                // These scenarios measure where the music stops and starts to a millisecond, which a fade blurs by
+                // design: fades are off unless asked for (EdgesTests measures them, and continuity across them).
+                if !fades { try writeConfiguration(#"{"fadeMs": 0}"#, in: scratch) }
                 let track = try Fixtures.copy(
                     try Fixtures.positionTrack(seconds: Self.trackSeconds, format: format), to: scratch,
                     named: PrivateNames.fileName(format))
