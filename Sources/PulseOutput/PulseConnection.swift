@@ -134,6 +134,12 @@ public final class PulseConnection: @unchecked Sendable {
         pa_threaded_mainloop_lock(loop)
         teardown.silenceContext()
         pa_threaded_mainloop_unlock(loop)
+        if WaitGuard.isForbiddenHere {
+            // Released by the owner (a connection that failed, the server gone): stopping joins the loop's thread,
+            // which the owner never waits for (WaitGuard), so a thread of its own does it.
+            SystemThread.start(named: "earshot-teardown") { teardown.stopAndFree() }
+            return
+        }
         teardown.stopAndFree()
     }
 
