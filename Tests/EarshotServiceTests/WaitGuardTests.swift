@@ -55,7 +55,8 @@ struct WaitGuardTests {
                 // The check sits just before the call (a few lines up at most, inside the same branch).
                 let above = lines[max(0, number - 4)..<number].joined(separator: "\n")
                 if !above.contains("WaitGuard.check(") {
-                    unguarded.append("\(file.lastPathComponent):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                    let call = line.trimmingCharacters(in: .whitespaces)
+                    unguarded.append("\(file.lastPathComponent):\(number + 1): \(call)")
                 }
             }
         }

@@ -146,7 +146,8 @@ def measure_handling(bench, tracks, seconds=30, count=10_000):
             "requests": len(trips), "unanswered": len(trips) - len(answered),
             "slowestRoundTripMs": round(max(answered) * 1000, 1) if answered else None,
             "medianRoundTripMs": round(sorted(answered)[len(answered) // 2] * 1000, 2) if answered else None,
-            "requestsNeverRead": sent_unread, "playbackChanges": len(pauses) - 1, "serviceRunning": service.poll() is None,
+            "requestsNeverRead": sent_unread, "playbackChanges": len(pauses) - 1,
+            "serviceRunning": service.poll() is None,
             "playback": status.get("playback"), "queued": status.get("trackCount")})
     finally:
         if never_reads is not None:
