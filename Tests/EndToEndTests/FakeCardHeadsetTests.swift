@@ -34,6 +34,9 @@ struct FakeCardHeadsetTests {
                     named: PrivateNames.fileName(.mp3))
                 let elsewhere = try await MonitorRecorder.start(
                     sinks: [TestEnvironment.headphones, TestEnvironment.speakers])
+                // The position is compared to the millisecond across the call, so fades are off (EdgesTests measure
+                // them): a faded pause is reported at once and heard to its end.
+                try writeConfiguration(#"{"fadeMs": 0}"#, in: scratch)
                 let player = try EarshotPlayer(playing: [track], in: scratch)
                 defer { player.kill() }
                 let playing = try await player.waitUntilHeard(milliseconds: Self.heardBeforeEvent)

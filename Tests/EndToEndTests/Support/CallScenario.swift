@@ -51,7 +51,10 @@ enum CallScenario {
     ) async throws {
         try await TestEnvironment.withExclusiveSoundServer {
             try await TestEnvironment.withScratchDirectory { scratch in
-                if let configuration { try writeConfiguration(configuration, in: scratch) }
+                // What a call loses is measured to the millisecond, so fades are off (`fadeMs` 0), as in the other
+                // suites that measure edges; EdgesTests measure the fades themselves.
+                let fadesOff = configuration.map { "{\"fadeMs\": 0, " + $0.drop { $0 != "{" }.dropFirst() }
+                try writeConfiguration(fadesOff ?? #"{"fadeMs": 0}"#, in: scratch)
                 let track = try Fixtures.copy(
                     try Fixtures.positionTrack(seconds: trackSeconds), to: scratch, named: PrivateNames.fileName)
                 let watch = try CaptureWatch()
