@@ -13,6 +13,9 @@ struct MPRISIdentityTests {
     func busNameOwnerOwnsTheStream() async throws {
         try await ServiceHarness.run { harness in
             let track = try harness.privatePositionTrack()
+            // The reply's order against the cork is what is checked: fades off, or a user's Pause would still be
+            // fading out (`fadeMs`) when playerctl returns (a session manager's Pause corks at once, faded or not).
+            try harness.writeConfiguration(#"{"fadeMs": 0}"#)
             let service = try await harness.startService(waitForMPRIS: true)
             try harness.earshotChecked(["play", track.path])
             try await harness.waitForStatus(of: service, "playing with a stream") {
