@@ -168,8 +168,9 @@ public final class LogindWatcher: @unchecked Sendable {
             var deadline: UInt64 = 0
             let events = sd_bus_get_events(connected)
             guard events >= 0, sd_bus_get_timeout(connected, &deadline) >= 0 else { return }
-            waitForWakeUp(descriptor: sd_bus_get_fd(connected), events: Int16(truncatingIfNeeded: events),
-                          timeoutMilliseconds: Self.relativeMilliseconds(untilMonotonicMicroseconds: deadline))
+            BusPoll.wait(
+                wakePipe: wakePipe[0], descriptor: sd_bus_get_fd(connected), events: Int16(truncatingIfNeeded: events),
+                timeoutMilliseconds: BusPoll.relativeMilliseconds(untilMonotonicMicroseconds: deadline))
         }
     }
 
@@ -311,27 +312,4 @@ public final class LogindWatcher: @unchecked Sendable {
 
     // MARK: Waiting
 
-    /// Polls the bus socket and the wake-up pipe; drains the pipe.
-    private func waitForWakeUp(descriptor: Int32, events: Int16, timeoutMilliseconds: Int32) {
-        var descriptors = [
-            pollfd(fd: wakePipe[0], events: Int16(POLLIN), revents: 0),
-            pollfd(fd: descriptor, events: events, revents: 0),
-        ]
-        let count = poll(&descriptors, 2, timeoutMilliseconds)
-        if count > 0 && descriptors[0].revents != 0 {
-            var buffer = [UInt8](repeating: 0, count: 64)
-            while read(wakePipe[0], &buffer, buffer.count) > 0 {}
-        }
-    }
-
-    /// sd-bus gives an absolute CLOCK_MONOTONIC deadline in microseconds (UINT64_MAX for none); poll wants
-    /// relative milliseconds, rounded up so the loop does not spin just before the deadline.
-    private static func relativeMilliseconds(untilMonotonicMicroseconds deadline: UInt64) -> Int32 {
-        if deadline == UInt64.max { return -1 }
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-        guard deadline > nowMicroseconds else { return 0 }
-        return Int32(clamping: (deadline - nowMicroseconds + 999) / 1000)
-    }
 }

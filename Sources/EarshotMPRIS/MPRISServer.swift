@@ -287,7 +287,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
         while !isStopRequested() {
             guard let bus else {
                 // Reconnecting: sleep on the wake-up pipe so `stop()` is not kept waiting.
-                waitForWakeUp(descriptor: -1, events: 0, timeoutMilliseconds: backoffMilliseconds)
+                BusPoll.wait(wakePipe: wakePipe[0], descriptor: -1, events: 0, timeoutMilliseconds: backoffMilliseconds)
                 if isStopRequested() { break }
                 do throws(MPRISError) {
                     self.bus = try connect(reconnecting: true)
@@ -315,9 +315,9 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
                 disconnect()
                 continue
             }
-            waitForWakeUp(
-                descriptor: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: events),
-                timeoutMilliseconds: Self.relativeMilliseconds(untilMonotonicMicroseconds: deadline))
+            BusPoll.wait(
+                wakePipe: wakePipe[0], descriptor: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: events),
+                timeoutMilliseconds: BusPoll.relativeMilliseconds(untilMonotonicMicroseconds: deadline))
         }
         publishPending()
         disconnect()
@@ -327,30 +327,6 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return stopRequested
-    }
-
-    /// Polls the bus socket (when `descriptor` >= 0) and the wake-up pipe; drains the pipe.
-    private func waitForWakeUp(descriptor: Int32, events: Int16, timeoutMilliseconds: Int32) {
-        var descriptors = [
-            pollfd(fd: wakePipe[0], events: Int16(POLLIN), revents: 0),
-            pollfd(fd: descriptor, events: events, revents: 0),
-        ]
-        let count = poll(&descriptors, descriptor >= 0 ? 2 : 1, timeoutMilliseconds)
-        if count > 0 && descriptors[0].revents != 0 {
-            var buffer = [UInt8](repeating: 0, count: 64)
-            while read(wakePipe[0], &buffer, buffer.count) > 0 {}
-        }
-    }
-
-    /// sd-bus gives an absolute CLOCK_MONOTONIC deadline in microseconds (UINT64_MAX for none); poll wants
-    /// relative milliseconds, rounded up so the loop does not spin just before the deadline.
-    private static func relativeMilliseconds(untilMonotonicMicroseconds deadline: UInt64) -> Int32 {
-        if deadline == UInt64.max { return -1 }
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-        guard deadline > nowMicroseconds else { return 0 }
-        return Int32(clamping: (deadline - nowMicroseconds + 999) / 1000)
     }
 
     /// Emits what other threads queued: one PropertiesChanged for the newest snapshot, then the Seeked signals.

@@ -1,0 +1,31 @@
+// How a bus thread sleeps (EarshotMPRIS's and EarshotLogind's): in poll(2) on its bus socket and on a pipe other
+// threads write a byte to when they have work for it, until sd-bus's next deadline. One way for both adapters.
+import Glibc
+
+/// The sleep of a thread that serves a bus socket and is woken through a pipe.
+public enum BusPoll {
+    /// Polls `descriptor` for `events` (when it is >= 0) and the read end of `wakePipe` for input, for at most
+    /// `timeoutMilliseconds` (-1: no limit), and drains the pipe when it woke the thread.
+    public static func wait(wakePipe: Int32, descriptor: Int32, events: Int16, timeoutMilliseconds: Int32) {
+        var descriptors = [
+            pollfd(fd: wakePipe, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: descriptor, events: events, revents: 0),
+        ]
+        let count = poll(&descriptors, descriptor >= 0 ? 2 : 1, timeoutMilliseconds)
+        if count > 0 && descriptors[0].revents != 0 {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            while read(wakePipe, &buffer, buffer.count) > 0 {}
+        }
+    }
+
+    /// sd-bus gives an absolute CLOCK_MONOTONIC deadline in microseconds (UINT64_MAX for none); poll wants relative
+    /// milliseconds, rounded up so the loop does not spin just before the deadline.
+    public static func relativeMilliseconds(untilMonotonicMicroseconds deadline: UInt64) -> Int32 {
+        if deadline == UInt64.max { return -1 }
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        guard deadline > nowMicroseconds else { return 0 }
+        return Int32(clamping: (deadline - nowMicroseconds + 999) / 1000)
+    }
+}
