@@ -23,6 +23,9 @@ struct RepeatShuffleTests {
                 try Fixtures.tone(frequency: 440, seconds: Self.trackSeconds), to: music, named: "1 first.mp3")
             let second = try Fixtures.copy(
                 try Fixtures.tone(frequency: 660, seconds: Self.trackSeconds), to: music, named: "2 second.mp3")
+            // The rounds are measured to 30 ms: fades off, or the first play's fade-in (`fadeMs`) takes that much off
+            // the start (EdgesTests measure the fades themselves).
+            try harness.writeConfiguration(#"{"fadeMs": 0}"#)
             var service = try await harness.startService(waitForMPRIS: true)
             #expect(try harness.playerctlEarshot(["loop"]) == "None")
             #expect(try harness.playerctlEarshot(["shuffle"]) == "Off")
