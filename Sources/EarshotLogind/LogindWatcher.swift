@@ -86,14 +86,7 @@ public final class LogindWatcher: @unchecked Sendable {
         self.userID = userID
         self.report = report
         self.emit = emit
-        var descriptors: [Int32] = [-1, -1]
-        if pipe(&descriptors) == 0 {
-            for descriptor in descriptors {
-                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-                _ = fcntl(descriptor, F_SETFL, O_NONBLOCK)
-            }
-        }
-        wakePipe = descriptors
+        wakePipe = BusPoll.makeWakePipe()
     }
 
     deinit {

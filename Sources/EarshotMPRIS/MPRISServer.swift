@@ -94,14 +94,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
         self.connectionChanged = connectionChanged
         self.positionProvider = positionProvider
         self.handler = handler
-        var descriptors: [Int32] = [-1, -1]
-        if pipe(&descriptors) == 0 {
-            for descriptor in descriptors {
-                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-                _ = fcntl(descriptor, F_SETFL, O_NONBLOCK)
-            }
-        }
-        wakePipe = descriptors
+        wakePipe = BusPoll.makeWakePipe()
         callbacks = .allocate(capacity: 1)
         // The closures capture nothing (C function pointers cannot): each recovers the server from `owner`.
         callbacks.initialize(to: EarshotMPRISCallbacks(

@@ -4,6 +4,18 @@ import Glibc
 
 /// The sleep of a thread that serves a bus socket and is woken through a pipe.
 public enum BusPoll {
+    /// A pipe for waking the thread: both ends non-blocking and closed on exec; [-1, -1] when none could be made.
+    public static func makeWakePipe() -> [Int32] {
+        var descriptors: [Int32] = [-1, -1]
+        if pipe(&descriptors) == 0 {
+            for descriptor in descriptors {
+                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(descriptor, F_SETFL, O_NONBLOCK)
+            }
+        }
+        return descriptors
+    }
+
     /// Polls `descriptor` for `events` (when it is >= 0) and the read end of `wakePipe` for input, for at most
     /// `timeoutMilliseconds` (-1: no limit), and drains the pipe when it woke the thread.
     public static func wait(wakePipe: Int32, descriptor: Int32, events: Int16, timeoutMilliseconds: Int32) {
