@@ -158,8 +158,8 @@ struct MP3DecoderTests {
         #expect(decoder.positionFrame == samples.count / 2)
     }
 
-    @Test("a LAME tag claiming two billion frames is not believed when the rate is converted (fuzzing regression)")
-    func overclaimingTagWithConversion() throws {
+    @Test("a LAME tag claiming two billion frames is not believed, converted or not (fuzzing regressions)")
+    func overclaimingTag() throws {
         // The first frame of a lame file holds the Info tag: "Info" (or "Xing"), 4 flag bytes, then (flag bit 0)
         // the frame count, big-endian. Claim 0x7FFFFFFF frames in a 2 s file.
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: TestAudio.sine())))
@@ -178,8 +178,14 @@ struct MP3DecoderTests {
         #expect(length < 48_000 * 3)
         let samples = try TestAudio.decodeAll(decoder)
         #expect(abs(samples.count / 2 - 96_000) < 4_800)
-        // At the file's own rate the tag costs nothing, and is still believed (truncation stays detectable).
-        #expect(try MP3Decoder(path: path).lengthFrames ?? 0 > 1_000_000_000)
+        // At the file's own rate a seek into the claimed middle walked the claimed frames: the length is the
+        // file's here too, and a seek to its middle lands there.
+        let native = try MP3Decoder(path: path)
+        let nativeLength = try #require(native.lengthFrames)
+        #expect(nativeLength < 44_100 * 3)
+        try native.seek(toFrame: nativeLength / 2)
+        #expect(native.positionFrame == nativeLength / 2)
+        #expect(abs(try TestAudio.decodeAll(native).count / 2 - (nativeLength - nativeLength / 2)) < 4_410)
     }
 
     @Test("garbage after good audio ends decoding within bounds instead of looping")
