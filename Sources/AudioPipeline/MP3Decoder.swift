@@ -318,8 +318,10 @@ public final class MP3Decoder: AudioDecoder {
     /// at 8 kbps, take 48): a LAME/Xing tag claiming more frames than the file has room for is lying.
     static let minimumFrameBytes = 16
 
-    /// Whether the file's LAME/Xing tag claims more frames than the file can hold. Probed with a handle of its own
-    /// that accepts every format, so that no conversion (and no walk over the claimed frames) is set up.
+    /// Whether the file's LAME/Xing tag cannot be believed: it claims more frames than the file can hold, or the
+    /// probe finds no frame to take a format from (a tag in front of frames that only a converting handle accepts
+    /// sent that handle on the same walk; found by fuzzing). Probed with a handle of its own that accepts every
+    /// format, so that no conversion (and no walk over the claimed frames) is set up.
     private static func infoTagOverclaims(_ path: TrackPath) -> Bool {
         guard let probe = mpg123_new(nil, nil) else { return false }
         defer { mpg123_delete(probe) }
@@ -332,7 +334,7 @@ public final class MP3Decoder: AudioDecoder {
         var rate = 0
         var channels: Int32 = 0
         var encoding: Int32 = 0
-        guard mpg123_getformat(probe, &rate, &channels, &encoding) == MPG123_OK.rawValue else { return false }
+        guard mpg123_getformat(probe, &rate, &channels, &encoding) == MPG123_OK.rawValue else { return true }
         var status = stat()
         guard path.withCString({ stat($0, &status) }) == 0 else { return false }
         let claimedFrames = Int(mpg123_framelength(probe))

@@ -188,6 +188,25 @@ struct MP3DecoderTests {
         #expect(abs(try TestAudio.decodeAll(native).count / 2 - (nativeLength - nativeLength / 2)) < 4_410)
     }
 
+    @Test("a tag frame over frames only a converting handle takes is not believed either (fuzzing regression)")
+    func untrustedTagBeforeOddFrames() throws {
+        // Reduced from a fuzzer's input that held the decoder in libmpg123 for 105 s at open: an MPEG-1 layer III
+        // frame (128 kbps, 44.1 kHz) whose Xing tag claims 0xF7FF000D frames, with a LAME extension of 0xFF bytes,
+        // then a frame header that a handle accepting every format rejects, then zeros.
+        var tagFrame = [UInt8](repeating: 0, count: 417)
+        tagFrame.replaceSubrange(0..<4, with: [0xFF, 0xFB, 0x90, 0x64])
+        tagFrame.replaceSubrange(36..<52, with: Array("Xing".utf8) + [0, 0, 0, 0x0F, 0xF7, 0xFF, 0x00, 0x0D,
+                                                                      0, 0, 0x09, 0x8F])
+        tagFrame.replaceSubrange(156..<164, with: [UInt8](repeating: 0xFF, count: 8))
+        tagFrame.replaceSubrange(172..<180, with: [UInt8](repeating: 0xFF, count: 8))
+        let path = try TestAudio.bytesFile("untrusted-tag.mp3", tagFrame + [0xFF, 0xFB, 0x33, 0x2E]
+                                                + [UInt8](repeating: 0, count: 200))
+        // Converted to 48 kHz, it opens at once with a length measured from the file, not four billion frames.
+        let decoder = try MP3Decoder(path: path, outputRate: 48_000)
+        #expect(decoder.lengthFrames ?? 0 < 48_000)
+        _ = try TestAudio.decodeAll(decoder)
+    }
+
     @Test("garbage after good audio ends decoding within bounds instead of looping")
     func trailingGarbageEnds() throws {
         let audio = try [UInt8](Data(contentsOf: URL(fileURLWithPath: TestAudio.sine())))
