@@ -62,7 +62,7 @@ void fakecard_params_changed(struct fakecard *card, uint32_t changed);
 
 /* Adds the `props` of an active Route (a Props object: unmuted, stereo FL/FR at full volume, no latency offset) to
  * the ParamRoute object being built, as every real device's active Route carries them: PipeWire's ALSA and bluez5
- * devices always do, and pipewire-pulse 1.4.2 reads a Route's props without checking they were there (see
+ * devices always do, and pipewire-pulse reads a Route's props without checking they were there (1.4.2 crashed; see
  * fakecard.c). */
 void fakecard_add_route_props(struct spa_pod_builder *builder);
 

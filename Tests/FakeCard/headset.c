@@ -235,8 +235,8 @@ static void headset_set_param(struct fakecard *card, uint32_t id, const struct s
     }
     fprintf(stderr, "fakecard: set_param Profile %s%s\n", profiles[profile].name, save ? " (save)" : "");
     // A moment later, not within the daemon's call: a real headset switches once its codec is switched, outside the
-    // call too. (Switching within the call also works on every daemon here; it was once suspected of pipewire-pulse
-    // 1.4.2's crash, which came from the Route's missing props: fakecard_add_route_props.)
+    // call too. (Switching within the call was once suspected of pipewire-pulse 1.4.2's crash, and works there now:
+    // the crash came from the Route's missing props, fakecard_add_route_props.)
     state.requested_profile = (uint32_t)profile;
     state.requested_save = save;
     fakecard_later(card, switch_to_requested_profile);
