@@ -98,6 +98,7 @@ static struct spa_pod *build_route(uint32_t id, uint32_t route, struct spa_pod_b
     } else {
         spa_pod_builder_add(builder, SPA_PARAM_ROUTE_device, SPA_POD_Int(ANALOG_SINK_DEVICE),
                             SPA_PARAM_ROUTE_profile, SPA_POD_Int(ANALOG_PROFILE), 0);
+        fakecard_add_route_props(builder);
     }
     return spa_pod_builder_pop(builder, &object);
 }

@@ -36,6 +36,9 @@
 
 #include <pipewire/impl.h>
 #include <spa/monitor/device.h>
+#include <spa/param/audio/raw.h>
+#include <spa/param/props.h>
+#include <spa/param/route.h>
 #include <spa/monitor/utils.h>
 #include <spa/pod/filter.h>
 #include <spa/utils/result.h>
@@ -99,6 +102,27 @@ void fakecard_params_changed(struct fakecard *card, uint32_t changed)
             card->params[index].flags ^= SPA_PARAM_INFO_SERIAL;
     }
     emit_info(card, SPA_DEVICE_CHANGE_MASK_PARAMS);
+}
+
+void fakecard_add_route_props(struct spa_pod_builder *builder)
+{
+    // Why this is not optional: pipewire-pulse (collect.c, collect_device_info) parses an active Route's props as
+    // an optional pod into a pointer it never initialises, and parses whatever that pointer holds as volumes when
+    // the Route has none. On 0.3.65 and 1.6.9 the stack happened to hold something harmless; on 1.4.2 it held a
+    // stale pointer, and pipewire-pulse segfaulted in its volume parsing whenever it looked at the card's sink
+    // (2026-12-03, docs/measured.md). A real device never sends an active Route without props.
+    const float volumes[2] = {1.0f, 1.0f};
+    const uint32_t positions[2] = {SPA_AUDIO_CHANNEL_FL, SPA_AUDIO_CHANNEL_FR};
+    struct spa_pod_frame props;
+    spa_pod_builder_prop(builder, SPA_PARAM_ROUTE_props, 0);
+    spa_pod_builder_push_object(builder, &props, SPA_TYPE_OBJECT_Props, SPA_PARAM_Route);
+    spa_pod_builder_add(builder, SPA_PROP_mute, SPA_POD_Bool(false), SPA_PROP_channelVolumes,
+                        SPA_POD_Array(sizeof(float), SPA_TYPE_Float, 2, volumes), SPA_PROP_volumeBase,
+                        SPA_POD_Float(1.0f), SPA_PROP_volumeStep, SPA_POD_Float(1.0f / 65536.0f),
+                        SPA_PROP_channelMap, SPA_POD_Array(sizeof(uint32_t), SPA_TYPE_Id, 2, positions),
+                        SPA_PROP_softVolumes, SPA_POD_Array(sizeof(float), SPA_TYPE_Float, 2, volumes),
+                        SPA_PROP_latencyOffsetNsec, SPA_POD_Long(0), 0);
+    spa_pod_builder_pop(builder, &props);
 }
 
 struct pw_proxy *fakecard_node_create(struct fakecard *card, const char *const *properties)

@@ -60,6 +60,12 @@ uint32_t fakecard_device_id(const struct fakecard *card);
  * makes the server read them again) and emits the device's info. */
 void fakecard_params_changed(struct fakecard *card, uint32_t changed);
 
+/* Adds the `props` of an active Route (a Props object: unmuted, stereo FL/FR at full volume, no latency offset) to
+ * the ParamRoute object being built, as every real device's active Route carries them: PipeWire's ALSA and bluez5
+ * devices always do, and pipewire-pulse reads a Route's props without checking they were there (1.4.2 crashed; see
+ * fakecard.c). */
+void fakecard_add_route_props(struct spa_pod_builder *builder);
+
 /* Creates a node in the daemon from the `adapter` factory around a null audio sink, with the given key/value pairs
  * (ending with NULL) on top of the ones every fake node has (factory, stereo, device.id); NULL on failure. */
 struct pw_proxy *fakecard_node_create(struct fakecard *card, const char *const *properties);

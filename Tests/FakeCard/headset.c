@@ -131,6 +131,7 @@ static struct spa_pod *build_route(uint32_t id, uint32_t route, struct spa_pod_b
     } else {
         spa_pod_builder_add(builder, SPA_PARAM_ROUTE_device, SPA_POD_Int(r->device), SPA_PARAM_ROUTE_profile,
                             SPA_POD_Int(r->profile), 0);
+        fakecard_add_route_props(builder);
     }
     return spa_pod_builder_pop(builder, &object);
 }
@@ -200,9 +201,8 @@ static void destroy_nodes(bool with_call_source)
 
 /* Switches profile as PipeWire's bluez5 device does: the old nodes go, the new ones come, then the card announces
  * its new profile and routes (the list of profiles stays the same: WirePlumber 0.4 chooses a profile again whenever
- * EnumProfile changes). All are sent in this order within one turn of the loop. Announcing the profile between the
- * nodes' removal and creation instead made pipewire-pulse 1.4.2 crash (a stale pod read in module-protocol-pulse)
- * when a stream played on the old sink. */
+ * EnumProfile changes). All are sent in this order within one turn of the loop, as bluez5-device.c's set_profile
+ * sends them. */
 static void switch_profile(struct fakecard *card, uint32_t profile, bool save)
 {
     state.save_profile = save;
@@ -234,8 +234,9 @@ static void headset_set_param(struct fakecard *card, uint32_t id, const struct s
         return;
     }
     fprintf(stderr, "fakecard: set_param Profile %s%s\n", profiles[profile].name, save ? " (save)" : "");
-    // Not within the daemon's call: pipewire-pulse 1.4.2 crashed (a stale pod read in module-protocol-pulse) when
-    // the nodes went and the profile changed while its set-card-profile was being delivered.
+    // A moment later, not within the daemon's call: a real headset switches once its codec is switched, outside the
+    // call too. (Switching within the call was once suspected of pipewire-pulse 1.4.2's crash, and works there now:
+    // the crash came from the Route's missing props, fakecard_add_route_props.)
     state.requested_profile = (uint32_t)profile;
     state.requested_save = save;
     fakecard_later(card, switch_to_requested_profile);
