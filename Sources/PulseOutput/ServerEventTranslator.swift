@@ -15,17 +15,19 @@ import EarshotCore
 /// REMOVE, SINK NEW and then CARD CHANGE, but a removal needs no follow-up query and so overtakes the replies to
 /// earlier queries (the capture stream's own description among them); pipewire-pulse reports the device's new
 /// profile before or after the node goes. So nothing waits: every notice moves the switch on from what is known.
+/// The card staying and leaving A2DP for a profile with a sink is the switch itself (RULES.md, the interruption
+/// row), with or without a call to be seen: the user picks the headset profile in the sound settings, or a session
+/// manager switches before the call's capture is described (the fake headset's bare switch, measured on 0.3.65,
+/// 1.4.2 and 1.6.9: the node goes, then the card says `headset-head-unit`, and nothing records).
 ///
 /// Our sink is removed (SINK REMOVE, or the moved callback finding the old sink gone, whichever comes first):
 /// - its card is unknown, gone or not Bluetooth                             -> outputLost(deviceRemoved)
 /// - its card is already in a profile without a sink (`off`)                -> outputLost(deviceRemoved)
-/// - its card is already in another profile and no call is in evidence      -> outputLost(deviceRemoved)
-/// - its card is already in another profile and a call is in evidence       -> interruptionBegan(profile#N): a call
+/// - its card is already in another profile with a sink                     -> interruptionBegan(profile#N): a call
 /// - its card is still in A2DP as far as we know (CARD CHANGE not yet seen) -> interruptionBegan(profile#N): pending
 /// - its card has a switch in progress (the call sink goes on the way back) -> nothing
 /// A pending switch then becomes:
-/// - a call, on CARD CHANGE to another profile with a call in evidence      -> nothing to report
-/// - an unplug, on CARD CHANGE to another profile with no call in evidence  -> outputLost, interruptionEnded(no resume)
+/// - a call, on CARD CHANGE to another profile with a sink                  -> nothing to report
 /// - an unplug, when our stream reaches an A2DP sink of a card that never left A2DP (not a profile switch: a codec
 ///   switch, or a sink recreated for another reason)                        -> outputLost, interruptionEnded(no resume)
 /// Pending or a call:
@@ -38,11 +40,6 @@ import EarshotCore
 /// answers (the stream itself never corks; the owner does, as the rules say). A pending switch that turns out to be an unplug therefore costs nothing audible; the reducer sees
 /// the loss a few milliseconds later, when the card's removal arrives, and being quiet already it keeps what the
 /// stream holds instead of flushing it (as for any loss during an interruption).
-///
-/// "A call in evidence" is the translator's own knowledge, so the owner passes nothing in: a stream with a trigger
-/// role anywhere in the session (playing or capturing), or a capture stream on a microphone of that card (not a
-/// monitor, not a level meter). The reducer's interruption set holds nothing more that matters here: the server's
-/// cork request (module-role-cork) is sent only because of a trigger-role stream, which is already in evidence.
 ///
 /// The switch ends when our stream is on an A2DP sink of the card again, judged by that sink's own Bluetooth profile
 /// (whatever the card's last description says), not when such a sink merely appears: PulseAudio 16 moves our stream
@@ -68,8 +65,8 @@ import EarshotCore
 ///   permission to play: a microphone unplugged mid-call, the capture moved on) -> interruptionEnded(microphone#N, no
 ///   resume)
 /// - our stream is gone (the server's description is forgotten)           -> interruptionEnded(microphone#N, no resume)
-/// A capture that opens a Bluetooth headset's microphone is both such a call and the evidence of the profile switch
-/// below: the reducer nests the two sources (rules 3 and 4), so the music resumes when both have ended.
+/// A capture that opens a Bluetooth headset's microphone is such a call, and the profile switch it brings is a source
+/// of its own (above): the reducer nests the two (rules 3 and 4), so the music resumes when both have ended.
 ///
 /// The device behind a virtual sink (RULES.md, output lost and route changed)
 /// ---------------------------------------------------------------------------
@@ -97,7 +94,7 @@ public struct ServerEventTranslator: Sendable {
         /// Our sink went away while the card, as last described, was still in A2DP: a call or an unplug, told
         /// apart by the card's next description (or its removal).
         case pending
-        /// The card was seen in another profile with a call in evidence: it ends when we are back on A2DP.
+        /// The card was seen in another profile with a sink (a call profile): it ends when we are back on A2DP.
         case call
     }
 
@@ -120,7 +117,7 @@ public struct ServerEventTranslator: Sendable {
     /// The Bluetooth profile switches in progress, by card index: each is an interruption source.
     public private(set) var profileSwitches: [UInt32: ProfileSwitch] = [:]
     /// What carries our sink's audio on to devices, when our sink is virtual. It also keeps the server's sources and
-    /// capture streams, which a call's evidence is read from.
+    /// capture streams, which calls are inferred from.
     private var chain = VirtualSinkChain()
 
     /// The sinks behind our virtual sink (the devices its loopbacks, combine sink or filter play on, and any virtual
@@ -247,11 +244,10 @@ public struct ServerEventTranslator: Sendable {
         switch (Self.activeProfileKind(of: card), phase) {
         case (.withoutSink, _):
             return switchTurnedIntoUnplug(card: card.index, at: moment)
-        case (.a2dp, _), (.other, .call):
-            // Not yet left A2DP, or back on it (the end waits for our stream), or the call goes on.
+        case (.a2dp, _):
+            // Not yet left A2DP, or back on it: the end waits for our stream.
             return []
-        case (.other, .pending):
-            guard callInEvidence(on: card.index) else { return switchTurnedIntoUnplug(card: card.index, at: moment) }
+        case (.other, _):
             profileSwitches[card.index] = .call
             return []
         }
@@ -278,8 +274,8 @@ public struct ServerEventTranslator: Sendable {
     }
 
     /// A capture stream appeared or changed: another application's running capture from a microphone is a call once
-    /// it has run `CallDetectionSettings.delayMilliseconds` (CaptureCalls.swift). It is also evidence of a call when
-    /// a Bluetooth card leaves A2DP, and a loopback's carries our virtual sink's audio on.
+    /// it has run `CallDetectionSettings.delayMilliseconds` (CaptureCalls.swift). A loopback's carries our virtual
+    /// sink's audio on.
     public mutating func sourceOutputChanged(_ capture: SourceOutputSnapshot, at moment: Moment) -> [Event] {
         chain.captureDescribed(capture)
         return reweighCalls(at: moment)
@@ -328,7 +324,7 @@ public struct ServerEventTranslator: Sendable {
         case withoutSink
         /// An A2DP profile with a sink.
         case a2dp
-        /// Another profile with a sink: a call profile (HFP/HSP) when a call is in evidence.
+        /// Another profile with a sink: a call profile (HFP/HSP).
         case other
     }
 
@@ -350,9 +346,7 @@ public struct ServerEventTranslator: Sendable {
         switch Self.activeProfileKind(of: card) {
         case .withoutSink: return [.outputLost(.deviceRemoved)]
         case .a2dp: phase = .pending
-        case .other:
-            guard callInEvidence(on: cardIndex) else { return [.outputLost(.deviceRemoved)] }
-            phase = .call
+        case .other: phase = .call
         }
         profileSwitches[cardIndex] = phase
         return [.interruptionBegan(.profileSwitch(card: cardIndex), at: moment)]
@@ -379,19 +373,6 @@ public struct ServerEventTranslator: Sendable {
             .outputLost(.deviceRemoved),
             .interruptionEnded(.profileSwitch(card: card), resumeAllowed: false, at: moment),
         ]
-    }
-
-    /// Whether a call is going on, as far as the server shows: a trigger-role stream anywhere (PulseAudio's
-    /// module-bluetooth-policy switches for a `media.role=phone` capture on any source), or a capture stream on a
-    /// microphone of `card` (WirePlumber 0.5 switches for a capture on the headset's loopback source).
-    private func callInEvidence(on card: UInt32) -> Bool {
-        guard triggerStreams.isEmpty else { return true }
-        return chain.captures.values.contains { capture in
-            guard !capture.isLevelMeter else { return false }
-            if let role = capture.mediaRole, triggerRoles.contains(role) { return true }
-            guard let source = chain.sources[capture.sourceIndex] else { return false }
-            return source.cardIndex == card && !source.isMonitor
-        }
     }
 
     /// Compares the trigger streams with the active set and reports the differences, in index order.

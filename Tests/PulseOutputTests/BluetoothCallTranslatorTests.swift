@@ -1,5 +1,5 @@
 // A call on a Bluetooth headset made by an application that sets no role (issue 20, item 4): the capture that opens
-// the headset's microphone is both an inferred call (microphone#N) and the evidence of the profile switch (profile#C).
+// the headset's microphone is an inferred call (microphone#N) and brings the profile switch (profile#C).
 // The reducer nests the two (rules 3 and 4): paused without an output loss, resumed on the A2DP sink once the capture
 // has ended and the switch is back. Notice sequences shaped like the servers' (see ProfileSwitchTranslatorTests for
 // the sources read): PulseAudio 16 switches inside the capture's own request (module-bluetooth-policy, for a phone-role

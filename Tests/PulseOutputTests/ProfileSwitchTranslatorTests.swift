@@ -246,25 +246,27 @@ struct ProfileSwitchTranslatorTests {
         #expect(pipeWire.ourStreamLeftRemovedSink(at: now) == [])
     }
 
-    @Test("A removal with no call and no capture is an output loss, whichever comes first")
+    @Test("A switch with nothing recording is a profile switch too, whichever comes first; `off` is an output loss")
     func noCallNoCapture() {
-        // The card's change first (someone picked the head unit profile by hand): lost at the removal.
+        // RULES.md: the card staying and leaving A2DP is the switch itself (someone picked the head unit profile by
+        // hand, or the session manager switched before the call's capture was described). The card's change first:
         var cardFirst = onPulseAudioHeadset()
         #expect(cardFirst.cardChanged(PulseAudioHeadset.card("headset_head_unit"), at: now) == [])
-        #expect(cardFirst.sinkRemoved(40, at: now) == [.outputLost(.deviceRemoved)])
-        #expect(cardFirst.profileSwitches.isEmpty)
+        #expect(cardFirst.sinkRemoved(40, at: now) == [.interruptionBegan(pulseSwitch, at: now)])
+        #expect(cardFirst.profileSwitches == [7: .call])
 
-        // The removal first: pending (and corked) until the card says it left A2DP with nothing recording.
+        // The removal first: pending (and corked) until the card says it left A2DP for a profile with a sink.
         var removalFirst = onPulseAudioHeadset()
         #expect(removalFirst.sinkRemoved(40, at: now) == [.interruptionBegan(pulseSwitch, at: now)])
-        let changed = removalFirst.cardChanged(PulseAudioHeadset.card("headset_head_unit"), at: now)
-        #expect(changed
-            == [.outputLost(.deviceRemoved), .interruptionEnded(pulseSwitch, resumeAllowed: false, at: now)])
-        let outcome = played([.interruptionBegan(pulseSwitch, at: now)] + changed)
-        #expect(outcome.commands == [.cork])
-        #expect(outcome.state.playback == .paused(.outputLost(.deviceRemoved)))
+        #expect(removalFirst.cardChanged(PulseAudioHeadset.card("headset_head_unit"), at: now) == [])
+        #expect(removalFirst.profileSwitches == [7: .call])
+        let back = removalFirst.ourStreamIsOn(PulseAudioHeadset.a2dpSinkAgain, sinkInputIndex: 10, at: later)
+        #expect(back == [.interruptionEnded(pulseSwitch, resumeAllowed: true, at: later)])
+        let outcome = played([.interruptionBegan(pulseSwitch, at: now)] + back)
+        #expect(outcome.commands == [.cork, .uncork, .clearServerMute])
+        #expect(outcome.state.playback == .playing)
 
-        // Monitor recordings and level meters are not calls; nor is a card switched off.
+        // Monitor recordings and level meters change nothing either way; a card switched off is an unplug.
         var meters = onWirePlumberHeadset()
         #expect(meters.sourceChanged(SourceSnapshot(index: 81, cardIndex: 50, monitorOfSinkIndex: 70), at: now) == [])
         let monitorRecording = SourceOutputSnapshot(index: 91, sourceIndex: 81, mediaRole: nil)
@@ -272,11 +274,59 @@ struct ProfileSwitchTranslatorTests {
         #expect(meters.sourceOutputChanged(monitorRecording, at: now) == [])
         #expect(meters.sourceOutputChanged(meter, at: now) == [])
         #expect(meters.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
-        #expect(meters.sinkRemoved(70, at: now) == [.outputLost(.deviceRemoved)])
+        #expect(meters.sinkRemoved(70, at: now) == [.interruptionBegan(pipeWireSwitch, at: now)])
         var off = onWirePlumberHeadset()
         #expect(off.sourceOutputChanged(WirePlumberHeadset.callCapture, at: now) == [])
         #expect(off.cardChanged(WirePlumberHeadset.card("off"), at: now) == [])
         #expect(off.sinkRemoved(70, at: now) == [.outputLost(.deviceRemoved)])
+        var offAfterRemoval = onWirePlumberHeadset()
+        #expect(offAfterRemoval.sinkRemoved(70, at: now) == [.interruptionBegan(pipeWireSwitch, at: now)])
+        #expect(offAfterRemoval.cardChanged(WirePlumberHeadset.card("off"), at: now)
+            == [.outputLost(.deviceRemoved), .interruptionEnded(pipeWireSwitch, resumeAllowed: false, at: now)])
+    }
+
+    @Test("pipewire-pulse, measured: a bare `pactl set-card-profile` on the fake headset and back, nothing recording")
+    func measuredBareSwitch() {
+        // The order Earshot's owner handed the translator on 0.3.65 with Tests/FakeCard/headset.c (issue 25): the
+        // node goes, the card says headset-head-unit, the new node comes, the server moves our stream off the removed
+        // sink (sometimes to the default sink first), the card is described again. Back: the same, with a2dp-sink.
+        let headphones = SinkSnapshot(name: "headphones", index: 47)
+        var translator = onWirePlumberHeadset()
+        var events = translator.sinkRemoved(70, at: now)
+        #expect(events == [.interruptionBegan(pipeWireSwitch, at: now)])
+        #expect(translator.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
+        #expect(translator.sinkAdded(WirePlumberHeadset.headUnitSink) == [.outputAppeared])
+        #expect(translator.ourStreamLeftRemovedSink(at: now) == [])
+        #expect(translator.ourStreamIsOn(headphones, sinkInputIndex: 10, at: now) == [])
+        #expect(translator.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
+        #expect(translator.ourStreamIsOn(WirePlumberHeadset.headUnitSink, sinkInputIndex: 10, at: now) == [])
+        #expect(translator.profileSwitches == [50: .call])
+
+        #expect(translator.sinkRemoved(71, at: later) == [])
+        #expect(translator.cardChanged(WirePlumberHeadset.card("a2dp-sink"), at: later) == [])
+        #expect(translator.sinkAdded(WirePlumberHeadset.a2dpSinkAgain) == [.outputAppeared])
+        #expect(translator.ourStreamLeftRemovedSink(at: later) == [])
+        #expect(translator.ourStreamIsOn(headphones, sinkInputIndex: 10, at: later) == [])
+        #expect(translator.cardChanged(WirePlumberHeadset.card("a2dp-sink"), at: later) == [])
+        let back = translator.ourStreamIsOn(WirePlumberHeadset.a2dpSinkAgain, sinkInputIndex: 10, at: later)
+        #expect(back == [.interruptionEnded(pipeWireSwitch, resumeAllowed: true, at: later)])
+        events += back
+        let outcome = played(events)
+        #expect(outcome.commands == [.cork, .uncork, .clearServerMute])
+        #expect(outcome.state.playback == .playing)
+
+        // The same switch ending with the card switched off, or removed, is an output loss with no resume.
+        for ending in ["off", "removed"] {
+            var lost = onWirePlumberHeadset()
+            _ = lost.sinkRemoved(70, at: now)
+            _ = lost.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now)
+            let end = ending == "off" ? lost.cardChanged(WirePlumberHeadset.card("off"), at: later)
+                : lost.cardRemoved(50, at: later)
+            #expect(end == [.outputLost(.deviceRemoved),
+                            .interruptionEnded(pipeWireSwitch, resumeAllowed: false, at: later)], "\(ending)")
+            let state = played([.interruptionBegan(pipeWireSwitch, at: now)] + end).state
+            #expect(state.playback == .paused(.outputLost(.deviceRemoved)) && state.resumeIntent == .none, "\(ending)")
+        }
     }
 
     @Test("A sink recreated while its card stays on A2DP (a codec switch) is an output loss, not a profile switch")
@@ -299,7 +349,7 @@ struct ProfileSwitchTranslatorTests {
         let phone = SinkInputSnapshot(index: 20, sinkIndex: 40, mediaRole: "phone", corked: false, muted: false,
                                       clientIndex: 3, applicationName: "calls")
         let call = InterruptionSource.triggerStream(index: 20)
-        // The call's playback stream alone is evidence of a call: the card's change may come before any capture.
+        // The call's playback stream and the switch are two sources: the card's change may come before any capture.
         var events = translator.sinkInputChanged(phone, at: now)
         events += translator.cardChanged(PulseAudioHeadset.card("handsfree_head_unit"), at: now)
         events += translator.sinkRemoved(40, at: now)

@@ -28,7 +28,7 @@ import Testing
 private struct ServerModel {
     /// The phone stream (index 20, on the speakers): nil when it does not exist.
     var phoneRunning: Bool?
-    /// A capture with `media.role=phone` runs (evidence of a call for a Bluetooth switch).
+    /// A capture with `media.role=phone` runs (a Bluetooth switch is one with or without it).
     var phoneCapture = false
     /// The sink our stream is on, and whether that sink has been removed with no word yet of where the stream went.
     var ourSink: UInt32
