@@ -113,8 +113,9 @@ struct FakeCardHeadsetTests {
             #expect(during.corked && during.sink == FakeCard.headsetSink, "\(during)")
             #expect(during.positionMs == paused.positionMs, "the position moved during the switch: \(during)")
             // What the A2DP sink heard last is where the track stopped: nothing played beyond it into the switch, and
-            // little short of it. The monitor's last quantum or two go with the destroyed node (about 50 ms on 0.3.65,
-            // the same when the switch was still taken for an output loss), so the bound below is looser than above.
+            // little short of it: the last stretch heard before the node was destroyed falls 30-130 ms short of the
+            // kept position (the same when the switch was still taken for an output loss; the monitor's last quanta
+            // going with the node, or audio the sink took and never played: not told apart yet, docs/measured.md).
             let stopped = try #require(
                 lastBefore.lastAudibleTime(), "nothing heard in \(lastBefore.duration) s before the switch")
             let heardLast = try #require(lastBefore.trackPosition(atTime: stopped - 0.015), "no position heard")
@@ -122,7 +123,7 @@ struct FakeCardHeadsetTests {
             let heardEnd = (heardLast + 0.015) * 1000
             report("bare profile switch: last position heard minus status position",
                    heardEnd - Double(during.positionMs))
-            #expect((-80...20).contains(heardEnd - Double(during.positionMs)), "\(heardEnd) ms heard, \(during)")
+            #expect((-150...20).contains(heardEnd - Double(during.positionMs)), "\(heardEnd) ms heard, \(during)")
 
             let switchedBack = ContinuousClock.now
             try ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, "a2dp-sink"])

@@ -7,8 +7,8 @@
 // Pause: there the test checks that none arrived. `FakeCardHeadsetTests` plays with `earshot play`, which has no
 // MPRIS, so WirePlumber has no player to pause there.
 //
-// PipeWire only (scripts/test's PIPEWIRE_ONLY), like the other fake-card suites. 5 s on pipewire-1.6, 8 s on the others
-// (each switch is watched 2 s for a Pause there).
+// PipeWire only (scripts/test's PIPEWIRE_ONLY), like the other fake-card suites. Per case (with the call's capture, and
+// a bare switch): 5 s on pipewire-1.6, 8 s on the others (each switch is watched 2 s for a Pause there).
 
 import EarshotTestSupport
 import Foundation
@@ -21,8 +21,11 @@ struct FakeCardSessionManagerTests {
     /// How long the service is watched for WirePlumber's Pause after a switch.
     static let pauseWait: Duration = .seconds(2)
 
-    @Test("a call's profile switch with WirePlumber's Pause: still paused for the call, and resumed after it")
-    func callWithSessionManagerPause() async throws {
+    /// With `capture`, a call's capture runs before the switch; without, the switch is bare (`pactl set-card-profile`,
+    /// as the sound settings make it), the profile switch alone pausing the music before WirePlumber's Pause comes.
+    @Test("a call's profile switch with WirePlumber's Pause: still paused for the call, and resumed after it",
+          arguments: [true, false])
+    func callWithSessionManagerPause(capture: Bool) async throws {
         try await ServiceHarness.run { harness in
             let environment = ProcessInfo.processInfo.environment
             let pauseExpected = environment["EARSHOT_TEST_SERVER"] == Self.pausingServer
@@ -40,24 +43,41 @@ struct FakeCardSessionManagerTests {
                 $0.playback == "playing" && $0.positionMs >= 1000 && $0.sink == FakeCard.headsetSink
             }
 
-            let call = try ChildProcess("pw-record", ["--target", FakeCard.headsetCallSource, "/dev/null"])
-            defer { call.kill() }
-            try await harness.waitForStatus(of: service, "paused for the call") { $0.pauseReason == "interruption" }
-            try await card.send("profile headset-head-unit")
+            let call = capture
+                ? try ChildProcess("pw-record", ["--target", FakeCard.headsetCallSource, "/dev/null"]) : nil
+            defer { call?.kill() }
+            // WirePlumber keeps a profile chosen with pactl for the card's next appearance: leave it on A2DP.
+            defer {
+                if !capture { _ = try? ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, "a2dp-sink"]) }
+            }
+            func switchProfile(to profile: String) async throws {
+                if capture {
+                    try await card.send("profile \(profile)")
+                } else {
+                    try ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, profile])
+                }
+            }
+            if capture {
+                try await harness.waitForStatus(of: service, "paused for the call") { $0.pauseReason == "interruption" }
+            }
+            try await switchProfile(to: "headset-head-unit")
             let pauses = try await sessionManagerPauses(of: service, atLeast: pauseExpected ? 1 : 0)
             #expect(pauses == (pauseExpected ? 1 : 0), "WirePlumber's Pauses at the switch: \(pauses)")
             let during = try harness.status()
             #expect(during.playback == "paused" && during.pauseReason == "interruption", "\(during)")
             #expect(during.activeInterruptions.contains { $0.hasPrefix("profile") }, "\(during)")
 
-            call.signal(SIGINT)
-            _ = await call.exit(within: .seconds(5))
+            if let call {
+                call.signal(SIGINT)
+                _ = await call.exit(within: .seconds(5))
+            }
             let switchedBack = ContinuousClock.now
-            try await card.send("profile a2dp-sink")
+            try await switchProfile(to: "a2dp-sink")
             try await harness.waitForStatus(of: service, "playing again on the headset", timeout: .seconds(10)) {
                 $0.playback == "playing" && $0.positionMs > during.positionMs
             }
-            report("headset call, service on WirePlumber's bus: playing again after the switch back",
+            let story = capture ? "headset call" : "bare profile switch"
+            report("\(story), service on WirePlumber's bus: playing again after the switch back",
                    (ContinuousClock.now - switchedBack).seconds * 1000)
             // A Pause for the switch back that came after the resume would stop the music after the call.
             let later = try await sessionManagerPauses(of: service, atLeast: pauseExpected ? 2 : 0)
@@ -69,7 +89,7 @@ struct FakeCardSessionManagerTests {
             let order = WirePlumberPauseTests.eventLines(service.standardError()).filter {
                 $0.contains("event kind=externalPause") || $0.contains("event kind=interruption")
             }
-            print("[measure] headset call, service on WirePlumber's bus: \(order.map(WirePlumberPauseTests.kind))")
+            print("[measure] \(story), service on WirePlumber's bus: \(order.map(WirePlumberPauseTests.kind))")
         }
     }
 
