@@ -37,9 +37,10 @@ import EarshotCore
 /// - our stream reaches an A2DP sink of the card                            -> interruptionEnded(resume allowed)
 ///
 /// The quiet comes at once either way: rules 1 and 10 both cork, and the removal of our sink is what either one
-/// answers (the stream itself never corks; the owner does, as the rules say). A pending switch that turns out to be an unplug therefore costs nothing audible; the reducer sees
-/// the loss a few milliseconds later, when the card's removal arrives, and being quiet already it keeps what the
-/// stream holds instead of flushing it (as for any loss during an interruption).
+/// answers (the stream itself never corks; the owner does, as the rules say). A pending switch that turns out to be
+/// an unplug therefore costs nothing audible; the reducer sees the loss a few milliseconds later, when the card's
+/// removal arrives, and being quiet already it keeps what the stream holds instead of flushing it (as for any loss
+/// during an interruption).
 ///
 /// The switch ends when our stream is on an A2DP sink of the card again, judged by that sink's own Bluetooth profile
 /// (whatever the card's last description says), not when such a sink merely appears: PulseAudio 16 moves our stream
