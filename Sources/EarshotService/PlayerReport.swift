@@ -44,8 +44,8 @@ struct PlayerReport {
     var durationMilliseconds: Int?
     /// The output as the executor knows it.
     var output: Output
-    /// The longest one inbox item took to handle, in microseconds.
-    var slowestHandlingMicros: Int
+    /// The owner's slowest handling of one inbox item, overall and by kind.
+    var handling: HandlingRecord
 
     /// The MPRIS track id of queue entry `index` in the queue of `queueGeneration`: unique per queued item, as clients
     /// take a new id for a new track.
@@ -106,7 +106,10 @@ struct PlayerReport {
             "repeat": rules.repeatMode.rawValue,
             "shuffle": rules.shuffle != nil,
             "lastError": lastError,
-            "slowestHandlingMicros": slowestHandlingMicros,
+            "slowestHandlingMicros": handling.slowestMicros,
+            // Input kinds only (`request add`, `stream corked`), never their content.
+            "slowestHandlingKind": handling.slowestKind.map { $0 as Any } ?? JSONNull(),
+            "slowestHandlingByKind": handling.slowestByKind,
         ]
     }
 

@@ -1,0 +1,158 @@
+// How long the owner takes over one input, kept by the kind of input (issue 21). The owner never waits, so a slow
+// handling is a regression to look for; knowing its kind (a queue's `add`, a decoder's `trackStarted`, a server's
+// `sinkChanged`) says where to look. Status shows the slowest with its kind, and the slowest of every kind seen.
+// Owned by the player's actor; pure (the caller measures the time).
+import AudioPipeline
+import EarshotMPRIS
+import PulseOutput
+
+/// The slowest handling of one inbox input, overall and by kind.
+struct HandlingRecord: Equatable {
+    /// The longest one input took, in microseconds (0 before any).
+    private(set) var slowestMicros = 0
+    /// The kind of the input that took `slowestMicros`; nil before any.
+    private(set) var slowestKind: String?
+    /// The longest input of each kind seen, in microseconds.
+    private(set) var slowestByKind: [String: Int] = [:]
+
+    /// Notes that an input of `kind` took `micros` microseconds. The first input of the longest time keeps the overall
+    /// place: a later one as long does not replace its kind.
+    mutating func note(_ kind: String, micros: Int) {
+        if micros > slowestByKind[kind] ?? -1 { slowestByKind[kind] = micros }
+        if slowestKind == nil || micros > slowestMicros {
+            slowestMicros = micros
+            slowestKind = kind
+        }
+    }
+}
+
+extension Player.Input {
+    /// The input's kind as `HandlingRecord` keeps it: its case, and for a control request, an MPRIS call, a server or
+    /// stream notice and a decoder notice, which one (`request add`, `stream corked`). Names only, never content.
+    var kind: String {
+        switch self {
+        case .decode(let notice): return "decode " + notice.kindName
+        case .cover: return "cover"
+        case .stream(let notice, _): return "stream " + notice.kindName
+        case .connection(let notice, _): return "connection " + notice.kindName
+        case .inventory: return "inventory"
+        case .connected: return "connected"
+        case .connectFailed: return "connectFailed"
+        case .reconnectDue: return "reconnectDue"
+        case .tick: return "tick"
+        case .callDue: return "callDue"
+        case .request(let request, _): return "request " + request.kindName
+        case .mpris(let command, _): return "mpris " + command.kindName
+        case .session: return "session"
+        case .edgeDue: return "edgeDue"
+        case .shutdown: return "shutdown"
+        }
+    }
+}
+
+extension DecodeNotice {
+    /// The notice's case name.
+    fileprivate var kindName: String {
+        switch self {
+        case .restarted: return "restarted"
+        case .trackStarted: return "trackStarted"
+        case .trackFailed: return "trackFailed"
+        case .trackDecoded: return "trackDecoded"
+        case .formatChange: return "formatChange"
+        case .queueFinished: return "queueFinished"
+        case .buffered: return "buffered"
+        }
+    }
+}
+
+extension StreamNotice {
+    /// The notice's case name.
+    fileprivate var kindName: String {
+        switch self {
+        case .ready: return "ready"
+        case .corked: return "corked"
+        case .uncorked: return "uncorked"
+        case .flushed: return "flushed"
+        case .applied: return "applied"
+        case .commandFailed: return "commandFailed"
+        case .started: return "started"
+        case .underflow: return "underflow"
+        case .corkRequested: return "corkRequested"
+        case .uncorkRequested: return "uncorkRequested"
+        case .unknownEvent: return "unknownEvent"
+        case .moved: return "moved"
+        case .failed: return "failed"
+        case .killed: return "killed"
+        case .drained: return "drained"
+        }
+    }
+}
+
+extension ConnectionNotice {
+    /// The notice's case name.
+    fileprivate var kindName: String {
+        switch self {
+        case .ready: return "ready"
+        case .failed: return "failed"
+        case .terminated: return "terminated"
+        case .serverChange: return "serverChange"
+        case .serverInfoChanged: return "serverInfoChanged"
+        case .sinkAdded: return "sinkAdded"
+        case .sinkChanged: return "sinkChanged"
+        case .sinkRemoved: return "sinkRemoved"
+        case .sinkInputChanged: return "sinkInputChanged"
+        case .sinkInputRemoved: return "sinkInputRemoved"
+        case .cardChanged: return "cardChanged"
+        case .cardRemoved: return "cardRemoved"
+        case .sourceChanged: return "sourceChanged"
+        case .sourceRemoved: return "sourceRemoved"
+        case .sourceOutputChanged: return "sourceOutputChanged"
+        case .sourceOutputRemoved: return "sourceOutputRemoved"
+        }
+    }
+}
+
+extension ControlRequest {
+    /// The request's command name, as the protocol spells it.
+    fileprivate var kindName: String {
+        switch self {
+        case .play: return "play"
+        case .pause: return "pause"
+        case .toggle: return "toggle"
+        case .stop: return "stop"
+        case .next: return "next"
+        case .previous: return "previous"
+        case .seek: return "seek"
+        case .volume: return "volume"
+        case .repeatMode: return "repeat"
+        case .shuffle: return "shuffle"
+        case .status: return "status"
+        case .events: return "events"
+        case .load: return "load"
+        case .add: return "add"
+        case .clear: return "clear"
+        case .queue: return "queue"
+        }
+    }
+}
+
+extension MPRISCommand {
+    /// The MPRIS method or property the command comes from.
+    fileprivate var kindName: String {
+        switch self {
+        case .play: return "Play"
+        case .pause: return "Pause"
+        case .playPause: return "PlayPause"
+        case .stop: return "Stop"
+        case .next: return "Next"
+        case .previous: return "Previous"
+        case .seek: return "Seek"
+        case .setPosition: return "SetPosition"
+        case .openUri: return "OpenUri"
+        case .setVolume: return "Volume"
+        case .setLoopStatus: return "LoopStatus"
+        case .setShuffle: return "Shuffle"
+        case .quit: return "Quit"
+        }
+    }
+}

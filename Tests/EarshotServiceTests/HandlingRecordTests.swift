@@ -1,0 +1,42 @@
+// The owner's record of its slowest handling, by input kind (issue 21): status says which kind of input took the
+// longest, and the longest of each kind, so that a slow handling can be traced to its input.
+@testable import EarshotService
+import AudioPipeline
+import PulseOutput
+import Testing
+
+@Suite("Handling record: the slowest input and its kind")
+struct HandlingRecordTests {
+    @Test("the slowest input keeps its kind; each kind keeps its own slowest")
+    func slowestByKind() {
+        var record = HandlingRecord()
+        #expect(record.slowestMicros == 0)
+        #expect(record.slowestKind == nil)
+        record.note("tick", micros: 0)
+        // Even a handling of 0 µs names its kind: the first input is the slowest so far.
+        #expect(record.slowestKind == "tick")
+        record.note("request add", micros: 7_100)
+        record.note("tick", micros: 300)
+        record.note("stream corked", micros: 120)
+        record.note("request add", micros: 2_000)
+        #expect(record.slowestMicros == 7_100)
+        #expect(record.slowestKind == "request add")
+        #expect(record.slowestByKind == ["request add": 7_100, "tick": 300, "stream corked": 120])
+        // A later input exactly as slow does not take the place of the first.
+        record.note("decode trackStarted", micros: 7_100)
+        #expect(record.slowestKind == "request add")
+        #expect(record.slowestByKind["decode trackStarted"] == 7_100)
+        record.note("decode trackStarted", micros: 7_101)
+        #expect(record.slowestKind == "decode trackStarted")
+        #expect(record.slowestMicros == 7_101)
+    }
+
+    @Test("inputs are named by kind and by which request or notice, never by content")
+    func inputKinds() {
+        #expect(Player.Input.tick(arming: 3).kind == "tick")
+        #expect(Player.Input.stream(.corked, generation: 1).kind == "stream corked")
+        #expect(Player.Input.connection(.sinkRemoved(7), generation: 1).kind == "connection sinkRemoved")
+        #expect(Player.Input.decode(.buffered(readableFrames: 10)).kind == "decode buffered")
+        #expect(Player.Input.shutdown(signal: 15).kind == "shutdown")
+    }
+}
