@@ -1,28 +1,81 @@
 // How long the owner takes over one input, kept by the kind of input (issue 21). The owner never waits, so a slow
 // handling is a regression to look for; knowing its kind (a queue's `add`, a decoder's `trackStarted`, a server's
-// `sinkChanged`) says where to look. Status shows the slowest with its kind, and the slowest of every kind seen.
-// Owned by the player's actor; pure (the caller measures the time).
+// `sinkChanged`) says where to look, and the owner thread's own usage over it (CPU time, waits, preemptions) says
+// whether it worked, waited or was kept off the CPU by a loaded machine. Status shows the slowest with its kind and
+// usage, and the slowest of every kind seen. The record is owned by the player's actor.
 import AudioPipeline
 import EarshotMPRIS
+import Glibc
 import PulseOutput
+
+/// One input's handling: how long it took on the clock, how much of that the owner's thread ran, and how often the
+/// thread left its CPU meanwhile: to wait (a voluntary switch: it blocked on a lock, a futex, a system call) or because
+/// the scheduler gave the CPU to another thread (preempted). A slow handling with no waits and little CPU was the
+/// machine's load; one with waits was the owner waiting for someone.
+struct HandlingSample: Equatable {
+    /// Microseconds on the clock.
+    var micros: Int
+    /// Microseconds the owner's thread ran.
+    var cpuMicros: Int
+    /// Voluntary context switches of the owner's thread.
+    var waits: Int
+    /// Involuntary context switches of the owner's thread.
+    var preemptions: Int
+}
 
 /// The slowest handling of one inbox input, overall and by kind.
 struct HandlingRecord: Equatable {
-    /// The longest one input took, in microseconds (0 before any).
-    private(set) var slowestMicros = 0
-    /// The kind of the input that took `slowestMicros`; nil before any.
-    private(set) var slowestKind: String?
+    /// The longest handling, and the kind of its input; nil before any.
+    private(set) var slowest: (sample: HandlingSample, kind: String)?
     /// The longest input of each kind seen, in microseconds.
     private(set) var slowestByKind: [String: Int] = [:]
 
-    /// Notes that an input of `kind` took `micros` microseconds. The first input of the longest time keeps the overall
-    /// place: a later one as long does not replace its kind.
-    mutating func note(_ kind: String, micros: Int) {
-        if micros > slowestByKind[kind] ?? -1 { slowestByKind[kind] = micros }
-        if slowestKind == nil || micros > slowestMicros {
-            slowestMicros = micros
-            slowestKind = kind
-        }
+    /// The longest one input took, in microseconds (0 before any).
+    var slowestMicros: Int { slowest?.sample.micros ?? 0 }
+    /// The kind of the input that took `slowestMicros`; nil before any.
+    var slowestKind: String? { slowest?.kind }
+
+    /// Notes that an input of `kind` was handled as `sample` says. The first input of the longest time keeps the
+    /// overall place: a later one as long does not replace its kind.
+    mutating func note(_ kind: String, _ sample: HandlingSample) {
+        if sample.micros > slowestByKind[kind] ?? -1 { slowestByKind[kind] = sample.micros }
+        if slowest == nil || sample.micros > slowestMicros { slowest = (sample, kind) }
+    }
+
+    static func == (left: HandlingRecord, right: HandlingRecord) -> Bool {
+        left.slowest?.sample == right.slowest?.sample && left.slowest?.kind == right.slowest?.kind
+            && left.slowestByKind == right.slowestByKind
+    }
+}
+
+/// The owner thread's clock and usage at a moment, to measure one handling (`HandlingSample`).
+struct ThreadUsage {
+    /// When it was read.
+    var instant: ContinuousClock.Instant
+    /// The calling thread's CPU time, user and system, in microseconds.
+    var cpuMicros: Int
+    /// Its voluntary and involuntary context switches so far.
+    var waits: Int
+    var preemptions: Int
+
+    /// The calling thread's usage now (one `getrusage(RUSAGE_THREAD)`).
+    static func now() -> ThreadUsage {
+        var usage = rusage()
+        // RUSAGE_THREAD (1), which Swift's Glibc module does not name.
+        _ = getrusage(__rusage_who_t(1), &usage)
+        let cpu = (Int(usage.ru_utime.tv_sec) + Int(usage.ru_stime.tv_sec)) * 1_000_000 + Int(usage.ru_utime.tv_usec)
+            + Int(usage.ru_stime.tv_usec)
+        return ThreadUsage(instant: .now, cpuMicros: cpu, waits: usage.ru_nvcsw, preemptions: usage.ru_nivcsw)
+    }
+
+    /// What happened on this thread from `start` to now.
+    static func sample(since start: ThreadUsage) -> HandlingSample {
+        let end = now()
+        let took = (end.instant - start.instant).components
+        return HandlingSample(
+            micros: Int(took.seconds) * 1_000_000 + Int(took.attoseconds / 1_000_000_000_000),
+            cpuMicros: end.cpuMicros - start.cpuMicros, waits: end.waits - start.waits,
+            preemptions: end.preemptions - start.preemptions)
     }
 }
 

@@ -180,9 +180,9 @@ actor Player {
         publish()
         for await input in inputs {
             let kind = input.kind
-            let started = ContinuousClock.now
+            let started = ThreadUsage.now()
             handle(input)
-            noteHandling(of: kind, since: started)
+            handling.note(kind, ThreadUsage.sample(since: started))
             armTick()
             armCallTimer()
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
@@ -194,12 +194,6 @@ actor Player {
             }
         }
         return exitCode ?? 0
-    }
-
-    /// Records how long handling the inbox item of `kind` that began at `started` took (see `HandlingRecord`).
-    func noteHandling(of kind: String, since started: ContinuousClock.Instant) {
-        let took = (ContinuousClock.now - started).components
-        handling.note(kind, micros: Int(took.seconds) * 1_000_000 + Int(took.attoseconds / 1_000_000_000_000))
     }
 
     func handle(_ input: Input) {

@@ -110,6 +110,10 @@ struct PlayerReport {
             // Input kinds only (`request add`, `stream corked`), never their content.
             "slowestHandlingKind": handling.slowestKind.map { $0 as Any } ?? JSONNull(),
             "slowestHandlingByKind": handling.slowestByKind,
+            // Of the slowest: the owner thread's CPU time, and its switches off the CPU to wait or preempted.
+            "slowestHandlingCPUMicros": handling.slowest?.sample.cpuMicros ?? 0,
+            "slowestHandlingWaits": handling.slowest?.sample.waits ?? 0,
+            "slowestHandlingPreemptions": handling.slowest?.sample.preemptions ?? 0,
         ]
     }
 

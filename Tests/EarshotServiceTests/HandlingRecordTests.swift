@@ -3,32 +3,55 @@
 @testable import EarshotService
 import AudioPipeline
 import PulseOutput
+import Glibc
 import Testing
 
 @Suite("Handling record: the slowest input and its kind")
 struct HandlingRecordTests {
+    /// A handling of `micros` on the clock, half of it on the CPU, after one wait.
+    static func sample(_ micros: Int) -> HandlingSample {
+        HandlingSample(micros: micros, cpuMicros: micros / 2, waits: 1, preemptions: 0)
+    }
+
     @Test("the slowest input keeps its kind; each kind keeps its own slowest")
     func slowestByKind() {
         var record = HandlingRecord()
         #expect(record.slowestMicros == 0)
         #expect(record.slowestKind == nil)
-        record.note("tick", micros: 0)
+        record.note("tick", Self.sample(0))
         // Even a handling of 0 µs names its kind: the first input is the slowest so far.
         #expect(record.slowestKind == "tick")
-        record.note("request add", micros: 7_100)
-        record.note("tick", micros: 300)
-        record.note("stream corked", micros: 120)
-        record.note("request add", micros: 2_000)
+        record.note("request add", Self.sample(7_100))
+        record.note("tick", Self.sample(300))
+        record.note("stream corked", Self.sample(120))
+        record.note("request add", Self.sample(2_000))
         #expect(record.slowestMicros == 7_100)
         #expect(record.slowestKind == "request add")
         #expect(record.slowestByKind == ["request add": 7_100, "tick": 300, "stream corked": 120])
         // A later input exactly as slow does not take the place of the first.
-        record.note("decode trackStarted", micros: 7_100)
+        record.note("decode trackStarted", Self.sample(7_100))
         #expect(record.slowestKind == "request add")
         #expect(record.slowestByKind["decode trackStarted"] == 7_100)
-        record.note("decode trackStarted", micros: 7_101)
+        record.note("decode trackStarted", Self.sample(7_101))
         #expect(record.slowestKind == "decode trackStarted")
         #expect(record.slowestMicros == 7_101)
+        #expect(record.slowest?.sample == Self.sample(7_101))
+    }
+
+    @Test("the owner thread's usage over a handling: its CPU time and its switches off the CPU")
+    func threadUsage() {
+        let start = ThreadUsage.now()
+        // Work on this thread, then a wait: a sleep is a voluntary switch.
+        var sum = 0
+        for value in 0..<2_000_000 { sum &+= value &* value }
+        #expect(sum != 0)
+        var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+        nanosleep(&pause, nil)
+        let sample = ThreadUsage.sample(since: start)
+        #expect(sample.micros >= 2_000)
+        #expect(sample.cpuMicros > 0 && sample.cpuMicros <= sample.micros + 1_000, "\(sample)")
+        #expect(sample.waits >= 1, "\(sample)")
+        #expect(sample.preemptions >= 0)
     }
 
     @Test("inputs are named by kind and by which request or notice, never by content")

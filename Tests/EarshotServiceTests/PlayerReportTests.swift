@@ -25,8 +25,8 @@ struct PlayerReportTests {
     /// A record of two inputs: an `add` of 900 µs, the slowest, and a status of 40 µs.
     static var handling: HandlingRecord {
         var record = HandlingRecord()
-        record.note("request status", micros: 40)
-        record.note("request add", micros: 900)
+        record.note("request status", HandlingSample(micros: 40, cpuMicros: 40, waits: 0, preemptions: 0))
+        record.note("request add", HandlingSample(micros: 900, cpuMicros: 900, waits: 0, preemptions: 0))
         return record
     }
 
@@ -57,6 +57,8 @@ struct PlayerReportTests {
         #expect(status["volume"] as? Int == 80)
         #expect(status["slowestHandlingMicros"] as? Int == 900)
         #expect(status["slowestHandlingKind"] as? String == "request add")
+        #expect(status["slowestHandlingCPUMicros"] as? Int == 900)
+        #expect(status["slowestHandlingWaits"] as? Int == 0)
         #expect(status["slowestHandlingByKind"] as? [String: Int] == ["request add": 900, "request status": 40])
         // As `earshot status --json` prints it: the kinds are an object of numbers.
         let line = try JSONTree.text(status)

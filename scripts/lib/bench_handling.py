@@ -148,6 +148,9 @@ def measure_handling(bench, tracks, seconds=30, count=10_000):
             "slowestHandlingMicros": status.get("slowestHandlingMicros"),
             "slowestHandlingKind": status.get("slowestHandlingKind"),
             "slowestHandlingByKind": status.get("slowestHandlingByKind") or {},
+            "slowestHandlingCPUMicros": status.get("slowestHandlingCPUMicros"),
+            "slowestHandlingWaits": status.get("slowestHandlingWaits"),
+            "slowestHandlingPreemptions": status.get("slowestHandlingPreemptions"),
             "requests": len(trips), "unanswered": len(trips) - len(answered),
             "slowestRoundTripMs": round(max(answered) * 1000, 1) if answered else None,
             "medianRoundTripMs": round(sorted(answered)[len(answered) // 2] * 1000, 2) if answered else None,
@@ -187,7 +190,9 @@ def handling_lines(handling):
         f"{handling['coverBytes'] / 1048576:.0f} MiB cover, {handling['followers']} followers of which "
         f"{handling['stoppedFollowers']} stopped, a client that never reads, {handling['requests']} requests, a "
         f"burst of three phone calls every 1.5 s, {handling['playbackChanges']} changes of playback seen): "
-        f"slowestHandlingMicros {slowest}, a `{handling['slowestHandlingKind']}` (target <= 5000: {verdict}; "
+        f"slowestHandlingMicros {slowest}, a `{handling['slowestHandlingKind']}` (the owner ran "
+        f"{handling['slowestHandlingCPUMicros']} us of it, waited {handling['slowestHandlingWaits']} times, was "
+        f"preempted {handling['slowestHandlingPreemptions']} times; target <= 5000: {verdict}; "
         f"{handling['slowestHandlingMicrosAfterAdd']}, a `{handling['slowestHandlingKindAfterAdd']}`, after adding "
         f"the queue, before the stress); slowest kinds: {', '.join(f'{kind} {micros}' for kind, micros in kinds)}; "
         f"request round trips median {handling['medianRoundTripMs']} "
