@@ -29,6 +29,14 @@ struct HandlingRecord: Equatable {
     private(set) var slowest: (sample: HandlingSample, kind: String)?
     /// The longest input of each kind seen, in microseconds.
     private(set) var slowestByKind: [String: Int] = [:]
+    /// Inputs handled.
+    private(set) var handled = 0
+    /// Of those, how many took longer than `slowMicros`, and of those, how many waited (at least one voluntary
+    /// switch) or were preempted (at least one involuntary switch, and no wait).
+    private(set) var slow = (count: 0, waited: 0, preempted: 0)
+
+    /// A handling longer than this is counted as slow: issue 21's bound for the slowest, 5 ms.
+    static let slowMicros = 5_000
 
     /// The longest one input took, in microseconds (0 before any).
     var slowestMicros: Int { slowest?.sample.micros ?? 0 }
@@ -38,13 +46,22 @@ struct HandlingRecord: Equatable {
     /// Notes that an input of `kind` was handled as `sample` says. The first input of the longest time keeps the
     /// overall place: a later one as long does not replace its kind.
     mutating func note(_ kind: String, _ sample: HandlingSample) {
+        handled += 1
+        if sample.micros > Self.slowMicros {
+            slow.count += 1
+            if sample.waits > 0 {
+                slow.waited += 1
+            } else if sample.preemptions > 0 {
+                slow.preempted += 1
+            }
+        }
         if sample.micros > slowestByKind[kind] ?? -1 { slowestByKind[kind] = sample.micros }
         if slowest == nil || sample.micros > slowestMicros { slowest = (sample, kind) }
     }
 
     static func == (left: HandlingRecord, right: HandlingRecord) -> Bool {
         left.slowest?.sample == right.slowest?.sample && left.slowest?.kind == right.slowest?.kind
-            && left.slowestByKind == right.slowestByKind
+            && left.slowestByKind == right.slowestByKind && left.handled == right.handled && left.slow == right.slow
     }
 }
 

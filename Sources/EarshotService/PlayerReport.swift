@@ -114,6 +114,10 @@ struct PlayerReport {
             "slowestHandlingCPUMicros": handling.slowest?.sample.cpuMicros ?? 0,
             "slowestHandlingWaits": handling.slowest?.sample.waits ?? 0,
             "slowestHandlingPreemptions": handling.slowest?.sample.preemptions ?? 0,
+            // How many inputs were handled, and how many took over 5 ms: waiting, preempted, or neither.
+            "handledInputs": handling.handled,
+            "slowHandlings": ["count": handling.slow.count, "waited": handling.slow.waited,
+                              "preempted": handling.slow.preempted],
         ]
     }
 

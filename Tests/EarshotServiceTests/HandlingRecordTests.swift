@@ -38,6 +38,19 @@ struct HandlingRecordTests {
         #expect(record.slowest?.sample == Self.sample(7_101))
     }
 
+    @Test("handlings over 5 ms are counted, with how many of them waited and how many were preempted")
+    func slowHandlingsCounted() {
+        var record = HandlingRecord()
+        record.note("tick", HandlingSample(micros: 5_000, cpuMicros: 4_900, waits: 0, preemptions: 0))
+        record.note("request seek", HandlingSample(micros: 9_800, cpuMicros: 340, waits: 0, preemptions: 2))
+        record.note("request add", HandlingSample(micros: 14_000, cpuMicros: 770, waits: 1, preemptions: 3))
+        record.note("request status", HandlingSample(micros: 6_000, cpuMicros: 5_900, waits: 0, preemptions: 0))
+        #expect(record.handled == 4)
+        #expect(record.slow.count == 3)
+        #expect(record.slow.waited == 1)
+        #expect(record.slow.preempted == 1)
+    }
+
     @Test("the owner thread's usage over a handling: its CPU time and its switches off the CPU")
     func threadUsage() {
         let start = ThreadUsage.now()

@@ -151,6 +151,7 @@ def measure_handling(bench, tracks, seconds=30, count=10_000):
             "slowestHandlingCPUMicros": status.get("slowestHandlingCPUMicros"),
             "slowestHandlingWaits": status.get("slowestHandlingWaits"),
             "slowestHandlingPreemptions": status.get("slowestHandlingPreemptions"),
+            "handledInputs": status.get("handledInputs"), "slowHandlings": status.get("slowHandlings") or {},
             "requests": len(trips), "unanswered": len(trips) - len(answered),
             "slowestRoundTripMs": round(max(answered) * 1000, 1) if answered else None,
             "medianRoundTripMs": round(sorted(answered)[len(answered) // 2] * 1000, 2) if answered else None,
@@ -194,7 +195,10 @@ def handling_lines(handling):
         f"{handling['slowestHandlingCPUMicros']} us of it, waited {handling['slowestHandlingWaits']} times, was "
         f"preempted {handling['slowestHandlingPreemptions']} times; target <= 5000: {verdict}; "
         f"{handling['slowestHandlingMicrosAfterAdd']}, a `{handling['slowestHandlingKindAfterAdd']}`, after adding "
-        f"the queue, before the stress); slowest kinds: {', '.join(f'{kind} {micros}' for kind, micros in kinds)}; "
+        f"the queue, before the stress); {handling['slowHandlings'].get('count')} of {handling['handledInputs']} "
+        f"inputs over 5 ms ({handling['slowHandlings'].get('waited')} of them waited, "
+        f"{handling['slowHandlings'].get('preempted')} were preempted without waiting); "
+        f"slowest kinds: {', '.join(f'{kind} {micros}' for kind, micros in kinds)}; "
         f"request round trips median {handling['medianRoundTripMs']} "
         f"ms, slowest {handling['slowestRoundTripMs']} ms, {handling['unanswered']} unanswered; still running: "
         f"{handling['serviceRunning']}",
