@@ -43,7 +43,9 @@ struct TrackListTests {
 
     /// `count` paths of lengths that vary, so chunks hold different numbers of bytes.
     static func manyPaths(_ count: Int, from first: Int = 0) -> [TrackPath] {
-        (first..<first + count).map { TrackPath(stringLiteral: "/music/" + String(repeating: "x", count: $0 % 37) + "/\($0).mp3") }
+        (first..<first + count).map { index in
+            TrackPath(stringLiteral: "/music/" + String(repeating: "x", count: index % 37) + "/\(index).mp3")
+        }
     }
 
     @Test("a list longer than a chunk: every path back, however it was built, and equal lists equal")
@@ -68,7 +70,7 @@ struct TrackListTests {
         #expect(try JSONDecoder().decode(TrackList.self, from: encoded) == joined)
     }
 
-    @Test("appending to a list whose copy is held elsewhere copies none of its full chunks, and leaves the copy as it was")
+    @Test("appending to a list whose copy is held elsewhere copies none of its full chunks, and leaves the copy alone")
     func appendingToASharedListCopiesNoFullChunk() {
         let paths = Self.manyPaths(3 * TrackList.pathsPerChunk + 10)
         var player = TrackList(paths)
