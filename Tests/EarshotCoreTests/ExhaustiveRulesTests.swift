@@ -472,6 +472,17 @@ struct ExhaustiveRulesTests {
         if drains != (state.isPlaying && { if case .tailHandedOver = event { return true } else { return false } }()) {
             problems.append("(t) drain \(drains) after \(event)")
         }
+        // (v) A stream that dies under a paused player is flushed, so a resume skips nothing it held (the executor may
+        // have reported it closed first); a stopped or idle player has nothing to resume.
+        if case .outputLost(let reason) = event, reason == .serverLost || reason == .streamFailed {
+            let flushes = commands.filter { $0 != .releaseSleepDelay } == [.flush]
+            if case .paused = before.playback, !flushes {
+                problems.append("(v) a stream lost under a paused player was not flushed: \(commands)")
+            }
+            if before.playback == .idle || before.playback == .stopped, commands.contains(.flush) {
+                problems.append("(v) a stream lost under a \(before.playback) player was flushed")
+            }
+        }
         // (u) Silence shorter than the stall threshold changes nothing.
         if case .outputSilent(let milliseconds, let period) = event,
            milliseconds <= StallRule.thresholdMilliseconds(requestPeriodMilliseconds: period),
