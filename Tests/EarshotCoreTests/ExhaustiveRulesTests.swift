@@ -448,7 +448,8 @@ struct ExhaustiveRulesTests {
     /// The executor's outcomes (OutputOutcomes.swift): (p) a stream is opened only when the rules know of none, and
     /// only while one is wanted (playing, or a play waiting for a call to end); (q) a refused setting changes nothing;
     /// (r) the stream is closed exactly when a command failed, and counts as closed after; (s) a lost server takes its
-    /// cork request with it; (t) drains and (u) stalls as `tailHandedOver` and `StallRule` say.
+    /// cork request with it; (t) drains and (u) stalls as `tailHandedOver` and `StallRule` say; (v) a stream that dies
+    /// under a paused player is flushed, so its resume skips nothing.
     private static func outcomeProblems(_ event: Event, _ commands: [Command], before: PlayerState,
                                         after state: PlayerState) -> [String] {
         var problems: [String] = []
