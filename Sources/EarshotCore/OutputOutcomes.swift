@@ -13,7 +13,7 @@ extension PlayerState {
         stream.isOpen = false
         let wasPaused: Bool
         if case .paused = playback { wasPaused = true } else { wasPaused = false }
-        let lost = outputLost(.streamFailed)
+        let lost = pauseForLostOutput(.streamFailed)
         return [.closeStream] + lost + (hadStream && wasPaused ? [.flush] : [])
     }
 

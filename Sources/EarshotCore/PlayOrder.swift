@@ -113,24 +113,27 @@ extension PlayerState {
     public func track(after index: Int, trackEnded: Bool) -> Int? {
         guard (0..<queue.trackCount).contains(index) else { return nil }
         if trackEnded && repeatMode == .track { return index }
-        let order = playOrder
-        let position = order.firstIndex(of: index) ?? index
-        if position + 1 < order.count { return order[position + 1] }
+        let order = shuffledOrder
+        let place = self.place(of: index, in: order) ?? index
+        if place + 1 < queue.trackCount { return Self.track(atPlace: place + 1, in: order) }
         guard repeatMode == .queue else { return nil }
         if let shuffle { return shuffle.upcomingRound().order.first }
-        return order.first
+        return Self.track(atPlace: 0, in: order)
     }
 
     /// `track(after:trackEnded:)` for every track of the queue at once, indexed by track: what the decoder joins to
-    /// each track it finishes (`trackEnded`) or skips. Linear in the queue, for the executor to hand over whole.
+    /// each track it finishes (`trackEnded`) or skips. Linear in the queue, for the executor to hand over whole; not
+    /// needed when the queue plays in its own order (`followsQueueOrder`).
     public func followingTracks(trackEnded: Bool) -> [Int?] {
-        let order = playOrder
-        var table = [Int?](repeating: nil, count: order.count)
-        for (position, index) in order.enumerated() where position + 1 < order.count {
-            table[index] = order[position + 1]
+        let order = shuffledOrder
+        let count = queue.trackCount
+        var table = [Int?](repeating: nil, count: count)
+        for place in 0..<Swift.max(count - 1, 0) {
+            table[Self.track(atPlace: place, in: order)] = Self.track(atPlace: place + 1, in: order)
         }
-        if repeatMode == .queue, let last = order.last {
-            table[last] = shuffle.map { $0.upcomingRound().order.first } ?? order.first
+        if repeatMode == .queue, count > 0 {
+            table[Self.track(atPlace: count - 1, in: order)] = shuffle.map { $0.upcomingRound().order.first }
+                ?? Self.track(atPlace: 0, in: order)
         }
         if trackEnded && repeatMode == .track {
             for index in table.indices { table[index] = index }
@@ -138,11 +141,38 @@ extension PlayerState {
         return table
     }
 
+    /// Whether the queue plays in its own order: each track followed by the next, none after the last (repeat off, no
+    /// shuffle). The decoder joins tracks so by itself, so the executor need hand it no tables, whose making would
+    /// cost the queue's length at every change of it (an `add` to a long queue).
+    public var followsQueueOrder: Bool {
+        repeatMode == .off && shuffledOrder == nil
+    }
+
+    /// The shuffled order when it is the one played (it covers the queue); nil when the queue plays in its own order.
+    private var shuffledOrder: [Int]? {
+        guard let shuffle, shuffle.order.count == queue.trackCount else { return nil }
+        return shuffle.order
+    }
+
+    /// Where track `index` comes in `order` (nil: the queue's own order, where it is its own place); nil when it is
+    /// not there. Without a shuffle, nothing is allocated or searched: status and MPRIS ask at every input.
+    private func place(of index: Int, in order: [Int]?) -> Int? {
+        guard let order else { return (0..<queue.trackCount).contains(index) ? index : nil }
+        return order.firstIndex(of: index)
+    }
+
+    /// The track at `place` in `order` (nil: the queue's own order).
+    private static func track(atPlace place: Int, in order: [Int]?) -> Int {
+        order?[place] ?? place
+    }
+
     /// The track `previous` goes to: the one before `index` in play order, or the first of the round.
     public func track(before index: Int) -> Int? {
-        let order = playOrder
-        guard let position = order.firstIndex(of: index) else { return order.first }
-        return order[max(position - 1, 0)]
+        let order = shuffledOrder
+        guard let place = place(of: index, in: order) else {
+            return queue.trackCount > 0 ? Self.track(atPlace: 0, in: order) : nil
+        }
+        return Self.track(atPlace: Swift.max(place - 1, 0), in: order)
     }
 
     /// Whether the listener may have reached track `index` from the current one by playing on: the track that follows
@@ -161,8 +191,8 @@ extension PlayerState {
 
     /// Whether `index` comes later than the current track in this round's order.
     func isAhead(_ index: Int) -> Bool {
-        let order = playOrder
-        guard let here = order.firstIndex(of: queue.index), let there = order.firstIndex(of: index) else {
+        let order = shuffledOrder
+        guard let here = place(of: queue.index, in: order), let there = place(of: index, in: order) else {
             return false
         }
         return there > here

@@ -191,6 +191,19 @@ extension PlayerState {
     // MARK: Output (rules 10-12)
 
     mutating func outputLost(_ reason: OutputLossReason) -> [Command] {
+        let wasPaused: Bool
+        if case .paused = playback { wasPaused = true } else { wasPaused = false }
+        let commands = pauseForLostOutput(reason)
+        // Our stream died with the server, or by itself: what it had taken from the decoder and not played died too. A
+        // pause corks without flushing, so nothing else moves the decoder back, and a resume would skip what the dead
+        // stream held (its whole buffer): `flush`, decoding continues from the frame heard. (The executor may have
+        // reported the stream closed just before: `streamClosed` comes first when it lets go of it.)
+        let streamDied = reason == .serverLost || reason == .streamFailed
+        return commands + (streamDied && wasPaused ? [.flush] : [])
+    }
+
+    /// Rule 10 for every loss: paused, the wish to resume forgotten, and a playing stream corked and flushed.
+    mutating func pauseForLostOutput(_ reason: OutputLossReason) -> [Command] {
         if reason == .serverLost || reason == .streamFailed { stream.isOpen = false }
         // The server that asked us to cork (rule 1's `request-cork`) is gone, and with it the request: it can never
         // send its uncork, so the source ends here, with no resume (rule 10 clears the wish anyway).

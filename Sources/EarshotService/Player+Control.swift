@@ -193,7 +193,7 @@ extension Player {
                 sinkName: stream?.sinkName, streamOpen: stream != nil,
                 underruns: link.underruns, serverUnderflows: link.serverUnderflows, serverName: link.serverName,
                 realtime: link.realtime?.outcome, realtimeThread: link.realtime?.threadID),
-            slowestHandlingMicros: slowestHandlingMicros)
+            handling: handling)
     }
 
     func shutdown(signal: Int32) {

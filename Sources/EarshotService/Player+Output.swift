@@ -307,16 +307,6 @@ extension Player {
         listening.position(atRingFrame: stream?.heardRingFrame(), locate: worker.locate(ringFrame:))
     }
 
-    /// After our stream died: what it had taken from the ring but not yet played died with it. The rules flush
-    /// when the player was playing; when it was already paused (a pause corks without flushing) nothing else
-    /// moves the decoder back, and a later resume would skip what the dead stream held (its whole buffer, 50 ms
-    /// by default). So unless a reposition happened since `repositionsBefore`, decoding restarts at the position
-    /// heard.
-    func restartDecodingAtHeardPosition(unlessRepositionedSince repositionsBefore: Int) {
-        guard repositionCount == repositionsBefore, case .paused = rules.playback, let heard else { return }
-        reposition(to: heard)
-    }
-
     /// Drops what is queued but unheard and continues decoding at `position`, without waiting for the decoder (whose
     /// step in progress may be opening a file on a slow disk): a new ring generation keeps whatever that step still
     /// writes from being heard, and the decoder answers it with `.restarted` once it has taken the new position (see
@@ -511,9 +501,9 @@ extension Player {
             log.record("output", ["stream": "failed"])
             closeStream()
             dispatchAll(translator.ourStreamIsGone(at: now))
-            let repositionsBefore = repositionCount
+            // What the dead stream held died with it: the rules flush (decoding continues from the frame heard), a
+            // paused player's too.
             dispatch(.outputLost(.streamFailed))
-            restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
         }
     }
 
@@ -557,9 +547,9 @@ extension Player {
         link.lost()
         // A stream asked for on the dead connection is asked for again by the rules' next play (rule 8).
         streamAwaitsFormat = nil
-        let repositionsBefore = repositionCount
+        // What the dead stream held died with it: the rules flush (decoding continues from the frame heard), a paused
+        // player's too.
         dispatch(.outputLost(.serverLost))
-        restartDecodingAtHeardPosition(unlessRepositionedSince: repositionsBefore)
         // Interruptions reported by the dead server can never end by themselves (the rules end its cork request at
         // `outputLost(.serverLost)`).
         dispatchAll(translator.ourStreamIsGone(at: now))

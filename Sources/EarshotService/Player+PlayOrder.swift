@@ -29,6 +29,12 @@ extension Player {
         let modes = PlayModes(rules)
         guard modes != followedModes else { return }
         followedModes = modes
+        // The queue's own order needs no tables (the decoder goes on with the next index, and none after the last): an
+        // `add` to a long queue, which changes the order's length, then builds none.
+        guard !rules.followsQueueOrder else {
+            worker.follow(TrackSuccessors(afterEnd: [], afterFailure: []))
+            return
+        }
         worker.follow(TrackSuccessors(afterEnd: rules.followingTracks(trackEnded: true),
                                       afterFailure: rules.followingTracks(trackEnded: false)))
     }

@@ -120,9 +120,10 @@ actor Player {
     var publishedSnapshot: MPRISSnapshot?
     /// The playback shown last on the progress line, so that a change is shown at once.
     var shownPlayback: Playback?
-    /// The longest one inbox item took to handle, in microseconds (status: `slowestHandlingMicros`): the owner never
-    /// waits, so a large value is a regression to look for.
-    var slowestHandlingMicros = 0
+    /// The longest one inbox item took to handle, and of which kind, overall and per kind (status:
+    /// `slowestHandlingMicros`, `slowestHandlingKind`, `slowestHandlingByKind`): the owner never waits, so a large
+    /// value is a regression to look for.
+    var handling = HandlingRecord()
 
     init(
         configuration: PlayerConfiguration, mode: PlayerMode, parts: OwnerParts,
@@ -178,9 +179,10 @@ actor Player {
         }
         publish()
         for await input in inputs {
-            let started = ContinuousClock.now
+            let kind = input.kind
+            let started = ThreadUsage.now()
             handle(input)
-            noteHandling(since: started)
+            handling.note(kind, ThreadUsage.sample(since: started))
             armTick()
             armCallTimer()
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
@@ -192,13 +194,6 @@ actor Player {
             }
         }
         return exitCode ?? 0
-    }
-
-    /// Records how long handling the inbox item that began at `started` took, when it was the slowest so far.
-    func noteHandling(since started: ContinuousClock.Instant) {
-        let took = (ContinuousClock.now - started).components
-        let micros = Int(took.seconds) * 1_000_000 + Int(took.attoseconds / 1_000_000_000_000)
-        if micros > slowestHandlingMicros { slowestHandlingMicros = micros }
     }
 
     func handle(_ input: Input) {

@@ -44,8 +44,8 @@ struct PlayerReport {
     var durationMilliseconds: Int?
     /// The output as the executor knows it.
     var output: Output
-    /// The longest one inbox item took to handle, in microseconds.
-    var slowestHandlingMicros: Int
+    /// The owner's slowest handling of one inbox item, overall and by kind.
+    var handling: HandlingRecord
 
     /// The MPRIS track id of queue entry `index` in the queue of `queueGeneration`: unique per queued item, as clients
     /// take a new id for a new track.
@@ -106,7 +106,18 @@ struct PlayerReport {
             "repeat": rules.repeatMode.rawValue,
             "shuffle": rules.shuffle != nil,
             "lastError": lastError,
-            "slowestHandlingMicros": slowestHandlingMicros,
+            "slowestHandlingMicros": handling.slowestMicros,
+            // Input kinds only (`request add`, `stream corked`), never their content.
+            "slowestHandlingKind": handling.slowestKind.map { $0 as Any } ?? JSONNull(),
+            "slowestHandlingByKind": handling.slowestByKind,
+            // Of the slowest: the owner thread's CPU time, and its switches off the CPU to wait or preempted.
+            "slowestHandlingCPUMicros": handling.slowest?.sample.cpuMicros ?? 0,
+            "slowestHandlingWaits": handling.slowest?.sample.waits ?? 0,
+            "slowestHandlingPreemptions": handling.slowest?.sample.preemptions ?? 0,
+            // How many inputs were handled, and how many took over 5 ms: waiting, preempted, or neither.
+            "handledInputs": handling.handled,
+            "slowHandlings": ["count": handling.slow.count, "waited": handling.slow.waited,
+                              "preempted": handling.slow.preempted],
         ]
     }
 

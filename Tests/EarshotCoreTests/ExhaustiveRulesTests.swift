@@ -448,7 +448,8 @@ struct ExhaustiveRulesTests {
     /// The executor's outcomes (OutputOutcomes.swift): (p) a stream is opened only when the rules know of none, and
     /// only while one is wanted (playing, or a play waiting for a call to end); (q) a refused setting changes nothing;
     /// (r) the stream is closed exactly when a command failed, and counts as closed after; (s) a lost server takes its
-    /// cork request with it; (t) drains and (u) stalls as `tailHandedOver` and `StallRule` say.
+    /// cork request with it; (t) drains and (u) stalls as `tailHandedOver` and `StallRule` say; (v) a stream that dies
+    /// under a paused player is flushed, so its resume skips nothing.
     private static func outcomeProblems(_ event: Event, _ commands: [Command], before: PlayerState,
                                         after state: PlayerState) -> [String] {
         var problems: [String] = []
@@ -471,6 +472,17 @@ struct ExhaustiveRulesTests {
         let drains = commands.contains { if case .drain = $0 { return true } else { return false } }
         if drains != (state.isPlaying && { if case .tailHandedOver = event { return true } else { return false } }()) {
             problems.append("(t) drain \(drains) after \(event)")
+        }
+        // (v) A stream that dies under a paused player is flushed, so a resume skips nothing it held (the executor may
+        // have reported it closed first); a stopped or idle player has nothing to resume.
+        if case .outputLost(let reason) = event, reason == .serverLost || reason == .streamFailed {
+            let flushes = commands.filter { $0 != .releaseSleepDelay } == [.flush]
+            if case .paused = before.playback, !flushes {
+                problems.append("(v) a stream lost under a paused player was not flushed: \(commands)")
+            }
+            if before.playback == .idle || before.playback == .stopped, commands.contains(.flush) {
+                problems.append("(v) a stream lost under a \(before.playback) player was flushed")
+            }
         }
         // (u) Silence shorter than the stall threshold changes nothing.
         if case .outputSilent(let milliseconds, let period) = event,

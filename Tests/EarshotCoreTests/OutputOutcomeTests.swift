@@ -78,7 +78,8 @@ struct OutputOutcomeTests {
             $0.interruptions = [Given.corkRequest]
             $0.resumeIntent = .afterInterruption(since: Given.at(0))
         }
-        store.send(.outputLost(.serverLost), commands: []) {
+        // The stream died with the server: decoding continues from the frame heard (flush).
+        store.send(.outputLost(.serverLost), commands: [.flush]) {
             $0.playback = .paused(.outputLost(.serverLost))
             $0.interruptions = []
             $0.resumeIntent = .none
@@ -93,10 +94,38 @@ struct OutputOutcomeTests {
         var state = Given.pausedByUser
         state.interruptions = [Given.corkRequest, Given.call]
         var store = RuleStore(state)
-        store.send(.outputLost(.serverLost), commands: []) {
+        store.send(.outputLost(.serverLost), commands: [.flush]) {
             $0.interruptions = [Given.call]
             $0.stream.isOpen = false
         }
+    }
+
+    @Test("Rule 10: the stream dies under a paused player -> decoding continues from the frame heard (flush)")
+    func deadStreamWhilePausedRestartsDecoding() {
+        for reason in [OutputLossReason.serverLost, .streamFailed] {
+            // Paused by the user: still the user's pause, and what the dead stream held is decoded again.
+            var store = RuleStore(Given.pausedByUser)
+            store.send(.outputLost(reason), commands: [.flush]) { $0.stream.isOpen = false }
+            // The executor reports the stream closed as it lets go of it, before the loss: the flush is still due.
+            var closedFirst = RuleStore(Given.pausedByUser)
+            closedFirst.send(.streamClosed, commands: []) { $0.stream = StreamCondition(isOpen: false, isCorked: true) }
+            closedFirst.send(.outputLost(reason), commands: [.flush])
+            // Paused by a call: paused for the loss now, and flushed the same way.
+            var called = Given.pausedByUser
+            called.playback = .paused(.interruption)
+            called.interruptions = [Given.call]
+            var interrupted = RuleStore(called)
+            interrupted.send(.outputLost(reason), commands: [.flush]) {
+                $0.playback = .paused(.outputLost(reason))
+                $0.stream.isOpen = false
+            }
+        }
+        // A removed device leaves our stream alive (moved, corked): nothing of it died.
+        var unplugged = RuleStore(Given.pausedByUser)
+        unplugged.send(.outputLost(.deviceRemoved), commands: [])
+        // Stopped: nothing is to be resumed from the frame heard.
+        var stopped = RuleStore(Given.stopped)
+        stopped.send(.outputLost(.serverLost), commands: []) { $0.stream.isOpen = false }
     }
 
     @Test("Rule 15: a refused unmute or volume -> unchanged, whatever the playback")

@@ -244,6 +244,27 @@ struct PlayOrderTests {
         }
     }
 
+    @Test("Repeat off and no shuffle is the queue's own order: each track followed by the next, none after the last")
+    func queueOrderNeedsNoTables() {
+        var state = Given.playing
+        state.queue = QueueCursor(trackCount: 5, index: 1)
+        #expect(state.followsQueueOrder)
+        // What the decoder does with empty tables (TrackSuccessors): the next index, the end after the last.
+        for ended in [true, false] {
+            #expect((0..<5).map { state.track(after: $0, trackEnded: ended) } == [1, 2, 3, 4, nil])
+        }
+        #expect(state.track(before: 0) == 0 && state.track(before: 3) == 2)
+        for mode in [RepeatMode.track, .queue] {
+            _ = state.apply(.userRepeat(mode))
+            #expect(!state.followsQueueOrder, "\(mode)")
+        }
+        _ = state.apply(.userRepeat(.off))
+        _ = state.apply(.userShuffle(on: true, seed: 3))
+        #expect(!state.followsQueueOrder)
+        _ = state.apply(.userShuffle(on: false, seed: 0))
+        #expect(state.followsQueueOrder)
+    }
+
     @Test("A saved order and generator restore to the same order and the same future")
     func shuffleSurvivesARestore() {
         var state = Given.playing

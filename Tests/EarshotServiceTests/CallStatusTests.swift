@@ -12,7 +12,7 @@ struct CallStatusTests {
             durationMilliseconds: 60_000,
             output: PlayerReport.Output(sinkName: "headphones", streamOpen: true, underruns: 0, serverUnderflows: 0,
                                         serverName: "PulseAudio 16.1", realtime: nil, realtimeThread: nil),
-            slowestHandlingMicros: 10)
+            handling: HandlingRecord())
     }
 
     @Test("A call from a microphone capture and a phone stream: both active, listed by kind")

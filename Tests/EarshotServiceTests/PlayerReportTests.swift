@@ -19,7 +19,15 @@ struct PlayerReportTests {
         PlayerReport(
             rules: rules, paths: paths, queueGeneration: 3,
             metadata: TrackMetadata(title: "Blue in Green", artist: "Miles Davis", album: "Kind of Blue"),
-            positionMilliseconds: 42_500, durationMilliseconds: 337_000, output: output, slowestHandlingMicros: 900)
+            positionMilliseconds: 42_500, durationMilliseconds: 337_000, output: output, handling: handling)
+    }
+
+    /// A record of two inputs: an `add` of 900 µs, the slowest, and a status of 40 µs.
+    static var handling: HandlingRecord {
+        var record = HandlingRecord()
+        record.note("request status", HandlingSample(micros: 40, cpuMicros: 40, waits: 0, preemptions: 0))
+        record.note("request add", HandlingSample(micros: 900, cpuMicros: 900, waits: 0, preemptions: 0))
+        return record
     }
 
     @Test("paused by a call on the first of two tracks: both views say paused, on the same track")
@@ -48,6 +56,13 @@ struct PlayerReportTests {
         #expect(status["realtimeThread"] as? Int == 4242)
         #expect(status["volume"] as? Int == 80)
         #expect(status["slowestHandlingMicros"] as? Int == 900)
+        #expect(status["slowestHandlingKind"] as? String == "request add")
+        #expect(status["slowestHandlingCPUMicros"] as? Int == 900)
+        #expect(status["slowestHandlingWaits"] as? Int == 0)
+        #expect(status["slowestHandlingByKind"] as? [String: Int] == ["request add": 900, "request status": 40])
+        // As `earshot status --json` prints it: the kinds are an object of numbers.
+        let line = try JSONTree.text(status)
+        #expect(line.contains(#""slowestHandlingByKind":{"#), "\(line)")
 
         #expect(report.mprisSnapshot == MPRISSnapshot(
             playbackStatus: .paused, trackId: MPRISSnapshot.trackId(300_000), title: "Blue in Green",

@@ -115,6 +115,12 @@ struct HandlingTimeTests {
             let afterSeeks = try harness.socketStatus()
             #expect(afterSeeks.slowestHandlingMicros < Self.handlingBound,
                     "slowestHandlingMicros \(afterSeeks.slowestHandlingMicros) after the seeks")
+            // Which input took it is named, and is one of the kinds recorded: the seeks and the status asked for.
+            let kinds = afterSeeks.slowestHandlingByKind
+            let named = "slowest \(afterSeeks.slowestHandlingMicros) µs, a \(afterSeeks.slowestHandlingKind ?? "none")"
+            #expect(afterSeeks.slowestHandlingKind.map { kinds[$0] == afterSeeks.slowestHandlingMicros } == true,
+                    "\(named); by kind \(kinds)")
+            #expect(kinds["request seek"] != nil && kinds["request status"] != nil, "by kind \(kinds)")
             // The last seek is played: the decoder went on while the picture was being stored.
             try await harness.waitForStatus(of: service, "heard past 5.5 s after the last seek") {
                 $0.playback == "playing" && $0.positionMs >= 5_500 && $0.positionMs < 12_000
@@ -130,6 +136,7 @@ struct HandlingTimeTests {
             print("[handling time] the 8 MiB picture was \(stored ? "stored" : "not stored yet") after the seeks")
             report("slowest seek round trip, 8 MiB cover", slowestTrip / .milliseconds(1))
             report("slowest handling of one input, 8 MiB cover", Double(afterSeeks.slowestHandlingMicros) / 1000)
+            print("[handling time] the slowest input was a \(afterSeeks.slowestHandlingKind ?? "none")")
             #expect(await harness.stopService(service) == 0)
         }
     }

@@ -44,6 +44,10 @@ struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {
     let realtimeThread: Int?
     /// The longest the player took to handle one input since it started, in microseconds.
     let slowestHandlingMicros: Int
+    /// The kind of input that took it (`request seek`, `decode trackStarted`), nil before any input.
+    let slowestHandlingKind: String?
+    /// The longest input of each kind seen, in microseconds.
+    let slowestHandlingByKind: [String: Int]
 
     /// `lastError`: a queue index and an error kind.
     struct TrackError: Decodable, Sendable, Equatable {

@@ -1,0 +1,78 @@
+// The owner's record of its slowest handling, by input kind (issue 21): status says which kind of input took the
+// longest, and the longest of each kind, so that a slow handling can be traced to its input.
+@testable import EarshotService
+import AudioPipeline
+import PulseOutput
+import Glibc
+import Testing
+
+@Suite("Handling record: the slowest input and its kind")
+struct HandlingRecordTests {
+    /// A handling of `micros` on the clock, half of it on the CPU, after one wait.
+    static func sample(_ micros: Int) -> HandlingSample {
+        HandlingSample(micros: micros, cpuMicros: micros / 2, waits: 1, preemptions: 0)
+    }
+
+    @Test("the slowest input keeps its kind; each kind keeps its own slowest")
+    func slowestByKind() {
+        var record = HandlingRecord()
+        #expect(record.slowestMicros == 0)
+        #expect(record.slowestKind == nil)
+        record.note("tick", Self.sample(0))
+        // Even a handling of 0 µs names its kind: the first input is the slowest so far.
+        #expect(record.slowestKind == "tick")
+        record.note("request add", Self.sample(7_100))
+        record.note("tick", Self.sample(300))
+        record.note("stream corked", Self.sample(120))
+        record.note("request add", Self.sample(2_000))
+        #expect(record.slowestMicros == 7_100)
+        #expect(record.slowestKind == "request add")
+        #expect(record.slowestByKind == ["request add": 7_100, "tick": 300, "stream corked": 120])
+        // A later input exactly as slow does not take the place of the first.
+        record.note("decode trackStarted", Self.sample(7_100))
+        #expect(record.slowestKind == "request add")
+        #expect(record.slowestByKind["decode trackStarted"] == 7_100)
+        record.note("decode trackStarted", Self.sample(7_101))
+        #expect(record.slowestKind == "decode trackStarted")
+        #expect(record.slowestMicros == 7_101)
+        #expect(record.slowest?.sample == Self.sample(7_101))
+    }
+
+    @Test("handlings over 5 ms are counted, with how many of them waited and how many were preempted")
+    func slowHandlingsCounted() {
+        var record = HandlingRecord()
+        record.note("tick", HandlingSample(micros: 5_000, cpuMicros: 4_900, waits: 0, preemptions: 0))
+        record.note("request seek", HandlingSample(micros: 9_800, cpuMicros: 340, waits: 0, preemptions: 2))
+        record.note("request add", HandlingSample(micros: 14_000, cpuMicros: 770, waits: 1, preemptions: 3))
+        record.note("request status", HandlingSample(micros: 6_000, cpuMicros: 5_900, waits: 0, preemptions: 0))
+        #expect(record.handled == 4)
+        #expect(record.slow.count == 3)
+        #expect(record.slow.waited == 1)
+        #expect(record.slow.preempted == 1)
+    }
+
+    @Test("the owner thread's usage over a handling: its CPU time and its switches off the CPU")
+    func threadUsage() {
+        let start = ThreadUsage.now()
+        // Work on this thread, then a wait: a sleep is a voluntary switch.
+        var sum = 0
+        for value in 0..<2_000_000 { sum &+= value &* value }
+        #expect(sum != 0)
+        var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+        nanosleep(&pause, nil)
+        let sample = ThreadUsage.sample(since: start)
+        #expect(sample.micros >= 2_000)
+        #expect(sample.cpuMicros > 0 && sample.cpuMicros <= sample.micros + 1_000, "\(sample)")
+        #expect(sample.waits >= 1, "\(sample)")
+        #expect(sample.preemptions >= 0)
+    }
+
+    @Test("inputs are named by kind and by which request or notice, never by content")
+    func inputKinds() {
+        #expect(Player.Input.tick(arming: 3).kind == "tick")
+        #expect(Player.Input.stream(.corked, generation: 1).kind == "stream corked")
+        #expect(Player.Input.connection(.sinkRemoved(7), generation: 1).kind == "connection sinkRemoved")
+        #expect(Player.Input.decode(.buffered(readableFrames: 10)).kind == "decode buffered")
+        #expect(Player.Input.shutdown(signal: 15).kind == "shutdown")
+    }
+}
