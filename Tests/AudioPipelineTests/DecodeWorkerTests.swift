@@ -1,6 +1,7 @@
 // DecodeWorker with generated files: notice order, skipping a corrupt file, gapless seams, the
 // pause/discard/resume protocol, and the format-change hand-shake. The test thread is the consumer.
 @testable import AudioPipeline
+import CThreadShim
 import EarshotTestSupport
 import Foundation
 import SystemSupport
@@ -28,19 +29,13 @@ final class NoticeLog: Sendable {
     }
 }
 
-/// The voluntary context switches so far of every thread of this process named "earshot-decode" (from /proc).
-func decodeThreadWakeUps() -> Int {
-    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    return tasks.reduce(0) { total, task in
-        let folder = "/proc/self/task/\(task)"
-        guard let name = try? String(contentsOfFile: folder + "/comm", encoding: .utf8),
-              name.trimmingCharacters(in: .whitespacesAndNewlines) == "earshot-decode",
-              let status = try? String(contentsOfFile: folder + "/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }),
-              let count = Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "")
-        else { return total }
-        return total + count
-    }
+/// The voluntary context switches so far of the thread `threadID` of this process (from /proc): one worker's
+/// decode thread, since the whole suite runs side by side with other tests whose decode threads come and go.
+func threadWakeUps(_ threadID: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/self/task/\(threadID)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") })
+    else { return nil }
+    return Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "")
 }
 
 /// Polls `condition` every millisecond until it holds or `seconds` pass; returns whether it held.
@@ -328,16 +323,22 @@ struct DecodeWorkerTests {
         let path = try TestAudio.sine(seconds: 2)
         let ring = FrameRing(minimumCapacity: 16_384)
         let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        // Notices are sent on the decode thread: the first one names it.
+        let decodeThread = LockedValue<Int32?>(nil)
+        let worker = DecodeWorker(ring: ring) { notice in
+            decodeThread.withLock { $0 = $0 ?? earshot_thread_id() }
+            log.append(notice)
+        }
         defer { worker.stop() }
         worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
         #expect(eventually { ring.readableFrames == ring.capacity })
+        let threadID = try #require(decodeThread.withLock { $0 })
         // A paused player's ring stays full: its decode thread must not wake on a timer of its own. Counted from the
-        // kernel's switch counts of the decode threads over 2.5 s (a timed wait of 2 s or less wakes at least once).
+        // kernel's switch count of that thread over 2.5 s (a timed wait of 2 s or less wakes at least once).
         usleep(100_000)
-        let before = decodeThreadWakeUps()
+        let before = try #require(threadWakeUps(threadID))
         usleep(2_500_000)
-        #expect(decodeThreadWakeUps() == before)
+        #expect(threadWakeUps(threadID) == before)
         #expect(ring.totalFramesWritten == ring.capacity)
 
         // A reposition is work: the sleeping worker takes it at once (its track starts again).
