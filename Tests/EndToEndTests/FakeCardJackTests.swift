@@ -38,7 +38,14 @@ struct FakeCardJackTests {
                 defer { player.kill() }
                 let playing = try await player.waitUntilHeard(milliseconds: Self.heardBeforeEvent)
                 #expect(playing.sink == FakeCard.analogSink, "\(playing)")
-                try await body(card, player, recorder, scratch)
+                do {
+                    try await body(card, player, recorder, scratch)
+                } catch {
+                    // A recorder left running outlives the card: PulseAudio moves it to the default source, where the
+                    // next test's player would take it for a call.
+                    _ = try? await recorder.stop()
+                    throw error
+                }
                 player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
             }
         }
