@@ -98,3 +98,35 @@ fakecard_module_build() {
     EARSHOT_FAKECARD_MODULE=$output
     export EARSHOT_FAKECARD_MODULE
 }
+
+# fakecard_module_load KIND: loads the module (a card of KIND, analog or headset) into the private PulseAudio that
+# PULSE_SERVER names, for a script (the tests' FakeCard does the same from Swift). `pactl load-module` refuses a path,
+# so it goes through PulseAudio's command line, on a TCP port of the loopback for the moment it takes (bash reaches
+# TCP by itself; module-cli-protocol-unix would need a client program). Waits until the card's first sink is there.
+fakecard_module_load() {
+    local kind=$1 port module sink=fakecard_analog cli _
+    [ "$kind" = analog ] || sink=bluez_sink.00_11_22_33_44_55.a2dp_sink
+    [ -n "${EARSHOT_FAKECARD_MODULE:-}" ] || { _fakecard_module_log "not built (fakecard_module_build)"; return 1; }
+    for _ in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 20000))
+        module=$(pactl load-module module-cli-protocol-tcp listen=127.0.0.1 port="$port" 2>/dev/null) && break
+        module=""
+    done
+    [ -n "$module" ] || { _fakecard_module_log "the command line could not be loaded"; return 1; }
+    if ! { exec {cli}<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null; then
+        pactl unload-module "$module"
+        _fakecard_module_log "the command line did not answer on port $port"
+        return 1
+    fi
+    printf 'load-module %s kind=%s\n' "$EARSHOT_FAKECARD_MODULE" "$kind" >&"$cli"
+    for _ in $(seq 1 50); do
+        pactl list short sinks | cut -f2 | grep -qx "$sink" && break
+        sleep 0.1
+    done
+    exec {cli}>&-
+    pactl unload-module "$module"
+    pactl list short sinks | cut -f2 | grep -qx "$sink" || {
+        _fakecard_module_log "the module did not load (the server's log says why)"
+        return 1
+    }
+}
