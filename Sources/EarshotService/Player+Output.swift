@@ -483,6 +483,9 @@ extension Player {
             dispatch(.interruptionEnded(.serverCorkRequest, resumeAllowed: true, at: now))
         case .unknownEvent:
             log.record("notice", ["kind": "unknownStreamEvent", "action": "ignored"])
+        case .leftSink(let sink):
+            // Compared with what we knew of it: a port unplugged under our stream is an output loss, whoever moved it.
+            dispatchAll(translator.sinkChanged(sink))
         case .moved(_, let oldSinkStillExists):
             // The stream plays on where the server moved it until the rules decide: off a sink that is gone the
             // output is lost (cork at once, unless SINK REMOVE already decided it); a deliberate move keeps playing.

@@ -83,7 +83,8 @@ extension PlaybackStream {
         track(pa_context_get_sink_info_by_index(context, oldSinkIndex, { _, info, endOfList, userdata in
             guard let stream = PlaybackStream.owner(userdata) else { return }
             // Success calls back twice (the info, then the end of the list); failure once, with a negative end.
-            if info != nil {
+            if let info {
+                stream.deliver(.leftSink(SinkSnapshot(info.pointee)))
                 stream.deliver(.moved(toSinkName: stream.currentSinkName, oldSinkStillExists: true))
             } else if endOfList < 0 {
                 stream.deliver(.moved(toSinkName: stream.currentSinkName, oldSinkStillExists: false))

@@ -84,6 +84,11 @@ public enum StreamNotice: Sendable, Equatable {
     /// lost output, to be corked; a deliberate move keeps playing). The stream never corks itself.
     /// `oldSinkStillExists` is false when the old sink is gone (an unplug) or could not be identified.
     case moved(toSinkName: String?, oldSinkStillExists: Bool)
+    /// Just before `moved` with `oldSinkStillExists`: the sink the server moved the stream off, as it is now. Its
+    /// ports tell a deliberate move from the server's own rescue off a port that went away: PulseAudio 16 moves the
+    /// streams of a sink whose active port becomes unavailable (a jack unplugged) to the default sink, and that move
+    /// reaches us before the sink's own change notice.
+    case leftSink(SinkSnapshot)
     /// The stream failed (for example because the connection was lost, or because its open was refused).
     case failed(PulseError)
     /// The server killed the stream (`PA_ERR_KILLED`, e.g. its sink went away and it was not allowed to move).

@@ -60,6 +60,7 @@ public enum TimelineSVG {
         case .callStart, .callEnd: return ("#E65100", "phone call")
         case .user: return ("#1565C0", "you (pause, resume)")
         case .unplug, .replug: return ("#C62828", "device (unplug, replug)")
+        case .jack: return ("#C62828", "headphone jack pulled")
         case .move: return ("#00796B", "move to another device")
         }
     }
@@ -271,8 +272,9 @@ public enum TimelineSVG {
             // What reached this sink after another one was unplugged, until the next step.
             for silence in silences where silence.lane == lane.sink {
                 let quiet = silence.milliseconds <= 10
+                let event = silence.jackPulled ? "the jack was pulled" : "the unplug"
                 let words = silence.milliseconds == 0
-                    ? "silent after the unplug" : "\(silence.milliseconds) ms of sound after the unplug"
+                    ? "silent after \(event)" : "\(silence.milliseconds) ms of sound after \(event)"
                 svg.line("""
                     <text class="after-unplug" x="\(f(x(silence.from) + 6))" y="\(f(top + laneHeight - 10))" \
                     font-size="11.5" font-weight="bold" fill="\(quiet ? "#2E7D32" : "#C62828")">\
@@ -433,25 +435,32 @@ public enum TimelineSVG {
         public var to: Double
         /// Milliseconds in which the lane's peak reached -60 dBFS or more.
         public var milliseconds: Int
+        /// Whether it was a headphone jack pulled (the sink stayed) rather than the sink unplugged.
+        public var jackPulled: Bool
     }
 
     /// For every unplug mark naming a sink: the milliseconds of sound each other lane played from the unplug to
-    /// the tour's next step (the device Earshot falls back to must stay silent; RULES.md allows 10 ms).
+    /// the tour's next step (the device Earshot falls back to must stay silent; RULES.md allows 10 ms); for every
+    /// jack mark, the same on every lane, the jack's own sink (its speaker port now) included.
     public static func soundAfterUnplugs(_ input: TimelineInput) -> [SoundAfterUnplug] {
         let end = input.lanes.flatMap(\.captures).compactMap(\.endTime).max() ?? 0
         var results: [SoundAfterUnplug] = []
-        for (index, mark) in input.marks.enumerated() where mark.kind == .unplug {
+        for (index, mark) in input.marks.enumerated() where mark.kind == .unplug || mark.kind == .jack {
             guard let unplugged = mark.sink else { continue }
             let to = min(input.marks.dropFirst(index + 1).first { $0.time > mark.time }?.time ?? end, end)
             guard to > mark.time else { continue }
-            for lane in input.lanes where lane.sink != unplugged {
+            // A pulled jack leaves its sink playing on the speaker port: that lane must stay silent too.
+            for lane in input.lanes where lane.sink != unplugged || mark.kind == .jack {
                 var bins = [Float?](repeating: nil, count: Int(((to - mark.time) * 1000).rounded(.down)))
                 for capture in lane.captures {
                     capture.accumulatePeaks(into: &bins, origin: mark.time, binSeconds: 0.001)
                 }
+                // A lane that recorded nothing then (its device not there yet) has nothing to say.
+                guard bins.contains(where: { $0 != nil }) else { continue }
                 let audible = bins.filter { ($0 ?? 0) >= 0.001 }.count
                 results.append(SoundAfterUnplug(
-                    unplugged: unplugged, lane: lane.sink, from: mark.time, to: to, milliseconds: audible))
+                    unplugged: unplugged, lane: lane.sink, from: mark.time, to: to, milliseconds: audible,
+                    jackPulled: mark.kind == .jack))
             }
         }
         return results

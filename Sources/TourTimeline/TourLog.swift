@@ -19,6 +19,8 @@ public struct Mark: Sendable, Equatable {
         case replug
         /// Earshot's stream is moved to another device on purpose.
         case move
+        /// A headphone jack is pulled: the sink stays (its speaker port now), only its headphones port goes.
+        case jack
     }
 
     /// Seconds since the Unix epoch.

@@ -79,7 +79,9 @@ case "draw":
         try TimelineSVG.render(input).write(toFile: output, atomically: true, encoding: .utf8)
         for result in TimelineSVG.soundAfterUnplugs(input) {
             let window = formatted("%.1f", result.to - result.from)
-            print("after \(result.unplugged) was unplugged: \(result.milliseconds) ms of sound on \(result.lane)"
+            let what = result.jackPulled
+                ? "\(result.unplugged)'s headphone jack was pulled" : "\(result.unplugged) was unplugged"
+            print("after \(what): \(result.milliseconds) ms of sound on \(result.lane)"
                 + " (in the \(window) s until the next step)")
         }
     } catch {

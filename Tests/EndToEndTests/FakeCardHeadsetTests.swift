@@ -1,17 +1,19 @@
-// A Bluetooth headset's profile switch for a call on a running PipeWire (issue 25, RULES.md rule 17): the fake
-// headset (Tests/FakeCard/headset.c) has profiles a2dp-sink and headset-head-unit, and switching profile replaces
-// its nodes as a real headset's are replaced. The call is a real client's capture (pw-record) from the source a
-// calling application opens on the headset; the switch is made as the session manager makes it (the helper's
-// `profile` command: WirePlumber 0.5 switches 500 ms after such a capture starts; the private servers have no
-// Bluetooth policy of their own acting on it, see docs/measured.md).
+// A Bluetooth headset's profile switch for a call on a running server (issue 25, RULES.md rule 17): the fake
+// headset (PipeWire: Tests/FakeCard/headset.c; PulseAudio 16: Tests/FakeCardModule/headset.c) has an A2DP profile and
+// a headset profile, and switching profile replaces its devices as a real headset's are replaced. The call is a real
+// client's capture from the source a calling application opens (FakeCard.startCall: pw-record on the headset's call
+// source on PipeWire, parec on the default source on PulseAudio); the switch is made as the session manager makes it
+// (the card's `profile` command: WirePlumber 0.5 switches 500 ms after such a capture starts, PulseAudio's
+// module-bluetooth-policy at once; the private servers have no Bluetooth policy of their own acting on it, see
+// docs/measured.md).
 //
-// PipeWire only (scripts/test's PIPEWIRE_ONLY), like FakeCardJackTests.
+// Not on PulseAudio 17 (scripts/test's FAKECARD_SKIPS), like FakeCardJackTests.
 
 import EarshotTestSupport
 import Foundation
 import Testing
 
-@Suite("A Bluetooth headset's profile switch on a fake card (PipeWire)", .serialized)
+@Suite("A Bluetooth headset's profile switch on a fake card", .serialized)
 struct FakeCardHeadsetTests {
     /// The length of the position track played: a few seconds.
     static let trackSeconds = 10.0
@@ -27,7 +29,7 @@ struct FakeCardHeadsetTests {
             try await TestEnvironment.withScratchDirectory { scratch in
                 let card = try await FakeCard(.headset)
                 defer { card.kill() }
-                try ServerControl.setDefaultSink(FakeCard.headsetSink)
+                try ServerControl.setDefaultSink(card.sink)
                 defer { try? ServerControl.setDefaultSink(TestEnvironment.headphones) }
                 let track = try Fixtures.copy(
                     try Fixtures.positionTrack(seconds: Self.trackSeconds), to: scratch,
@@ -40,7 +42,7 @@ struct FakeCardHeadsetTests {
                 let player = try EarshotPlayer(playing: [track], in: scratch)
                 defer { player.kill() }
                 let playing = try await player.waitUntilHeard(milliseconds: Self.heardBeforeEvent)
-                #expect(playing.sink == FakeCard.headsetSink, "\(playing)")
+                #expect(playing.sink == card.sink, "\(playing)")
                 let started = ContinuousClock.now
                 try await body(card, player, scratch)
                 for recording in try await stopRecorders(elsewhere) {
@@ -56,12 +58,12 @@ struct FakeCardHeadsetTests {
     func callSwitchesProfile() async throws {
         try await scenario { card, player, scratch in
             let file = scratch.appendingPathComponent("call.wav").path
-            let call = try ChildProcess("pw-record", ["--target", FakeCard.headsetCallSource, file])
+            let call = try card.startCall(recordingTo: file)
             defer { call.kill() }
             let interrupted = try await player.waitForStatus("paused for the call") { $0.pauseReason == "interruption" }
             // The session manager's switch to the headset profile, 500 ms after the capture (WirePlumber 0.5).
             try await Task.sleep(for: .milliseconds(500))
-            try await card.send("profile headset-head-unit")
+            try await card.send("profile \(card.headsetProfile)")
             try await Task.sleep(for: .milliseconds(1000))
             let during = try player.status()
             #expect(during.playback == "paused" && during.pauseReason == "interruption", "\(during)")
@@ -73,17 +75,17 @@ struct FakeCardHeadsetTests {
             call.signal(SIGINT)
             _ = await call.exit(within: .seconds(5))
             let switchedBack = ContinuousClock.now
-            try await card.send("profile a2dp-sink")
+            try await card.send("profile \(card.a2dpProfile)")
             let resumed = try await player.waitForStatus("playing again on the headset", timeout: .seconds(10)) {
                 $0.playback == "playing" && $0.positionMs > during.positionMs
             }
             let resumedAfter = ContinuousClock.now - switchedBack
             report("headset call: playing again after the switch back (status poll, 20 ms steps)",
                    resumedAfter.seconds * 1000)
-            #expect(resumed.sink == FakeCard.headsetSink, "\(resumed)")
+            #expect(resumed.sink == card.sink, "\(resumed)")
             // Nothing lost: the position (what the server says was played) goes on from where it stopped, and the
             // A2DP sink hears the track from there.
-            let recorder = try await MonitorRecorder.start(sink: FakeCard.headsetSink)
+            let recorder = try await MonitorRecorder.start(sink: card.sink)
             let later = try player.status()
             _ = try await recorder.stop()
             #expect(later.positionMs > during.positionMs, "\(during) -> \(later)")
@@ -159,7 +161,7 @@ struct FakeCardHeadsetTests {
             let again = try await FakeCard(.headset)
             defer { again.kill() }
             let back = ContinuousClock.now
-            let recorder = try await MonitorRecorder.start(sink: FakeCard.headsetSink)
+            let recorder = try await MonitorRecorder.start(sink: again.sink)
             var seen: [EarshotStatus] = []
             for _ in 0..<8 {
                 seen.append(try player.status())

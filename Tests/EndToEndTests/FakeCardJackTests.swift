@@ -1,17 +1,18 @@
-// A headphone jack on a running PipeWire (issue 25): the fake analog card (Tests/FakeCard/analog.c) has one sink
+// A headphone jack on a running server (issue 25): the fake analog card (PipeWire: Tests/FakeCard/analog.c;
+// PulseAudio 16: Tests/FakeCardModule/analog.c) has one sink
 // with a headphones port and a speaker port, and an unplug is what a real jack's is: the sink stays, the headphones
 // port becomes unavailable and the speaker port active (CARD CHANGE, SINK CHANGE). What the sink plays after the
 // port change is what a laptop's speakers would play, so its monitor is recorded, with the position sweep
 // (Fixtures.positionTrack) telling which moment of the track was heard when.
 //
-// PipeWire only: scripts/test skips this suite on the PulseAudio servers (PIPEWIRE_ONLY), whose fake card would be
-// a module of its own. On PipeWire a card that cannot run fails the test.
+// Not on PulseAudio 17 (scripts/test's FAKECARD_SKIPS: the module is built for 16.1). Elsewhere a card that cannot
+// run fails the test.
 
 import EarshotTestSupport
 import Foundation
 import Testing
 
-@Suite("A headphone jack on a fake card (PipeWire)", .serialized)
+@Suite("A headphone jack on a fake card", .serialized)
 struct FakeCardJackTests {
     /// The length of the position track played: a few seconds.
     static let trackSeconds = 8.0
@@ -37,7 +38,14 @@ struct FakeCardJackTests {
                 defer { player.kill() }
                 let playing = try await player.waitUntilHeard(milliseconds: Self.heardBeforeEvent)
                 #expect(playing.sink == FakeCard.analogSink, "\(playing)")
-                try await body(card, player, recorder, scratch)
+                do {
+                    try await body(card, player, recorder, scratch)
+                } catch {
+                    // A recorder left running outlives the card: PulseAudio moves it to the default source, where the
+                    // next test's player would take it for a call.
+                    _ = try? await recorder.stop()
+                    throw error
+                }
                 player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
             }
         }
@@ -70,11 +78,16 @@ struct FakeCardJackTests {
     @Test("jack unplugged while playing: paused (portUnplugged), corked, at most 10 ms after the port change")
     func unplugWhilePlaying() async throws {
         try await scenario { card, player, recorder, _ in
+            // Where PulseAudio 16 moves our stream when the active port of its sink becomes unavailable (device-port.c
+            // rescues the streams of a sink that is not the default to the default sink): the standard headphones.
+            // PipeWire leaves it on the card's sink.
+            let elsewhere = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
             let (unplugged, decided, lost) = try await unplug(card, player)
             try await Task.sleep(for: .milliseconds(1000))
             let settled = try player.status()
             let stream = try #require(try player.stream(), "our stream is gone after a jack unplug")
             let recording = try await recorder.stop()
+            let onDefaultSink = try await elsewhere.stop()
 
             #expect(try FakeCard.activePort(ofSink: FakeCard.analogSink) == FakeCard.speakerPort)
             #expect(settled.playback == "paused" && settled.outputLostReason == "portUnplugged", "\(settled)")
@@ -93,6 +106,9 @@ struct FakeCardJackTests {
             report("fake jack unplug: decision after the command was sent", (decided - unplugged).seconds * 1000)
             #expect(ours <= 10 + (try TestEnvironment.serverPeriodSeconds()) * 1000,
                     "\(ours) ms of our audio after the output loss was decided: \(recording.audibleRanges())")
+            let moved = onDefaultSink.audibleMilliseconds(after: decided)
+            report("fake jack unplug: audio on the default sink after Earshot's decision", moved)
+            #expect(moved <= 10, "\(moved) ms of our audio on the default sink: \(onDefaultSink.audibleRanges())")
             let lastHeard = try #require(recording.sweepStretches(positions: Self.positions).last)
             let difference = Double(settled.positionMs) / 1000 - lastHeard.positionAtEnd
             report("fake jack unplug: saved position minus last heard", difference * 1000)
@@ -121,7 +137,12 @@ struct FakeCardJackTests {
             #expect(recording.time(of: replugged) + 1.5 < recording.duration, "recorded \(recording.duration) s only")
             let afterReplug = recording.audibleMilliseconds(after: replugged)
             #expect(afterReplug == 0, "the sink played \(afterReplug) ms after the replug")
-            #expect(player.standardError.contains("event kind=outputAppeared"), "\(player.standardError)")
+            // On PipeWire our stream stays on the card's sink, and the replug is reported. PulseAudio 16 has moved it
+            // to the default sink at the unplug (see unplugWhilePlaying), so there the replug happens on a sink that
+            // is no longer ours: nothing to report, and nothing played.
+            if try TestEnvironment.soundServerKind() == .pipeWire {
+                #expect(player.standardError.contains("event kind=outputAppeared"), "\(player.standardError)")
+            }
         }
     }
 

@@ -295,6 +295,33 @@ struct TimelineTests {
         #expect(note?.attributes["fill"] == "#C62828")
     }
 
+    @Test("A pulled jack: every lane is measured, its own sink (the speaker port now) included, and none is hatched")
+    func soundAfterAPulledJack() throws {
+        let tour = try SmallTour()
+        defer { tour.remove() }
+        // 15 ms of music on the card's own sink right after the jack is pulled at 2 s: its speakers played it.
+        try tour.record("card-1", start: 0, seconds: 4) { (2.0..<2.015).contains($0) ? 0.5 : 0 }
+        try tour.record("headphones-1", start: 0, seconds: 4) { _ in 0 }
+        let b = SmallTour.base
+        let input = TimelineInput(
+            title: "jack", subtitle: "",
+            lanes: [
+                TimelineLane(sink: "card", title: "Laptop card", captures: [try tour.capture("card-1")]),
+                TimelineLane(sink: "headphones", title: "Headphones", captures: [try tour.capture("headphones-1")]),
+            ],
+            marks: [Mark(time: b + 2, kind: .jack, label: "jack pulled", sink: "card"),
+                    Mark(time: b + 3, kind: .user, label: "you resume")],
+            states: [])
+        let results = TimelineSVG.soundAfterUnplugs(input)
+        #expect(results.map(\.lane) == ["card", "headphones"] && results.allSatisfy(\.jackPulled))
+        #expect((13...17).contains(results.first?.milliseconds ?? -1), "\(results)")
+        #expect(results.last?.milliseconds == 0)
+        #expect(TimelineSVG.absences(of: "card", marks: input.marks, end: b + 4).isEmpty)
+        let outline = try #require(SVGOutline.parse(try TimelineSVG.render(input)))
+        let note = outline.all("text", in: "lane-card", where: "class", is: "after-unplug").first
+        #expect(note?.text == "✗ \(results.first?.milliseconds ?? -1) ms of sound after the jack was pulled")
+    }
+
     @Test("Malformed marks are refused with their line; nothing recorded is an error, not an empty picture")
     func refusesBadInput() throws {
         #expect(throws: TimelineError.malformed(file: "marks", line: 2)) {

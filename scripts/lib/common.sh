@@ -29,12 +29,14 @@ build_packages() {
 # format and mpg123 for test audio, a private dbus-daemon and playerctl for the MPRIS tests, systemd, and for the
 # call tests a browser that makes real calls (chromium, headless) and curl to read its pages' titles; for the session
 # tests a fake logind (python3-dbusmock, run by Debian's /usr/bin/python3); what the fake sound card
-# (Tests/FakeCard, scripts/lib/fakecard.sh) is built with: libpipewire-0.3-dev and pkg-config; desktop-file-validate
-# for the desktop entry; and espeak-ng for the screen reader's speech the ducking tests play.
+# (Tests/FakeCard, scripts/lib/fakecard.sh) is built with: libpipewire-0.3-dev and pkg-config, and its PulseAudio
+# module (Tests/FakeCardModule, scripts/lib/fakecard-module.sh): dpkg-dev (dpkg-source unpacks PulseAudio's source)
+# and libltdl-dev, whose header PulseAudio's module.h includes; desktop-file-validate for the desktop entry; and
+# espeak-ng for the screen reader's speech the ducking tests play.
 test_packages() {
     printf '%s\n' pulseaudio pulseaudio-utils lame sox libsox-fmt-mp3 mpg123 flac vorbis-tools opus-tools dbus-daemon \
         dbus-bin playerctl systemd chromium curl python3-dbusmock libpipewire-0.3-dev pkg-config desktop-file-utils \
-        espeak-ng
+        espeak-ng dpkg-dev libltdl-dev
 }
 
 # ensure_build_packages [PKG...]: ensure_packages with what the build needs (build_packages) plus PKG...

@@ -12,7 +12,7 @@
 #   recordings/SINK-N.raw   what SINK's monitor played (stereo s16le, 44.1 kHz), one file per time the sink existed,
 #   recordings/SINK-N.raw.times   `SECONDS TOTAL_BYTES` per block, as `earshot-timeline record` received it
 #   marks.tsv               the tour's steps: `SECONDS<TAB>KIND<TAB>LABEL[<TAB>SINK]` (wall-clock seconds since the
-#                           epoch; KIND is callStart, callEnd, user, unplug, replug or move)
+#                           epoch; KIND is callStart, callEnd, user, unplug, replug, move or jack)
 #   events.log              Earshot's event log
 #   timeline.svg, timeline.png   the picture
 
@@ -270,6 +270,39 @@ run_tour() {
     _tour_expect playing "" speakers
     _tour_hold $((TOUR_BREATH + 1))
 
+    # 7: where the fake sound card's module is built (scripts/run, fakecard_module_build), a headphone jack.
+    local lanes=(--lane headphones=Headphones --lane speakers=Speakers) story="an unplug, a replug and a move"
+    if [ -n "${EARSHOT_FAKECARD_MODULE:-}" ] && fakecard_module_load analog; then
+        _tour_step "7. Pull the headphone jack" \
+            "A laptop's sound card appears, with a headphone jack (a fake one: a test module of PulseAudio)." \
+            "Earshot moves to it and plays on its headphones. The jack is pulled: the card stays, its headphones" \
+            "port goes and its speakers take over. Earshot pauses at once: nothing comes out of the speakers."
+        _tour_record fakecard_analog
+        input=$(_tour_sink_input)
+        [ -n "$input" ] || die "Earshot's stream is not on the server"
+        _tour_mark move "move to the laptop card"
+        pactl move-sink-input "$input" fakecard_analog
+        _tour_expect playing "" fakecard_analog
+        _tour_hold "$TOUR_BREATH"
+        _tour_say "\$ pactl send-message /card/fakecard_analog_card/earshot unplug   (the jack is pulled)"
+        # Marked once the server has pulled it (pactl returns with its reply): until then the card's sink plays on
+        # its headphones port, as it should, and starting pactl takes longer than the rules' 10 ms.
+        pactl send-message /card/fakecard_analog_card/earshot unplug >/dev/null
+        _tour_mark jack "jack pulled" fakecard_analog
+        _tour_expect paused outputLost
+        _tour_hold "$TOUR_BREATH"
+        _tour_step "8. Plug the jack back in" "The headphones are back; Earshot stays paused until you resume it."
+        _tour_mark replug "jack back in" fakecard_analog
+        pactl send-message /card/fakecard_analog_card/earshot plug >/dev/null
+        # Longer than a step's breath: the picture's words on what followed the pulled jack need the room.
+        _tour_hold $((TOUR_BREATH + 3))
+        _tour_expect paused outputLost
+        lanes+=(--lane "fakecard_analog=Laptop card")
+        story="an unplug, a replug, a move and a pulled jack"
+    else
+        log "the fake sound card's module is not available: the tour has no headphone jack"
+    fi
+
     _tour_step "The end" "Stopping Earshot and the recorders, then drawing the timeline."
     kill -TERM "$tour_pid" 2>/dev/null || true
     wait "$tour_pid" 2>/dev/null || true
@@ -277,14 +310,15 @@ run_tour() {
     sleep 0.3
     _tour_stop_recording headphones
     _tour_stop_recording speakers
+    _tour_stop_recording fakecard_analog
     kill "${tour_pids[events]}" 2>/dev/null || true
     wait "${tour_pids[events]}" 2>/dev/null || true
     unset "tour_pids[events]"
 
     "$timeline" draw --recordings "$tour_dir/recordings" --marks "$tour_dir/marks.tsv" \
-        --events "$tour_dir/events.log" --lane headphones=Headphones --lane speakers=Speakers \
+        --events "$tour_dir/events.log" "${lanes[@]}" \
         --title "Earshot tour: what each device played" \
-        --subtitle "$(date '+%Y-%m-%d %H:%M'), private PulseAudio $(pactl info | sed -n 's/^Server Version: //p'); two calls (you pause during the second), an unplug, a replug and a move" \
+        --subtitle "$(date '+%Y-%m-%d %H:%M'), private PulseAudio $(pactl info | sed -n 's/^Server Version: //p'); two calls (you pause during the second), $story" \
         "$tour_dir/timeline.svg" >"$work/measured" || die "the timeline could not be drawn"
     local picture="$tour_dir/timeline.svg"
     if command -v rsvg-convert >/dev/null 2>&1; then
