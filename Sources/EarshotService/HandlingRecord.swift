@@ -151,6 +151,7 @@ extension StreamNotice {
         case .uncorkRequested: return "uncorkRequested"
         case .unknownEvent: return "unknownEvent"
         case .moved: return "moved"
+        case .leftSink: return "leftSink"
         case .failed: return "failed"
         case .killed: return "killed"
         case .drained: return "drained"

@@ -34,21 +34,21 @@ struct FakeCardSessionManagerTests {
                 "the PipeWire servers run WirePlumber on a bus; SOUNDSERVER_DBUS_ADDRESS is unset")
             let card = try await FakeCard(.headset)
             defer { card.kill() }
-            try ServerControl.setDefaultSink(FakeCard.headsetSink)
+            try ServerControl.setDefaultSink(card.sink)
             defer { try? ServerControl.setDefaultSink(TestEnvironment.headphones) }
             try harness.writeConfiguration(#"{"fadeMs": 0}"#)
             let service = try await harness.startService(extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": serverBus])
             try harness.earshotChecked(["play", try harness.privatePositionTrack().path])
             try await harness.waitForStatus(of: service, "playing on the headset, a second heard") {
-                $0.playback == "playing" && $0.positionMs >= 1000 && $0.sink == FakeCard.headsetSink
+                $0.playback == "playing" && $0.positionMs >= 1000 && $0.sink == card.sink
             }
 
             let call = capture
-                ? try ChildProcess("pw-record", ["--target", FakeCard.headsetCallSource, "/dev/null"]) : nil
+                ? try card.startCall(recordingTo: "/dev/null") : nil
             defer { call?.kill() }
             // WirePlumber keeps a profile chosen with pactl for the card's next appearance: leave it on A2DP.
             defer {
-                if !capture { _ = try? ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, "a2dp-sink"]) }
+                if !capture { _ = try? ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, card.a2dpProfile]) }
             }
             func switchProfile(to profile: String) async throws {
                 if capture {
@@ -60,7 +60,7 @@ struct FakeCardSessionManagerTests {
             if capture {
                 try await harness.waitForStatus(of: service, "paused for the call") { $0.pauseReason == "interruption" }
             }
-            try await switchProfile(to: "headset-head-unit")
+            try await switchProfile(to: card.headsetProfile)
             let pauses = try await sessionManagerPauses(of: service, atLeast: pauseExpected ? 1 : 0)
             #expect(pauses == (pauseExpected ? 1 : 0), "WirePlumber's Pauses at the switch: \(pauses)")
             let during = try harness.status()
@@ -72,7 +72,7 @@ struct FakeCardSessionManagerTests {
                 _ = await call.exit(within: .seconds(5))
             }
             let switchedBack = ContinuousClock.now
-            try await switchProfile(to: "a2dp-sink")
+            try await switchProfile(to: card.a2dpProfile)
             try await harness.waitForStatus(of: service, "playing again on the headset", timeout: .seconds(10)) {
                 $0.playback == "playing" && $0.positionMs > during.positionMs
             }
@@ -84,7 +84,7 @@ struct FakeCardSessionManagerTests {
             #expect(later == (pauseExpected ? 2 : 0), "WirePlumber's Pauses in all: \(later)")
             try await Task.sleep(for: .milliseconds(1000))
             let settled = try harness.status()
-            #expect(settled.playback == "playing" && settled.sink == FakeCard.headsetSink, "\(settled)")
+            #expect(settled.playback == "playing" && settled.sink == card.sink, "\(settled)")
             #expect(!service.standardError().contains("outputLost"), "\(service.standardError())")
             let order = WirePlumberPauseTests.eventLines(service.standardError()).filter {
                 $0.contains("event kind=externalPause") || $0.contains("event kind=interruption")
