@@ -13,8 +13,8 @@ import CPulse
 extension PlaybackStream {
     /// Asks the server to pause playback (queued audio is kept) and returns; `.corked` follows, or
     /// `.commandFailed(.cork)`. Safe to repeat. `.corked` comes once the server has also sent its timing as of the
-    /// cork, so `heardRingFrame()` read on `.corked` is what the server played, not an interpolation (which runs on
-    /// while the server may already have stopped playing the stream, e.g. its sink removed).
+    /// cork, so `heardRingFrame()` read on `.corked` is what the server played, not a clock run on from an earlier
+    /// reading (while the server may already have stopped playing the stream, e.g. its sink removed).
     public func cork() throws(PulseError) {
         try connection.withLock { () throws(PulseError) in
             // The wish first: the write callback stops padding silence even before the server confirms.

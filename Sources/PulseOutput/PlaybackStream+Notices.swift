@@ -42,10 +42,23 @@ extension PlaybackStream {
             owner.requestTimingLocked()
             owner.serverRanDry()
         }, me)
+        // A sink suspended or resumed under the stream, or buffer sizes the server changed: the listener's distance
+        // from our writes changed with no other notice.
+        pa_stream_set_suspended_callback(stream, { _, userdata in
+            PlaybackStream.owner(userdata)?.requestTimingLocked()
+        }, me)
+        pa_stream_set_buffer_attr_callback(stream, { _, userdata in
+            PlaybackStream.owner(userdata)?.requestTimingLocked()
+        }, me)
+        // Every timing reading the server sends (all of them asked for by the stream, see +Timing).
+        pa_stream_set_latency_update_callback(stream, { stream, userdata in
+            guard let stream else { return }
+            PlaybackStream.owner(userdata)?.timingArrived(stream)
+        }, me)
     }
 
     /// Called by the connection's state callback when the connection fails (the server died), before libpulse fails
-    /// the connection's streams: the stream is still ready and its interpolated timing still readable, for the last
+    /// the connection's streams: the stream is still ready and its timing still readable, for the last
     /// time. What it says is kept for `heardRingFrame()`, so that the owner learns what the listener heard up to the
     /// moment the server went away, not up to its last poll. Lock held.
     func connectionIsFailing() {

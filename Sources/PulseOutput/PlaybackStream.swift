@@ -92,6 +92,11 @@ public final class PlaybackStream: @unchecked Sendable {
     var drainOperation: OpaquePointer?
     /// The timer that asks the server for timing while the stream plays (+Timing); disabled while corked.
     var timingTimer: OpaquePointer?
+    /// CLOCK_MONOTONIC nanoseconds of the moment the server's last timing reading describes (+Timing); 0 before the
+    /// first.
+    var timingReadNanoseconds: UInt64 = 0
+    /// Whether the timing timer runs (from an acknowledged uncork to the cork).
+    var timingTimerArmed = false
 
     /// Creates the stream on `connection` and sends its connection (corked) to `sinkName` or the default sink. Does
     /// not wait: the `.ready` notice says it is connected, `.failed` that the server refused it (no such sink, for
@@ -184,11 +189,11 @@ public final class PlaybackStream: @unchecked Sendable {
             fragsize: UInt32.max
         )
         let flags = pa_stream_flags_t(
-            rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue
-                | PA_STREAM_START_CORKED.rawValue
+            rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_START_CORKED.rawValue
         )
         // No AUTO_TIMING_UPDATE: libpulse would ask the server for timing every 1.5 s even while corked, waking
-        // the process all through a pause. The stream asks for timing itself, only while playing (+Timing).
+        // the process all through a pause. The stream asks for timing itself, only while playing, and runs the
+        // clock on from the last reading itself, instead of libpulse's INTERPOLATE_TIMING (+Timing says why).
         guard pa_stream_connect_playback(newStream, sinkName, &buffer, flags, nil, nil) >= 0 else {
             let error = PulseError.lastError(of: context, step: "connect stream")
             closeLocked()
@@ -215,6 +220,9 @@ public final class PlaybackStream: @unchecked Sendable {
         pa_stream_set_event_callback(stream, nil, nil)
         pa_stream_set_started_callback(stream, nil, nil)
         pa_stream_set_underflow_callback(stream, nil, nil)
+        pa_stream_set_latency_update_callback(stream, nil, nil)
+        pa_stream_set_suspended_callback(stream, nil, nil)
+        pa_stream_set_buffer_attr_callback(stream, nil, nil)
         let state = pa_stream_get_state(stream)
         if state == PA_STREAM_READY || state == PA_STREAM_CREATING {
             // Also cancels the stream's own pending operations (cork, flush, ...).
