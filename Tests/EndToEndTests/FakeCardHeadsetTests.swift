@@ -151,6 +151,34 @@ struct FakeCardHeadsetTests {
         }
     }
 
+    @Test("the headset switched to its profile with no nodes (`off`) while playing: an output loss, corked, answers")
+    func profileWithNoNodes() async throws {
+        // Issue 25's bad input: the card stays and leaves A2DP for a profile with no sink, which is not a call
+        // (RULES.md "output lost": nothing to follow our stream to). About 3 s of audio.
+        try await scenario { card, player, _ in
+            // A choice made with pactl is kept by WirePlumber for the card's next appearance: leave it on A2DP.
+            defer { _ = try? ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, card.a2dpProfile]) }
+            try ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, "off"])
+            let lost = try await player.waitForStatus("paused for the headset's profile with no nodes") {
+                $0.pauseReason == "outputLost"
+            }
+            let asked = ContinuousClock.now
+            let settled = try player.status()
+            report("profile off: status answered in", (ContinuousClock.now - asked).seconds * 1000)
+            try await Task.sleep(for: .milliseconds(1000))
+            let later = try player.status()
+            #expect(settled.outputLostReason == "deviceRemoved", "\(settled)")
+            #expect(later.playback == "paused" && later.pauseReason == "outputLost", "\(later)")
+            #expect(later.positionMs == lost.positionMs, "the position moved while paused: \(lost) -> \(later)")
+            #expect(later.activeInterruptions.isEmpty, "the switch was left as a call: \(later)")
+            // Corked wherever the server put the stream (WirePlumber and PulseAudio move it to the default sink).
+            if let stream = try player.stream() {
+                #expect(stream.corked, "our stream is not corked after the switch to off: \(stream)")
+            }
+            #expect(!(try ServerControl.sinkExists(card.sink)), "the A2DP sink outlived the switch to off")
+        }
+    }
+
     @Test("the headset removed is an output loss; its A2DP sink coming back does not start the music")
     func removalAndReturn() async throws {
         try await scenario { card, player, _ in
