@@ -319,11 +319,14 @@ public final class PulseConnection: @unchecked Sendable {
             // before WirePlumber relinks the stream): delivered at once, it is the owner's earliest word of an unplug.
             deliver(.sinkRemoved(index))
         case (.card, .new), (.card, .change):
-            // A jack change also changes the sink (ports are classified there); the card matters for its profile.
-            release(pa_context_get_card_info_by_index(context, index, { _, info, _, userdata in
+            // A jack change usually also changes the sink (ports are classified there); the card matters for its
+            // profile. Its sinks are described again after it: pipewire-pulse 0.3.65 changes a sink's ports without
+            // SINK CHANGE when only the card's routes change (a route that lists no devices any more, issue 25).
+            release(pa_context_get_card_info_by_index(context, index, { context, info, _, userdata in
                 guard let info, let userdata else { return }
                 let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
                 connection.deliver(.cardChanged(CardSnapshot(info.pointee)))
+                connection.describeCardSinks(context: context)
             }, me))
         case (.card, .remove):
             deliver(.cardRemoved(index))
@@ -382,6 +385,18 @@ public final class PulseConnection: @unchecked Sendable {
 
     private func sinkDescribed(_ sink: SinkSnapshot, isNew: Bool) {
         deliver(isNew ? .sinkAdded(sink) : .sinkChanged(sink))
+    }
+
+    /// Asks for every sink and delivers those that belong to a card as changed (a card's change can change their
+    /// ports; the others cannot be concerned, and the translator compares only its own sink's ports anyway).
+    private func describeCardSinks(context: OpaquePointer?) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        release(pa_context_get_sink_info_list(context, { _, info, eol, userdata in
+            guard eol == 0, let info, let userdata else { return }
+            let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+            let sink = SinkSnapshot(info.pointee)
+            if sink.cardIndex != nil { connection.sinkDescribed(sink, isNew: false) }
+        }, me))
     }
 }
 

@@ -52,8 +52,7 @@ struct FakeCardJackTests {
     }
 
     /// Unplugs the headphones and waits until the player says the output is lost; returns the instant the command
-    /// was sent (the port change happens after it), the instant Earshot decided the loss (its event log's time of
-    /// `outputLost`, brought onto the monotonic clock through the two clocks read together at the send) and that
+    /// was sent (the port change happens after it), the instant Earshot decided the loss (see `lossDecided`) and that
     /// status.
     func unplug(
         _ card: FakeCard, _ player: EarshotPlayer
@@ -61,6 +60,14 @@ struct FakeCardJackTests {
         let (sent, sentDate) = (ContinuousClock.now, Date())
         try await card.send("unplug")
         let lost = try await player.waitForStatus("paused for the unplugged jack") { $0.pauseReason == "outputLost" }
+        return (sent, try await lossDecided(by: player, sent: sent, sentDate: sentDate), lost)
+    }
+
+    /// The instant Earshot decided an output loss: its event log's time of `outputLost`, brought onto the monotonic
+    /// clock through the two clocks read together (`sent`, `sentDate`) before the command that caused it.
+    func lossDecided(
+        by player: EarshotPlayer, sent: ContinuousClock.Instant, sentDate: Date
+    ) async throws -> ContinuousClock.Instant {
         // The status can be read before the event's line reaches the log file (seen once on 0.3.65 under load).
         var found: Substring?
         _ = try? await waitUntil("the output loss is in the log", timeout: .seconds(2)) {
@@ -72,7 +79,7 @@ struct FakeCardJackTests {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let date = try #require(formatter.date(from: String(stamp)), "not a time: \(stamp)")
-        return (sent, sent + .milliseconds(Int64((date.timeIntervalSince(sentDate) * 1000).rounded())), lost)
+        return sent + .milliseconds(Int64((date.timeIntervalSince(sentDate) * 1000).rounded()))
     }
 
     @Test("jack unplugged while playing: paused (portUnplugged), corked, at most 10 ms after the port change")
@@ -181,6 +188,62 @@ struct FakeCardJackTests {
             let leak = onHeadphones.audibleMilliseconds(after: killed)
             report("fake card killed: audio on the default sink after the kill", leak)
             #expect(leak <= 10, "\(leak) ms of our audio on the default sink after the card died")
+        }
+    }
+
+    @Test("the active headphones route listing no devices (a broken driver): nothing plays on where it should not")
+    func routeWithNoDevices() async throws {
+        // Issue 25's bad input, about 3 s of audio. PipeWire: the route stays active on the card's device 0 but
+        // EnumRoute lists it on no device; pipewire-pulse 0.3.65 then sends CARD CHANGE only (no SINK CHANGE), and
+        // lists the sink with the speaker port alone, active; WirePlumber 0.4.13 sets no route. The headphones the
+        // user was hearing are gone from our sink and the speaker is active: an output loss (RULES.md "output lost":
+        // switched away from a headphone port that went with it), seen when Earshot describes the card's sinks
+        // again after the card's change. PulseAudio 16: the headphones port leaves its profile and stays the sink's
+        // active, available port (Tests/FakeCardModule/analog.c); nothing changed under our stream, so it plays on.
+        try await scenario { card, player, recorder, _ in
+            let onPipeWire = try TestEnvironment.soundServerKind() == .pipeWire
+            let elsewhere = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
+            let (sent, sentDate) = (ContinuousClock.now, Date())
+            try await card.send("nodevices")
+            if onPipeWire {
+                let lost = try await player.waitForStatus("paused for the route with no devices") {
+                    $0.pauseReason == "outputLost"
+                }
+                let decided = try await lossDecided(by: player, sent: sent, sentDate: sentDate)
+                try await Task.sleep(for: .milliseconds(1000))
+                let asked = ContinuousClock.now
+                let settled = try player.status()
+                report("route with no devices: status answered in", (ContinuousClock.now - asked).seconds * 1000)
+                report("route with no devices: decision after the command was sent", (decided - sent).seconds * 1000)
+                let stream = try #require(try player.stream(), "our stream is gone after the route lost its devices")
+                let recording = try await recorder.stop()
+                #expect(try FakeCard.activePort(ofSink: FakeCard.analogSink) == FakeCard.speakerPort)
+                #expect(settled.playback == "paused" && settled.outputLostReason == "portUnplugged", "\(settled)")
+                #expect(settled.positionMs == lost.positionMs, "the position moved while paused: \(lost) -> \(settled)")
+                #expect(stream.corked, "our stream is not corked: \(stream)")
+                // Earshot's own part, as for a jack unplug: 10 ms plus the graph period the sink mixes out.
+                let ours = recording.audibleMilliseconds(after: decided)
+                report("route with no devices: audio on the card's sink after Earshot's decision", ours)
+                #expect(ours <= 10 + (try TestEnvironment.serverPeriodSeconds()) * 1000,
+                        "\(ours) ms of our audio after the output loss was decided: \(recording.audibleRanges())")
+            } else {
+                var seen: [EarshotStatus] = []
+                for _ in 0..<5 {
+                    let asked = ContinuousClock.now
+                    seen.append(try player.status())
+                    #expect(ContinuousClock.now - asked < .seconds(1), "the owner took long to answer")
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                _ = try await recorder.stop()
+                #expect(try FakeCard.activePort(ofSink: FakeCard.analogSink) == FakeCard.headphonesPort)
+                #expect(seen.allSatisfy { $0.playback == "playing" && !$0.corked && $0.sink == FakeCard.analogSink },
+                        "\(seen.map(\.description))")
+                #expect(!player.standardError.contains("outputLost"), "\(player.standardError)")
+            }
+            let onHeadphones = try await elsewhere.stop()
+            let moved = onHeadphones.audibleMilliseconds(after: sent)
+            report("route with no devices: audio on the default sink after the command", moved)
+            #expect(moved <= 10, "\(moved) ms of our audio on the default sink: \(onHeadphones.audibleRanges())")
         }
     }
 

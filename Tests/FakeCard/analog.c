@@ -6,6 +6,8 @@
  *   unplug            the headphones route becomes unavailable and the speaker route active, as a real jack does
  *   plug              the headphones route becomes available and active again
  *   select ROUTE      `headphones` or `speaker` becomes active, availability unchanged (a user's choice of port)
+ *   nodevices         the headphones route lists no devices any more (EnumRoute's `devices` array empty) and stays
+ *                     the active one, as a broken driver might say it (issue 25's bad input); `plug` mends it
  * A Route set by WirePlumber or `pactl set-sink-port` is honoured when the route is available.
  *
  * What it does not fake: the card's other profiles (`off`, inputs), volumes and mutes on the routes, and a jack
@@ -40,11 +42,13 @@ static const struct analog_route {
 
 static struct analog_state {
     bool headphones_available;
+    /* False after `nodevices`: the headphones route belongs to no device of the card. */
+    bool headphones_have_devices;
     uint32_t active_route;
     struct pw_proxy *sink;
     /* A route asked for by set_param, made active a moment later (see fakecard_later). */
     uint32_t requested_route;
-} state = {.headphones_available = true, .active_route = ROUTE_HEADPHONES};
+} state = {.headphones_available = true, .headphones_have_devices = true, .active_route = ROUTE_HEADPHONES};
 
 static bool route_available(uint32_t route)
 {
@@ -92,9 +96,10 @@ static struct spa_pod *build_route(uint32_t id, uint32_t route, struct spa_pod_b
     spa_pod_builder_pop(builder, &info);
     if (id == SPA_PARAM_EnumRoute) {
         const uint32_t profiles[1] = {ANALOG_PROFILE}, devices[1] = {ANALOG_SINK_DEVICE};
+        const uint32_t device_count = route != ROUTE_HEADPHONES || state.headphones_have_devices ? 1 : 0;
         spa_pod_builder_add(builder, SPA_PARAM_ROUTE_profiles,
                             SPA_POD_Array(sizeof(uint32_t), SPA_TYPE_Int, 1, profiles), SPA_PARAM_ROUTE_devices,
-                            SPA_POD_Array(sizeof(uint32_t), SPA_TYPE_Int, 1, devices), 0);
+                            SPA_POD_Array(sizeof(uint32_t), SPA_TYPE_Int, device_count, devices), 0);
     } else {
         spa_pod_builder_add(builder, SPA_PARAM_ROUTE_device, SPA_POD_Int(ANALOG_SINK_DEVICE),
                             SPA_PARAM_ROUTE_profile, SPA_POD_Int(ANALOG_PROFILE), 0);
@@ -169,7 +174,14 @@ static int analog_command(struct fakecard *card, const char *verb, const char *a
     if (strcmp(verb, "unplug") == 0) {
         set_routes(card, false, ROUTE_SPEAKER);
     } else if (strcmp(verb, "plug") == 0) {
+        if (!state.headphones_have_devices) {
+            state.headphones_have_devices = true;
+            fakecard_params_changed(card, FAKECARD_ROUTES_CHANGED);
+        }
         set_routes(card, true, ROUTE_HEADPHONES);
+    } else if (strcmp(verb, "nodevices") == 0) {
+        state.headphones_have_devices = false;
+        fakecard_params_changed(card, FAKECARD_ROUTES_CHANGED);
     } else if (strcmp(verb, "select") == 0) {
         uint32_t route = strcmp(argument, "headphones") == 0 ? ROUTE_HEADPHONES
                          : strcmp(argument, "speaker") == 0  ? ROUTE_SPEAKER

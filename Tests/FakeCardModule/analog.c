@@ -9,6 +9,9 @@
  *                     module-switch-on-port-available do (CARD CHANGE, then SINK CHANGE)
  *   plug              the headphones port becomes available, then active again
  *   select PORT       `headphones` or `speaker` becomes active, availability unchanged (a user's choice of port)
+ *   nodevices         the headphones port belongs to no profile any more and stays the sink's active port (CARD
+ *                     CHANGE only): the nearest PulseAudio has to the PipeWire helper's route that lists no devices
+ *                     (a sink's active port cannot leave the sink's own ports here); `plug` mends it
  * `pactl set-sink-port` is honoured when the port is available, refused otherwise.
  *
  * What it does not fake: the card's other profiles (`off`, inputs), hardware volumes and mutes, and a jack that senses
@@ -24,6 +27,7 @@
 
 #include <pulse/xmalloc.h>
 
+#include <pulsecore/core-subscribe.h>
 #include <pulsecore/core-util.h>
 #include <pulsecore/device-port.h>
 #include <pulsecore/log.h>
@@ -135,7 +139,17 @@ static int analog_command(void *card, const char *command, const char *argument,
         pa_device_port_set_available(analog->headphones, PA_AVAILABLE_NO);
         return activate(analog, analog->speaker);
     }
+    if (strcmp(command, "nodevices") == 0 && !argument) {
+        // The port's profile set holds the card's profiles without owning them: emptied, nothing is freed.
+        pa_hashmap_remove_all(analog->headphones->profiles);
+        pa_subscription_post(analog->card->core, PA_SUBSCRIPTION_EVENT_CARD | PA_SUBSCRIPTION_EVENT_CHANGE,
+                             analog->card->index);
+        return 0;
+    }
     if (strcmp(command, "plug") == 0 && !argument) {
+        pa_card_profile *profile = analog->card->active_profile;
+        if (!pa_hashmap_get(analog->headphones->profiles, profile->name))
+            pa_hashmap_put(analog->headphones->profiles, profile->name, profile);
         pa_device_port_set_available(analog->headphones, PA_AVAILABLE_YES);
         return activate(analog, analog->headphones);
     }
@@ -149,7 +163,7 @@ static int analog_command(void *card, const char *command, const char *argument,
         }
         return activate(analog, port);
     }
-    *response = pa_sprintf_malloc("unknown command %s (unplug, plug, select PORT, remove)", command);
+    *response = pa_sprintf_malloc("unknown command %s (unplug, plug, select PORT, nodevices, remove)", command);
     return -PA_ERR_NOTIMPLEMENTED;
 }
 

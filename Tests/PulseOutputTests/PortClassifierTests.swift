@@ -45,6 +45,16 @@ struct PortClassifierTests {
         #expect(PortClassifier.classify(previous: before, current: after) == .activePortChosen)
     }
 
+    @Test("The active headphone port gone from the sink's ports, the speaker active: switched away (no permission)")
+    func headphonesLeaveTheSink() {
+        // pipewire-pulse 0.3.65's picture of a route that lists no devices any more (issue 25, FakeCardJackTests):
+        // the sink keeps the speaker port alone, active, and the headphones were never said to be unplugged.
+        let before = laptop(active: "analog-output-headphones", headphones: .yes)
+        var after = laptop(active: "analog-output-speaker", headphones: .yes)
+        after.ports.removeAll { $0.name == "analog-output-headphones" }
+        #expect(PortClassifier.classify(previous: before, current: after) == .switchedAwayFromHeadphones)
+    }
+
     @Test("The active headphone port becoming unavailable (no switch yet) is an unavailable active port")
     func activePortGoesUnavailable() {
         let before = laptop(active: "analog-output-headphones", headphones: .yes)
