@@ -320,13 +320,17 @@ public final class PulseConnection: @unchecked Sendable {
             deliver(.sinkRemoved(index))
         case (.card, .new), (.card, .change):
             // A jack change usually also changes the sink (ports are classified there); the card matters for its
-            // profile. Its sinks are described again after it: pipewire-pulse 0.3.65 changes a sink's ports without
-            // SINK CHANGE when only the card's routes change (a route that lists no devices any more, issue 25).
+            // profile. A wired card's sinks are described again after it: pipewire-pulse 0.3.65 changes a sink's
+            // ports without SINK CHANGE when only the card's routes change (a route that lists no devices any more,
+            // issue 25). Not a Bluetooth card's: its profile switches replace its sinks, with their own events, and
+            // describing them again in the middle of a switch left our stream on the default sink on 0.3.65 (the
+            // fake headset's switches; not understood yet).
             release(pa_context_get_card_info_by_index(context, index, { context, info, _, userdata in
                 guard let info, let userdata else { return }
                 let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
-                connection.deliver(.cardChanged(CardSnapshot(info.pointee)))
-                connection.describeCardSinks(context: context)
+                let card = CardSnapshot(info.pointee)
+                connection.deliver(.cardChanged(card))
+                if !card.isBluetooth { connection.describeSinks(ofCard: card.index, context: context) }
             }, me))
         case (.card, .remove):
             deliver(.cardRemoved(index))
@@ -387,16 +391,37 @@ public final class PulseConnection: @unchecked Sendable {
         deliver(isNew ? .sinkAdded(sink) : .sinkChanged(sink))
     }
 
-    /// Asks for every sink and delivers those that belong to a card as changed (a card's change can change their
-    /// ports; the others cannot be concerned, and the translator compares only its own sink's ports anyway).
-    private func describeCardSinks(context: OpaquePointer?) {
-        let me = Unmanaged.passUnretained(self).toOpaque()
+    /// Asks for every sink and delivers those of `card` as changed (a card's change can change their ports).
+    private func describeSinks(ofCard card: UInt32, context: OpaquePointer?) {
+        // The userdata carries the card's index with the connection, held until the list's end (or its error).
+        // A list cancelled with the context never calls back: its small request is then leaked (only when a server
+        // goes away in the middle of one).
+        let request = CardSinksRequest(connection: self, card: card)
+        let box = Unmanaged.passRetained(request).toOpaque()
         release(pa_context_get_sink_info_list(context, { _, info, eol, userdata in
-            guard eol == 0, let info, let userdata else { return }
-            let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
+            guard let userdata else { return }
+            let request = Unmanaged<CardSinksRequest>.fromOpaque(userdata)
+            guard eol == 0, let info else {
+                request.release()
+                return
+            }
             let sink = SinkSnapshot(info.pointee)
-            if sink.cardIndex != nil { connection.sinkDescribed(sink, isNew: false) }
-        }, me))
+            let known = request.takeUnretainedValue()
+            if sink.cardIndex == known.card { known.connection.sinkDescribed(sink, isNew: false) }
+        }, box))
+    }
+}
+
+/// What a listing of a card's sinks needs on reply (see `describeSinks(ofCard:context:)`).
+private final class CardSinksRequest {
+    /// The connection to deliver to.
+    unowned let connection: PulseConnection
+    /// The card whose sinks are delivered.
+    let card: UInt32
+
+    init(connection: PulseConnection, card: UInt32) {
+        self.connection = connection
+        self.card = card
     }
 }
 
