@@ -419,6 +419,7 @@ private final class CardSinksRequest {
     /// The card whose sinks are delivered.
     let card: UInt32
 
+    /// A request for `card`'s sinks, delivered to `connection`.
     init(connection: PulseConnection, card: UInt32) {
         self.connection = connection
         self.card = card
