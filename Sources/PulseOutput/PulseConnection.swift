@@ -82,7 +82,8 @@ public enum ConnectionNotice: Sendable, Equatable {
 /// reconnected: create a new one.
 public final class PulseConnection: @unchecked Sendable {
     // Unchecked Sendable: `mainloop`, `noticeHandler` and `operationTimeout` never change after init. `context`,
-    // `streams` and `inventories` are only read or written with the mainloop lock held (callbacks hold it; methods take it).
+    // `streams`, `inventories`, `cardsToDescribe` and `sinkListingsUnderWay` are only read or written with the mainloop
+    // lock held (callbacks hold it; methods take it).
 
     /// The threaded mainloop; created and started in init, stopped and freed in deinit.
     let mainloop: OpaquePointer
@@ -92,6 +93,11 @@ public final class PulseConnection: @unchecked Sendable {
     private var streams: [ObjectIdentifier: WeakStream] = [:]
     /// Inventories being collected (`requestInventory`): kept alive here while their list callbacks may still run.
     private var inventories: [ObjectIdentifier: InventoryCollector] = [:]
+    /// The cards whose sinks the listings under way describe again after a card change (`describeSinks`).
+    private var cardsToDescribe: Set<UInt32> = []
+    /// How many of those listings are under way (a connection connects once: a listing cancelled with its context
+    /// leaves nothing that a later one waits for).
+    private var sinkListingsUnderWay = 0
     /// Receives notices on the mainloop thread.
     private let noticeHandler: @Sendable (ConnectionNotice) -> Void
     /// How long a public method waits for the server before it gives up with `.timeout`.
@@ -393,36 +399,29 @@ public final class PulseConnection: @unchecked Sendable {
 
     /// Asks for every sink and delivers those of `card` as changed (a card's change can change their ports).
     private func describeSinks(ofCard card: UInt32, context: OpaquePointer?) {
-        // The userdata carries the card's index with the connection, held until the list's end (or its error).
-        // A list cancelled with the context never calls back: its small request is then leaked (only when a server
-        // goes away in the middle of one).
-        let request = CardSinksRequest(connection: self, card: card)
-        let box = Unmanaged.passRetained(request).toOpaque()
+        // The cards and the count of listings under way are the connection's own (mainloop lock held), so a listing
+        // cancelled with the context, which never calls back, leaves nothing behind; the next one starts afresh.
+        cardsToDescribe.insert(card)
+        sinkListingsUnderWay += 1
+        let me = Unmanaged.passUnretained(self).toOpaque()
         release(pa_context_get_sink_info_list(context, { _, info, eol, userdata in
             guard let userdata else { return }
-            let request = Unmanaged<CardSinksRequest>.fromOpaque(userdata)
+            let connection = Unmanaged<PulseConnection>.fromOpaque(userdata).takeUnretainedValue()
             guard eol == 0, let info else {
-                request.release()
+                connection.sinkListingEnded()
                 return
             }
             let sink = SinkSnapshot(info.pointee)
-            let known = request.takeUnretainedValue()
-            if sink.cardIndex == known.card { known.connection.sinkDescribed(sink, isNew: false) }
-        }, box))
+            if let card = sink.cardIndex, connection.cardsToDescribe.contains(card) {
+                connection.sinkDescribed(sink, isNew: false)
+            }
+        }, me))
     }
-}
 
-/// What a listing of a card's sinks needs on reply (see `describeSinks(ofCard:context:)`).
-private final class CardSinksRequest {
-    /// The connection to deliver to.
-    unowned let connection: PulseConnection
-    /// The card whose sinks are delivered.
-    let card: UInt32
-
-    /// A request for `card`'s sinks, delivered to `connection`.
-    init(connection: PulseConnection, card: UInt32) {
-        self.connection = connection
-        self.card = card
+    /// One listing of `describeSinks` is over; the cards are forgotten when none is left under way.
+    private func sinkListingEnded() {
+        sinkListingsUnderWay = max(0, sinkListingsUnderWay - 1)
+        if sinkListingsUnderWay == 0 { cardsToDescribe.removeAll() }
     }
 }
 
