@@ -111,7 +111,7 @@ extension Player.Input {
         case .reconnectDue: return "reconnectDue"
         case .tick: return "tick"
         case .callDue: return "callDue"
-        case .request(let request, _): return "request " + request.kindName
+        case .request(let request, _): return "request " + request.name
         case .mpris(let command, _): return "mpris " + command.kindName
         case .session: return "session"
         case .edgeDue: return "edgeDue"
@@ -179,30 +179,6 @@ extension ConnectionNotice {
         case .sourceRemoved: return "sourceRemoved"
         case .sourceOutputChanged: return "sourceOutputChanged"
         case .sourceOutputRemoved: return "sourceOutputRemoved"
-        }
-    }
-}
-
-extension ControlRequest {
-    /// The request's command name, as the protocol spells it.
-    fileprivate var kindName: String {
-        switch self {
-        case .play: return "play"
-        case .pause: return "pause"
-        case .toggle: return "toggle"
-        case .stop: return "stop"
-        case .next: return "next"
-        case .previous: return "previous"
-        case .seek: return "seek"
-        case .volume: return "volume"
-        case .repeatMode: return "repeat"
-        case .shuffle: return "shuffle"
-        case .status: return "status"
-        case .events: return "events"
-        case .load: return "load"
-        case .add: return "add"
-        case .clear: return "clear"
-        case .queue: return "queue"
         }
     }
 }
