@@ -48,29 +48,12 @@ final class FakeCardLink: @unchecked Sendable {
         let socketPath = "\(runtime)/fakecard-\(UUID().uuidString.prefix(8)).cli"
         let module = try ServerControl.pactl(["load-module", "module-cli-protocol-unix", "socket=\(socketPath)"])
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw ToolkitError("socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(socketPath.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            Glibc.close(descriptor)
-            throw ToolkitError("the command line's socket path is too long: \(socketPath)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else {
-            let reason = String(cString: strerror(errno))
-            Glibc.close(descriptor)
+        let descriptor: Int32
+        do {
+            descriptor = try UnixSocket.connect(path: socketPath)
+        } catch {
             _ = try? ServerControl.pactl(["unload-module", module])
-            throw ToolkitError("cannot reach PulseAudio's command line at \(socketPath): \(reason)")
+            throw ToolkitError("cannot reach PulseAudio's command line: \(error)")
         }
         // Read without blocking: `output()` takes what has arrived.
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)

@@ -13,9 +13,9 @@ struct ControlSocketTests {
             let socket = try #require(player.environment["EARSHOT_SOCKET"])
 
             // A client that connects and never sends, and one that asks and hangs up at once.
-            let silent = try rawConnection(to: socket)
+            let silent = try UnixSocket.connect(path: socket)
             defer { close(silent) }
-            let hasty = try rawConnection(to: socket)
+            let hasty = try UnixSocket.connect(path: socket)
             _ = Array(#"{"command":"status"}"#.utf8 + [10]).withUnsafeBytes {
                 send(hasty, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
             }
@@ -68,25 +68,6 @@ struct ControlSocketTests {
             #expect(stranger.standardError.contains("permission denied"), "\(stranger.standardError)")
             #expect(try player.status().playback == "playing", "a stranger paused the player")
         }
-    }
-
-    /// A connected Unix socket to `path`, for clients that misbehave.
-    private func rawConnection(to path: String) throws -> Int32 {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard descriptor >= 0, result == 0 else { throw ToolkitError("connect(\(path)): errno \(errno)") }
-        return descriptor
     }
 
     /// The permission bits of the file at `path`.

@@ -132,7 +132,7 @@ struct SlowClientTests {
             for follower in stopped { follower.signal(SIGSTOP) }
             // A client that sends requests and never reads a reply: it fills its socket both ways.
             let socket = try #require(player.environment["EARSHOT_SOCKET"])
-            let deaf = try ControlSocketProbe.connect(path: socket)
+            let deaf = try UnixSocket.connect(path: socket)
             defer { close(deaf) }
             let request = Array(#"{"command":"status"}"#.utf8) + [UInt8(ascii: "\n")]
             var sentRequests = 0

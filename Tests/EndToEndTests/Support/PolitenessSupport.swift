@@ -205,40 +205,13 @@ enum PrivateNames {
 
 /// Talks to the control socket with raw bytes, as a confused or hostile client would.
 enum ControlSocketProbe {
-    /// A connection to the control socket at `path`, for a client that talks raw bytes; the caller closes it.
-    static func connect(path: String) throws -> Int32 {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw ToolkitError("socket(): errno \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(descriptor)
-            throw ToolkitError("socket path too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
-        }
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else {
-            close(descriptor)
-            throw ToolkitError("connect(\(path)): errno \(errno)")
-        }
-        return descriptor
-    }
-
     /// Connects to the socket at `path`, writes `payload`, and reads reply lines until `replies` have arrived.
     ///
     /// - Throws: if the socket cannot be reached, or fewer than `replies` lines arrive within `timeout`.
     static func exchange(path: String, payload: [UInt8], replies: Int, timeout: Duration = .seconds(10)) throws
         -> [String]
     {
-        let descriptor = try connect(path: path)
+        let descriptor = try UnixSocket.connect(path: path)
         defer { close(descriptor) }
 
         var written = 0
