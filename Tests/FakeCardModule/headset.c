@@ -79,6 +79,16 @@ static pa_card_profile *new_profile(const char *name, const char *description, u
     return profile;
 }
 
+/* The properties PulseAudio's bluez5 module gives a headset's sinks and sources. */
+static void set_device_properties(pa_proplist *list, const char *protocol) {
+    pa_proplist_sets(list, PA_PROP_DEVICE_DESCRIPTION, "Fake Headset");
+    pa_proplist_sets(list, PA_PROP_DEVICE_STRING, HEADSET_ADDRESS);
+    pa_proplist_sets(list, PA_PROP_DEVICE_API, "bluez");
+    pa_proplist_sets(list, PA_PROP_DEVICE_BUS, "bluetooth");
+    pa_proplist_sets(list, PA_PROP_DEVICE_FORM_FACTOR, "headset");
+    pa_proplist_sets(list, "bluetooth.protocol", protocol);
+}
+
 /* The devices of PROFILE: none for `off`, a sink for A2DP, a sink and a microphone for the headset profile. */
 static int make_devices(struct headset_card *headset, pa_card_profile *profile) {
     pa_sink_new_data sink_data;
@@ -94,12 +104,7 @@ static int make_devices(struct headset_card *headset, pa_card_profile *profile) 
     sink_name = pa_sprintf_malloc("bluez_sink.%s.%s", HEADSET_NAME_ADDRESS, profile->name);
     pa_sink_new_data_set_name(&sink_data, sink_name);
     pa_xfree(sink_name);
-    pa_proplist_sets(sink_data.proplist, PA_PROP_DEVICE_DESCRIPTION, "Fake Headset");
-    pa_proplist_sets(sink_data.proplist, PA_PROP_DEVICE_STRING, HEADSET_ADDRESS);
-    pa_proplist_sets(sink_data.proplist, PA_PROP_DEVICE_API, "bluez");
-    pa_proplist_sets(sink_data.proplist, PA_PROP_DEVICE_BUS, "bluetooth");
-    pa_proplist_sets(sink_data.proplist, PA_PROP_DEVICE_FORM_FACTOR, "headset");
-    pa_proplist_sets(sink_data.proplist, "bluetooth.protocol", profile->name);
+    set_device_properties(sink_data.proplist, profile->name);
     pa_hashmap_put(sink_data.ports, headset->output_port->name, pa_device_port_ref(headset->output_port));
 
     if (has_source) {
@@ -107,12 +112,7 @@ static int make_devices(struct headset_card *headset, pa_card_profile *profile) 
         source_data.card = headset->card;
         source_data.namereg_fail = false;
         pa_source_new_data_set_name(&source_data, "bluez_source." HEADSET_NAME_ADDRESS ".headset_head_unit");
-        pa_proplist_sets(source_data.proplist, PA_PROP_DEVICE_DESCRIPTION, "Fake Headset");
-        pa_proplist_sets(source_data.proplist, PA_PROP_DEVICE_STRING, HEADSET_ADDRESS);
-        pa_proplist_sets(source_data.proplist, PA_PROP_DEVICE_API, "bluez");
-        pa_proplist_sets(source_data.proplist, PA_PROP_DEVICE_BUS, "bluetooth");
-        pa_proplist_sets(source_data.proplist, PA_PROP_DEVICE_FORM_FACTOR, "headset");
-        pa_proplist_sets(source_data.proplist, "bluetooth.protocol", profile->name);
+        set_device_properties(source_data.proplist, profile->name);
         pa_hashmap_put(source_data.ports, headset->input_port->name, pa_device_port_ref(headset->input_port));
     }
     headset->output = fakecard_output_new(headset->module, &sink_data, has_source ? &source_data : NULL);
