@@ -288,7 +288,9 @@ public enum Event: Hashable, Sendable {
     /// decoder had joined to the one before without a gap.
     case heardTrack(index: Int)
     /// Everything before `boundary` has been handed to the server: what is left of it plays out only if the stream
-    /// drains it.
+    /// drains it. Reported whenever that holds and no drain runs: once the last frame before the boundary is handed
+    /// over, and again after something cancelled the drain without taking the audio back (a queue addition withdraws
+    /// the end of the data, which cancels the drain of a format change's tail too).
     case tailHandedOver(OutputBoundary)
     /// The queue's last audio was played out: the stream drained after the decoder finished the queue.
     case queuePlayedOut
@@ -314,9 +316,13 @@ public enum Event: Hashable, Sendable {
     /// The executor closed the stream (to open another at a new sample rate).
     case streamClosed
     /// The server has asked for none of our audio for `milliseconds` (its requests come every
-    /// `requestPeriodMilliseconds`), although the sink had been consuming it: what the executor's watchdog measured
-    /// when its timer, armed while playing, went off. Whether that is a stall is the rules' call (`StallRule`).
-    case outputSilent(milliseconds: Int, requestPeriodMilliseconds: Int)
+    /// `requestPeriodMilliseconds`): what the executor's watchdog measured when its timer, armed while playing for
+    /// `StallRule`'s threshold, went off. `heardSinceStart` says whether the listener has heard any audio since the
+    /// stream last started (its uncork, a new stream, a flush of a running stream, a move to another sink): a sink
+    /// that is still waking (an idle null sink, a Bluetooth link) takes the first request's audio and then asks for
+    /// nothing for a while. Reported once per silence and per value of `heardSinceStart`. Whether that is a stall is
+    /// the rules' call (`StallRule`, `outputSilent` in OutputOutcomes.swift).
+    case outputSilent(milliseconds: Int, requestPeriodMilliseconds: Int, heardSinceStart: Bool)
 }
 
 extension Event: CustomStringConvertible {
@@ -362,7 +368,8 @@ extension Event: CustomStringConvertible {
         case .queuePlayedOut: return "queuePlayedOut"
         case .formatChangeReached: return "formatChangeReached"
         case .streamClosed: return "streamClosed"
-        case .outputSilent(let milliseconds, _): return "outputSilent(\(milliseconds)ms)"
+        case .outputSilent(let milliseconds, _, let heard):
+            return heard ? "outputSilent(\(milliseconds)ms)" : "outputSilent(\(milliseconds)ms, unheard)"
         case .tailHandedOver(let boundary): return "tailHandedOver(\(boundary))"
         case .configuredSinkRefused: return "configuredSinkRefused"
         case .outputSettingFailed(let setting): return "outputSettingFailed(\(setting))"

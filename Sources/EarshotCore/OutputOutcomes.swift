@@ -62,9 +62,19 @@ public enum StallRule {
 
 extension PlayerState {
     /// Rule 10: a silence past `StallRule`'s threshold while playing is a lost output (a stall: PipeWire can drop a
-    /// device with no callback at all). Shorter, or reported while not playing, it is nothing (rule 15).
-    mutating func outputSilent(milliseconds: Int, requestPeriodMilliseconds: Int) -> [Command] {
-        guard isPlaying,
+    /// device with no callback at all), once the listener has heard audio since the stream last started. Before that
+    /// the sink is still starting: a suspended device, an idle null sink or a waking Bluetooth link takes the first
+    /// request's audio and asks for nothing more for a second or longer, and calling that "output lost" would stop a
+    /// play before it is heard. Shorter, before the sink has played, or reported while not playing, it is nothing
+    /// (rule 15).
+    ///
+    /// Whether the sink has played since the start comes with the measurement, not from a flag kept here: the moments
+    /// the stream starts again are the stream's (an uncork acknowledged, a new stream, a flush of a running stream, a
+    /// move to another sink), some with no event of their own (a flush the executor makes when the queue is replaced),
+    /// so a flag in the state would have the rules mirror each of them, and would double the playing states of the
+    /// exhaustive check for a decision that needs only the fact at the moment of the report.
+    mutating func outputSilent(milliseconds: Int, requestPeriodMilliseconds: Int, heardSinceStart: Bool) -> [Command] {
+        guard isPlaying, heardSinceStart,
               milliseconds > StallRule.thresholdMilliseconds(requestPeriodMilliseconds: requestPeriodMilliseconds)
         else { return [] }
         return outputLost(.stalled)
@@ -72,7 +82,8 @@ extension PlayerState {
 
     /// Rule 13: the last audio before a change of format or the queue's end was handed over; a playing player plays
     /// it out (then `formatChangeReached` or `queuePlayedOut`). A player that is not playing keeps it: the executor
-    /// reports again once it plays.
+    /// reports again once it plays. The same when a drain was cancelled with its audio still handed over (a queue
+    /// addition cancels a format change's drain): the executor reports the fact again, and this answers it.
     mutating func tailHandedOver(_ boundary: OutputBoundary) -> [Command] {
         isPlaying ? [.drain(boundary)] : []
     }

@@ -102,8 +102,8 @@ extension PlayerState {
         case .streamClosed:
             stream = StreamCondition(isOpen: false, isCorked: true)
             return []
-        case .outputSilent(let milliseconds, let period):
-            return outputSilent(milliseconds: milliseconds, requestPeriodMilliseconds: period)
+        case .outputSilent(let milliseconds, let period, let heard):
+            return outputSilent(milliseconds: milliseconds, requestPeriodMilliseconds: period, heardSinceStart: heard)
         case .tailHandedOver(let boundary):
             return tailHandedOver(boundary)
         case .heardTrack(let index):

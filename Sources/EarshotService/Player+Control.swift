@@ -14,19 +14,30 @@ extension Player {
     func tick() {
         if let stream, let frame = stream.heardRingFrame() {
             if let base = watchdogBase {
-                if frame > base { watchdogArmed = true }
+                if frame > base { heardSinceStart = true }
             } else {
                 watchdogBase = frame
             }
         }
-        if let stream, watchdogArmed, let silence = stream.requestSilence(), silence > stallThreshold(of: stream) {
-            // The server has asked for nothing past the rulebook's threshold (the timer was armed for it): whether
-            // that is a stall is the rules' call (`StallRule`); a stall pauses, so the rest of the tick has no work.
-            dispatch(.outputSilent(milliseconds: Self.milliseconds(of: silence),
-                                   requestPeriodMilliseconds: requestPeriodMilliseconds(of: stream)))
-            // The journal's word for the rules' verdict (scripts/soak counts it).
-            if rules.playback == .paused(.outputLost(.stalled)) { log.record("output", ["watchdog": "stalled"]) }
-            return
+        if let stream, let silence = stream.requestSilence(), silence > stallThreshold(of: stream) {
+            // The server has asked for nothing past the rulebook's threshold (the timer was armed for it), measured
+            // with whether the sink has played since the stream started: whether that is a stall is the rules' call
+            // (`StallRule`, `outputSilent`). Reported once per silence and per answer to that question, since the
+            // tick comes again soon while the silence lasts and the rules' answer would be the same.
+            let report = SilenceReport(lastRequest: stream.lastRequestUptimeNanoseconds,
+                                       heardSinceStart: heardSinceStart)
+            if report != reportedSilence {
+                reportedSilence = report
+                dispatch(.outputSilent(milliseconds: Self.milliseconds(of: silence),
+                                       requestPeriodMilliseconds: requestPeriodMilliseconds(of: stream),
+                                       heardSinceStart: heardSinceStart))
+            }
+            // A stall pauses, so the rest of the tick has no work; the journal has the rules' verdict in its own word
+            // (scripts/soak counts it).
+            if !rules.isPlaying {
+                if rules.playback == .paused(.outputLost(.stalled)) { log.record("output", ["watchdog": "stalled"]) }
+                return
+            }
         }
         if let stream, let frame = stream.heardRingFrame() {
             let before = heard
@@ -37,14 +48,7 @@ extension Player {
                 // The same track from its start (`repeat track`): MPRIS clients learn that the position went back.
                 if playedAgain { mpris?.emitSeeked(positionMicroseconds: 0) }
             }
-            // Everything before a format change or the queue's end was handed over: whether to play it out now
-            // (`drain`) is the rules' call.
-            if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame {
-                dispatch(.tailHandedOver(.formatChange))
-            }
-            if drainingFor == nil, let end = queueEndRingFrame, ring.totalFramesRead >= end {
-                dispatch(.tailHandedOver(.queueEnd))
-            }
+            reportTailsHandedOver()
         }
         if let index = heard?.trackIndex, index != announcedTrack, let stream, streamOpening == nil {
             announcedTrack = index
@@ -53,6 +57,17 @@ extension Player {
         // The position while playing on is due every `SaveSchedule.interval`, so that a kill loses at most that.
         saveState()
         if configuration.showsProgress { showProgress() }
+    }
+
+    /// Reports that everything before a format change or the queue's end was handed over, while no drain plays it
+    /// out: whether to play it out now (`drain`) is the rules' call.
+    func reportTailsHandedOver() {
+        if drainingFor == nil, let change = pendingFormatChange, ring.totalFramesRead >= change.ringFrame {
+            dispatch(.tailHandedOver(.formatChange))
+        }
+        if drainingFor == nil, let end = queueEndRingFrame, ring.totalFramesRead >= end {
+            dispatch(.tailHandedOver(.queueEnd))
+        }
     }
 
     /// The tick's longest wait while playing: the stall threshold's minimum (`StallRule`).
@@ -245,16 +260,17 @@ extension Player {
         saving.queueDidChange()
         paths.append(contentsOf: added)
         if workerLoaded { worker.append(paths: added) }
-        if queueEndRingFrame != nil {
+        let endWithdrawn = queueEndRingFrame != nil
+        if endWithdrawn {
             queueEndRingFrame = nil
-            // Withdrawing the end of the data cancels a drain: the queue's end is not reached after all, while a
-            // format change still has to play its tail out.
+            // Withdrawing the end of the data cancels a drain: the queue's end is not reached after all.
             stream?.setEndOfData(false)
-            let interrupted = drainingFor
             drainingFor = nil
-            if interrupted == .formatChange { startDrain(for: .formatChange) }
         }
         dispatch(.queueExtended(trackCount: paths.count))
+        // A format change's tail whose drain that cancelled is still all handed over: the fact is reported again, and
+        // whether to play it out now is the rules' call (`tailHandedOver`).
+        if endWithdrawn { reportTailsHandedOver() }
         saveState()
     }
 

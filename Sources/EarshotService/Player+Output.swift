@@ -259,10 +259,11 @@ extension Player {
         }
     }
 
-    /// Waits for the listener to hear new audio before the stall watchdog may act again.
+    /// The stream starts again (an uncork, a new stream, a flush, a move): until the listener hears new audio, the
+    /// stall watchdog reports its silences as before the sink played (`heardSinceStart`).
     func disarmWatchdog() {
         watchdogBase = nil
-        watchdogArmed = false
+        heardSinceStart = false
     }
 
     /// Lists the server's sinks, to tell the translator which sink our stream is on now (`ourSinkListed`).

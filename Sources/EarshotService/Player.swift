@@ -91,11 +91,14 @@ actor Player {
     var queueGeneration = 0
     /// Counts repositions, so a queue replacement can tell whether the rules already moved the decoder.
     var repositionCount = 0
-    /// The heard frame when the stream last (re)started running; the stall watchdog is armed only once the
-    /// listener has heard past it, i.e. once the sink really consumes audio. A sink that is still starting (an
-    /// idle null sink, a waking Bluetooth link) asks for nothing for a while without being stalled.
+    /// The heard frame when the stream last (re)started running: once the listener has heard past it, the sink
+    /// really consumes audio (`heardSinceStart`), which the stall watchdog reports with its measurement.
     var watchdogBase: Int?
-    var watchdogArmed = false
+    /// The listener has heard past `watchdogBase`. A sink that is still starting (an idle null sink, a waking
+    /// Bluetooth link) asks for nothing for a while: the rules call that no stall (`outputSilent`).
+    var heardSinceStart = false
+    /// The last silence reported to the rules (`tick`), so that the same one is not reported at every tick.
+    var reportedSilence: SilenceReport?
     /// The tick's timer, armed only while playing (see `TickTimer`).
     let tickTimer: TickTimer
     /// What was handed to the state writer, and when (see `SaveSchedule`).

@@ -94,6 +94,16 @@ enum SinkChoice {
     case serverDefault
 }
 
+/// A silence the stall watchdog reported to the rules (`Player.tick`): one report per silence and per answer to
+/// whether the sink had played since the stream started.
+struct SilenceReport: Equatable {
+    /// The server's last request before the silence (`PlaybackStream.lastRequestUptimeNanoseconds`): a request
+    /// ends the silence, and the next one is a new silence.
+    var lastRequest: UInt64
+    /// Whether the listener had heard audio since the stream last started.
+    var heardSinceStart: Bool
+}
+
 /// Milliseconds on the monotonic clock: the moments stamped on events.
 func monotonicMoment() -> Moment {
     var now = timespec()

@@ -119,9 +119,11 @@ private enum Alphabet {
             .trackFailed(index: 0, failure: .decodeFailed, next: 1),
             .trackFailed(index: 1, failure: .notMPEGAudio, next: nil),
             .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed,
-            .outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 50),
-            .outputSilent(milliseconds: 990, requestPeriodMilliseconds: 50),
-            .outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 250),
+            .outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 50, heardSinceStart: true),
+            .outputSilent(milliseconds: 990, requestPeriodMilliseconds: 50, heardSinceStart: true),
+            .outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 250, heardSinceStart: true),
+            // Past every threshold, from a sink that has not played since the stream started (still waking).
+            .outputSilent(milliseconds: 5_000, requestPeriodMilliseconds: 50, heardSinceStart: false),
             .tailHandedOver(.formatChange), .tailHandedOver(.queueEnd),
             .userSeekBy(offsetMilliseconds: 5_000, fromMilliseconds: 1_000, trackLengthMilliseconds: 3_000),
             .configuredSinkRefused, .outputSettingFailed(.unmute), .outputSettingFailed(.volume),
@@ -251,9 +253,10 @@ struct ExhaustiveRulesTests {
         let lostOutput: Bool
         switch event {
         case .outputLost, .outputCommandFailed: lostOutput = true
-        // A stall is only heard while playing; reported afterwards it is stale and changes nothing.
-        case .outputSilent(let milliseconds, let period):
-            lostOutput = before.isPlaying
+        // A stall is only heard while playing, from a sink that had played since the stream started; reported
+        // afterwards it is stale and changes nothing.
+        case .outputSilent(let milliseconds, let period, let heard):
+            lostOutput = before.isPlaying && heard
                 && milliseconds > StallRule.thresholdMilliseconds(requestPeriodMilliseconds: period)
         default: lostOutput = false
         }
@@ -448,8 +451,9 @@ struct ExhaustiveRulesTests {
     /// The executor's outcomes (OutputOutcomes.swift): (p) a stream is opened only when the rules know of none, and
     /// only while one is wanted (playing, or a play waiting for a call to end); (q) a refused setting changes nothing;
     /// (r) the stream is closed exactly when a command failed, and counts as closed after; (s) a lost server takes its
-    /// cork request with it; (t) drains and (u) stalls as `tailHandedOver` and `StallRule` say; (v) a stream that dies
-    /// under a paused player is flushed, so its resume skips nothing.
+    /// cork request with it; (t) drains and (u) stalls as `tailHandedOver` and `StallRule` say, and never a stall
+    /// before the sink has played since the stream started; (v) a stream that dies under a paused player is flushed,
+    /// so its resume skips nothing.
     private static func outcomeProblems(_ event: Event, _ commands: [Command], before: PlayerState,
                                         after state: PlayerState) -> [String] {
         var problems: [String] = []
@@ -484,11 +488,12 @@ struct ExhaustiveRulesTests {
                 problems.append("(v) a stream lost under a \(before.playback) player was flushed")
             }
         }
-        // (u) Silence shorter than the stall threshold changes nothing.
-        if case .outputSilent(let milliseconds, let period) = event,
-           milliseconds <= StallRule.thresholdMilliseconds(requestPeriodMilliseconds: period),
+        // (u) Silence shorter than the stall threshold, or before the sink has played since the stream started (a
+        // sink still waking), changes nothing: never a stall verdict then.
+        if case .outputSilent(let milliseconds, let period, let heard) = event,
+           milliseconds <= StallRule.thresholdMilliseconds(requestPeriodMilliseconds: period) || !heard,
            state != before || !commands.isEmpty {
-            problems.append("(u) a silence under the threshold changed the player")
+            problems.append("(u) a silence under the threshold or before the sink played changed the player")
         }
         return problems
     }

@@ -165,11 +165,26 @@ struct OutputMeasurementTests {
         #expect(StallRule.thresholdMilliseconds(requestPeriodMilliseconds: 50) == 1_000)
         #expect(StallRule.thresholdMilliseconds(requestPeriodMilliseconds: 400) == 1_600)
         var store = RuleStore(Given.playing)
-        store.send(.outputSilent(milliseconds: 1_000, requestPeriodMilliseconds: 50), commands: [])
-        store.send(.outputSilent(milliseconds: 1_500, requestPeriodMilliseconds: 400), commands: [])
-        store.send(.outputSilent(milliseconds: 1_601, requestPeriodMilliseconds: 400), commands: [.cork, .flush]) {
-            $0.playback = .paused(.outputLost(.stalled))
-        }
+        store.send(.outputSilent(milliseconds: 1_000, requestPeriodMilliseconds: 50, heardSinceStart: true),
+                   commands: [])
+        store.send(.outputSilent(milliseconds: 1_500, requestPeriodMilliseconds: 400, heardSinceStart: true),
+                   commands: [])
+        store.send(.outputSilent(milliseconds: 1_601, requestPeriodMilliseconds: 400, heardSinceStart: true),
+                   commands: [.cork, .flush]) { $0.playback = .paused(.outputLost(.stalled)) }
+    }
+
+    @Test("Rule 10: a silence before the sink has played since the stream started (a sink still waking) is no stall")
+    func noStallBeforeTheSinkPlayed() {
+        var store = RuleStore(Given.playing)
+        // Far past the threshold, but nothing heard since the uncork, the new stream, the flush or the move: a
+        // suspended device or a waking Bluetooth link took the first request's audio and has not started playing.
+        store.send(.outputSilent(milliseconds: 5_000, requestPeriodMilliseconds: 50, heardSinceStart: false),
+                   commands: [])
+        store.send(.outputSilent(milliseconds: 1_601, requestPeriodMilliseconds: 400, heardSinceStart: false),
+                   commands: [])
+        // Once the sink has played, the same silence is a stall.
+        store.send(.outputSilent(milliseconds: 5_000, requestPeriodMilliseconds: 50, heardSinceStart: true),
+                   commands: [.cork, .flush]) { $0.playback = .paused(.outputLost(.stalled)) }
     }
 
     @Test("Rule 13: the tail before a format change or the queue's end is played out while playing, kept otherwise")
@@ -181,6 +196,25 @@ struct OutputMeasurementTests {
             var quiet = RuleStore(start)
             quiet.send(.tailHandedOver(.queueEnd), commands: [])
         }
+    }
+
+    @Test("Rule 13: a format change's drain cancelled by a queue addition -> drained again while playing, not paused")
+    func cancelledFormatChangeDrainIsDrainedAgain() {
+        // The executor withdraws the end of the data for the added tracks, which cancels the drain under way, and
+        // reports again that everything before the format change is handed over: the rules play it out again.
+        var store = RuleStore(Given.playing)
+        store.send(.tailHandedOver(.formatChange), commands: [.drain(.formatChange)])
+        store.send(.queueExtended(trackCount: 4), commands: []) { $0.queue.trackCount = 4 }
+        store.send(.tailHandedOver(.formatChange), commands: [.drain(.formatChange)])
+        store.send(.formatChangeReached, commands: [.switchFormat(reopen: true)])
+        // Paused meanwhile (the drain was cancelled by the cork): kept, until the tick reports it again while playing.
+        var paused = RuleStore(Given.playing)
+        paused.send(.tailHandedOver(.formatChange), commands: [.drain(.formatChange)])
+        paused.send(.userPause, commands: [.fadeOutAndCork]) { $0.playback = .paused(.user) }
+        paused.send(.queueExtended(trackCount: 4), commands: []) { $0.queue.trackCount = 4 }
+        paused.send(.tailHandedOver(.formatChange), commands: [])
+        paused.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
+        paused.send(.tailHandedOver(.formatChange), commands: [.drain(.formatChange)])
     }
 
     @Test("MPRIS Seek: past the track's end -> the next track; within it -> the position, never before the start")

@@ -205,7 +205,7 @@ struct RulesTests {
     @Test("Rule 10: the server stops asking for audio while playing (a stall) -> paused, output lost, cork, flush")
     func rule10Stall() {
         var store = RuleStore(Given.playing)
-        let stall = Event.outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 50)
+        let stall = Event.outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 50, heardSinceStart: true)
         store.send(stall, commands: [.cork, .flush]) { $0.playback = .paused(.outputLost(.stalled)) }
         // A stall reported once the player no longer plays is stale.
         store.send(stall, commands: [])
