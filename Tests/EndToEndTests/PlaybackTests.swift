@@ -330,4 +330,72 @@ struct PlaybackTests {
             }
         }
     }
+
+    @Test("tracks added while the tail drains: the queue's end and then a format change's drain give way, all heard")
+    func addWhileTheTailDrains() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                // A 2 s server buffer makes each drain long enough for an `earshot add` to come in the middle of it.
+                try writeConfiguration(#"{"targetLatencyMilliseconds": 2000, "fadeMs": 0}"#, in: scratch)
+                // A 44.1 kHz MP3, then two 48 kHz FLACs: a stream keeps its rate, so the second track is a format
+                // change (its tail drained, the stream opened again), the third joins it without one.
+                let first = try Fixtures.copy(try Fixtures.tone(frequency: 400, seconds: 3), to: scratch,
+                                              named: "first.mp3")
+                let second = try Fixtures.copy(try Fixtures.tone(.flac, frequency: 1000, seconds: 1, rate: 48_000),
+                                               to: scratch, named: "second.flac")
+                let third = try Fixtures.copy(try Fixtures.tone(.flac, frequency: 1600, seconds: 1, rate: 48_000),
+                                              to: scratch, named: "third.flac")
+                let (exitStatus, recording, log) = try await withMonitorRecorders([TestEnvironment.headphones]) {
+                    recorders in
+                    let player = try EarshotPlayer(playing: [first], in: scratch)
+                    defer { player.kill() }
+                    func waitForEvent(_ line: String) async throws {
+                        try await waitUntil(line, timeout: .seconds(20)) {
+                            guard player.process.isRunning else {
+                                throw ToolkitError("earshot exited before \(line):\n\(player.standardError)")
+                            }
+                            return player.standardError.contains(line)
+                        }
+                    }
+                    // The queue's end is handed over and drains: the second track comes in the middle of that.
+                    try await waitForEvent(
+                        "event kind=tailHandedOver(queueEnd) playback=playing commands=drain(queueEnd)")
+                    try player.control(["add", second.path])
+                    // Its rate is a format change whose tail drains in turn: the third track comes during that drain.
+                    try await waitForEvent(
+                        "event kind=tailHandedOver(formatChange) playback=playing commands=drain(formatChange)")
+                    try player.control(["add", third.path])
+                    let exited = await player.process.exit(within: .seconds(30))
+                    // Let the last block reach the monitor.
+                    try await Task.sleep(for: .milliseconds(300))
+                    let recording = try await recorders[0].stop()
+                    #expect(exited, "earshot did not finish; log:\n\(player.standardError)")
+                    return (player.process.exitStatus ?? -1, recording, player.standardError)
+                }
+                #expect(exitStatus == 0, "exit status; log:\n\(log)")
+                // Both additions came while a drain ran: the first before the queue was played out, the second before
+                // the format change was reached.
+                let events = log.components(separatedBy: "\n").filter { $0.contains(" event kind=") }
+                func position(_ kind: String) -> Int? { events.firstIndex { $0.contains("kind=\(kind) ") } }
+                let added = try #require(position("queueExtended(2 tracks)"), "\(log)")
+                let addedDuringChange = try #require(position("queueExtended(3 tracks)"), "\(log)")
+                let changeReached = try #require(position("formatChangeReached"), "\(log)")
+                let playedOut = try #require(position("queuePlayedOut"), "\(log)")
+                #expect(added < changeReached && addedDuringChange < changeReached && changeReached < playedOut,
+                        "\(events.joined(separator: "\n"))")
+                // Every track is heard whole, in order (a new stream's first ~10 ms never reach the monitor).
+                let whole = 0..<recording.duration
+                var previousEnd = 0.0
+                for (frequency, seconds) in [(400.0, 3.0), (1000, 1), (1600, 1)] {
+                    let ranges = recording.toneRanges(atFrequency: frequency, amplitude: 0.2, within: whole)
+                    let heard = recording.toneMilliseconds(atFrequency: frequency, amplitude: 0.2, within: whole)
+                    report("added while draining: \(Int(frequency)) Hz heard", heard)
+                    #expect(abs(heard - seconds * 1000) <= 40, "\(frequency) Hz heard for \(heard) ms: \(ranges)")
+                    guard let start = ranges.first?.lowerBound, let end = ranges.last?.upperBound else { continue }
+                    #expect(start >= previousEnd - 0.02, "\(frequency) Hz began at \(start) s, before \(previousEnd) s")
+                    previousEnd = end
+                }
+            }
+        }
+    }
 }
