@@ -72,6 +72,8 @@ extension Player {
 
     /// The tick's longest wait while playing: the stall threshold's minimum (`StallRule`).
     private static let stallMinimum = Duration.milliseconds(StallRule.minimumMilliseconds)
+    /// How often a silence past the threshold, reported before the sink played, is looked at again.
+    private static let unheardSilencePoll = Duration.milliseconds(250)
     /// The progress line's rate on a terminal (4 Hz).
     private static let progressInterval = Duration.milliseconds(250)
 
@@ -109,8 +111,17 @@ extension Player {
     func nextTickDelay(stream: PlaybackStream) -> Duration {
         var delay = Self.stallMinimum
         if let silence = stream.requestSilence() {
-            // A little late rather than early, so that the tick finds the threshold passed.
-            delay = max(stallThreshold(of: stream) - silence, .zero) + .milliseconds(10)
+            let threshold = stallThreshold(of: stream)
+            if silence <= threshold {
+                // A little late rather than early, so that the tick finds the threshold passed.
+                delay = threshold - silence + .milliseconds(10)
+            } else {
+                // Already past it and reported, but not a stall (the sink has not played since the start): the next
+                // report is due when the listener starts hearing, looked at four times a second rather than at every
+                // 10 ms, since a sink that never wakes would otherwise keep the owner ticking a hundred times a
+                // second.
+                delay = Self.unheardSilencePoll
+            }
         }
         if stateWriter != nil {
             // Ticks only about once a second would otherwise save up to a tick late (every 3 s at worst).
