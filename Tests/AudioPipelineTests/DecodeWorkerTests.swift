@@ -348,6 +348,49 @@ struct DecodeWorkerTests {
         #expect(eventually { log.notices.filter { if case .trackStarted = $0 { true } else { false } }.count == 2 })
     }
 
+    @Test("a seek in the track being decoded seeks in its open decoder; the same index of another file opens that")
+    func seekInTheOpenTrack() throws {
+        let source = try TestAudio.sine(seconds: 2, frequency: 1_000)
+        let reference = try TestAudio.decodeAll(try MP3Decoder(path: source))
+        let other = try TestAudio.sine(seconds: 2, frequency: 440)
+        let otherReference = try TestAudio.decodeAll(try MP3Decoder(path: other))
+        // A copy of its own, removed once open: only a decoder that is not opened again can seek in it.
+        let path = TestAudio.folder + "/seek-in-open-\(UUID().uuidString).mp3"
+        try FileManager.default.copyItem(atPath: source, toPath: path)
+        let ring = FrameRing(minimumCapacity: 4_096)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        defer { worker.stop() }
+        worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
+        #expect(eventually { ring.readableFrames == ring.capacity })
+        try FileManager.default.removeItem(atPath: path)
+
+        // Reads `frames` frames after a reposition, a little at a time as the write callback does.
+        func read(_ frames: Int) -> [Int16] {
+            var samples: [Int16] = []
+            var chunk = [Int16](repeating: 0, count: 1_000 * 2)
+            _ = eventually {
+                let wanted = min(1_000, frames - samples.count / 2)
+                let got = chunk.withUnsafeMutableBytes { ring.copyOut(to: $0.baseAddress!, maxFrames: wanted) }
+                samples += chunk.prefix(got * 2)
+                return samples.count >= frames * 2
+            }
+            return samples
+        }
+        var generation = ring.beginGeneration()
+        _ = ring.discardReadable()
+        worker.reposition(paths: [TrackPath(path)], trackIndex: 0, frame: 50_000, generation: generation)
+        #expect(read(4_000) == Array(reference[100_000..<108_000]))
+        #expect(!log.contains { if case .trackFailed = $0 { true } else { false } }, "\(log.notices)")
+        #expect(log.notices.filter { if case .trackStarted = $0 { true } else { false } }.count == 2)
+
+        // A new queue with another file at the same index: that file is opened, from its start.
+        generation = ring.beginGeneration()
+        _ = ring.discardReadable()
+        worker.reposition(paths: [TrackPath(other)], trackIndex: 0, frame: 0, generation: generation)
+        #expect(read(4_000) == Array(otherReference[0..<8_000]))
+    }
+
     @Test("resuming beyond the queue, or loading an empty queue, finishes the queue")
     func emptyAndOutOfRange() throws {
         let ring = FrameRing(minimumCapacity: 1_024)

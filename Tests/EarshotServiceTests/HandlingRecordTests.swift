@@ -67,6 +67,22 @@ struct HandlingRecordTests {
         #expect(sample.preemptions >= 0)
     }
 
+    @Test("a handling's CPU time is its own: never more than the clock measured it, even across a scheduler tick")
+    func cpuTimeIsTheHandlingsOwn() {
+        // 100 handlings of 0.2 ms of work each, 20 ms in all: several scheduler ticks fall inside them. getrusage's
+        // CPU time, brought up to date only at a tick, charged one of them with what ran before it (0.7 ms over).
+        var over: [HandlingSample] = []
+        for _ in 0..<100 {
+            let start = ThreadUsage.now()
+            let until = ContinuousClock.now + .microseconds(200)
+            while ContinuousClock.now < until {}
+            let sample = ThreadUsage.sample(since: start)
+            // A few microseconds pass between reading the CPU clock and the wall clock.
+            if sample.cpuMicros > sample.micros + 100 { over.append(sample) }
+        }
+        #expect(over.isEmpty, "\(over)")
+    }
+
     @Test("inputs are named by kind and by which request or notice, never by content")
     func inputKinds() {
         #expect(Player.Input.tick(arming: 3).kind == "tick")
