@@ -159,6 +159,7 @@ extension StreamNotice {
         case .failed: return "failed"
         case .killed: return "killed"
         case .drained: return "drained"
+        case .requestsStopped: return "requestsStopped"
         }
     }
 }

@@ -12,13 +12,7 @@ extension Player {
     // MARK: Time
 
     func tick() {
-        if let stream, let frame = stream.heardRingFrame() {
-            if let base = watchdogBase {
-                if frame > base { heardSinceStart = true }
-            } else {
-                watchdogBase = frame
-            }
-        }
+        noteHeardSinceStart()
         if let stream, let silence = stream.requestSilence(), silence > stallThreshold(of: stream) {
             // The server has asked for nothing past the rulebook's threshold (the timer was armed for it), measured
             // with whether the sink has played since the stream started: whether that is a stall is the rules' call
@@ -59,6 +53,17 @@ extension Player {
         if configuration.showsProgress { showProgress() }
     }
 
+    /// Notes the heard frame where the stream last started (the first time after `disarmWatchdog`), or whether the
+    /// listener has heard past it since (`heardSinceStart`).
+    func noteHeardSinceStart() {
+        guard let stream, !heardSinceStart, let frame = stream.heardRingFrame() else { return }
+        if let base = watchdogBase {
+            if frame > base { heardSinceStart = true }
+        } else {
+            watchdogBase = frame
+        }
+    }
+
     /// Reports that everything before a format change or the queue's end was handed over, while no drain plays it
     /// out: whether to play it out now (`drain`) is the rules' call.
     func reportTailsHandedOver() {
@@ -70,8 +75,6 @@ extension Player {
         }
     }
 
-    /// The tick's longest wait while playing: the stall threshold's minimum (`StallRule`).
-    private static let stallMinimum = Duration.milliseconds(StallRule.minimumMilliseconds)
     /// How often a silence past the threshold, reported before the sink played, is looked at again.
     private static let unheardSilencePoll = Duration.milliseconds(250)
     /// The progress line's rate on a terminal (4 Hz).
@@ -93,42 +96,60 @@ extension Player {
         return Int(parts.seconds) * 1000 + Int(parts.attoseconds / 1_000_000_000_000_000)
     }
 
-    /// Arms the timer for the next moment the tick has work, or disarms it when the player is not playing.
+    /// Arms the timer for the next moment the tick has work, or disarms it when the player is not playing or the tick
+    /// has none; sets the stream's silence alarm to the stall threshold while playing (the stall watchdog's wake-up,
+    /// which the stream's `.requestsStopped` turns into a tick), and withdraws it otherwise.
     func armTick() {
         guard rules.isPlaying, let stream else {
             tickTimer.disarm()
+            setSilenceAlarm(nil)
             return
         }
-        tickTimer.arm(after: nextTickDelay(stream: stream))
+        // A little late rather than early, so that the tick finds the threshold passed.
+        setSilenceAlarm(stallThreshold(of: stream) + .milliseconds(10))
+        // The frame where the stream started, noted at the first input after the start rather than at the next tick,
+        // which may be a track away now that the stall watchdog does not tick.
+        if watchdogBase == nil { noteHeardSinceStart() }
+        if let delay = nextTickDelay(stream: stream) {
+            tickTimer.arm(after: delay)
+        } else {
+            tickTimer.disarm()
+        }
     }
 
-    /// How long until the tick has work. Every tick wakes several threads, so there is no fixed rate: the tick is due
-    /// when the listener reaches the current track's end, when the server has taken everything before a format change
-    /// or the queue's end (both advance at the sample rate while playing), when the stall watchdog would act if the
-    /// server asked for nothing more (its last request plus the threshold), and on a terminal for the progress line.
-    /// Otherwise, while requests are not due (the sink starting, a drain), after `stallMinimum`. The tick is also due
-    /// when the periodic save is (`SaveSchedule.interval` after the last), so that a kill loses at most that much.
-    func nextTickDelay(stream: PlaybackStream) -> Duration {
-        var delay = Self.stallMinimum
-        if let silence = stream.requestSilence() {
-            let threshold = stallThreshold(of: stream)
-            if silence <= threshold {
-                // A little late rather than early, so that the tick finds the threshold passed.
-                delay = threshold - silence + .milliseconds(10)
-            } else {
-                // Already past it and reported, but not a stall (the sink has not played since the start): the next
-                // report is due when the listener starts hearing, looked at four times a second rather than at every
-                // 10 ms, since a sink that never wakes would otherwise keep the owner ticking a hundred times a
-                // second.
-                delay = Self.unheardSilencePoll
-            }
+    /// Sets the stream's silence alarm when it differs from what that stream was last given (each setting takes
+    /// libpulse's lock, and `armTick` runs after every input).
+    func setSilenceAlarm(_ alarm: Duration?) {
+        guard let stream else {
+            silenceAlarmGiven = nil
+            return
+        }
+        let given = SilenceAlarmSetting(streamGeneration: link.streamGeneration, alarm: alarm)
+        guard given != silenceAlarmGiven else { return }
+        silenceAlarmGiven = given
+        stream.setSilenceAlarm(after: alarm)
+    }
+
+    /// How long until the tick has work, nil when it has none. Every tick wakes several threads, so there is no fixed
+    /// rate: the tick is due when the listener reaches the current track's end, when the server has taken everything
+    /// before a format change or the queue's end (both advance at the sample rate while playing), and on a terminal
+    /// for the progress line. The tick is also due when the periodic save is (`SaveSchedule.interval` after the
+    /// last), so that a kill loses at most that much. The stall watchdog needs no tick: the stream's silence alarm
+    /// wakes the owner (`armTick`), except after a silence past the threshold reported before the sink played.
+    func nextTickDelay(stream: PlaybackStream) -> Duration? {
+        var delay: Duration?
+        if heardSinceStart == false, watchdogBase != nil, let silence = stream.requestSilence(),
+           silence > stallThreshold(of: stream) {
+            // Already past it and reported, but not a stall (the sink has not played since the start): the next
+            // report is due when the listener starts hearing, looked at four times a second.
+            delay = Self.unheardSilencePoll
         }
         if stateWriter != nil {
-            // Ticks only about once a second would otherwise save up to a tick late (every 3 s at worst).
+            // Without a tick of its own the position would be saved only at a track's end.
             let untilSave = SaveSchedule.interval - (ContinuousClock.now - saving.lastCurrent)
-            delay = min(delay, max(untilSave, .zero) + .milliseconds(2))
+            delay = Self.earliest(delay, max(untilSave, .zero) + .milliseconds(2))
         }
-        if configuration.showsProgress { delay = min(delay, Self.progressInterval) }
+        if configuration.showsProgress { delay = Self.earliest(delay, Self.progressInterval) }
         var frames = Int.max
         if drainingFor == nil {
             if let change = pendingFormatChange { frames = min(frames, change.ringFrame - ring.totalFramesRead) }
@@ -139,7 +160,12 @@ extension Player {
         let rate = max(worker.currentFormat?.sampleRate ?? 44_100, 1)
         // A couple of milliseconds late rather than early, so the tick finds the boundary passed.
         let milliseconds = max(frames, 0) * 1000 / rate + 2
-        return min(.milliseconds(max(milliseconds, 5)), delay)
+        return Self.earliest(delay, .milliseconds(max(milliseconds, 5)))
+    }
+
+    /// The earlier of a delay that may be absent and one that is not.
+    static func earliest(_ delay: Duration?, _ other: Duration) -> Duration {
+        delay.map { min($0, other) } ?? other
     }
 
     /// Moves the listener's position to what the stream's timing says is heard now (between ticks it is the last

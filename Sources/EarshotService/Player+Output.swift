@@ -445,6 +445,10 @@ extension Player {
     func streamNoticed(_ notice: StreamNotice) {
         let now = monotonicMoment()
         switch notice {
+        case .requestsStopped:
+            // The stream's silence alarm: the stall watchdog measures now (`tick`), and the rules judge. One that
+            // crossed a pause on its way here has nothing to measure.
+            if rules.isPlaying { tick() }
         case .drained:
             guard let purpose = drainingFor else { return }
             drainingFor = nil

@@ -99,6 +99,8 @@ actor Player {
     var heardSinceStart = false
     /// The last silence reported to the rules (`tick`), so that the same one is not reported at every tick.
     var reportedSilence: SilenceReport?
+    /// The silence alarm last given to a stream (`armTick`).
+    var silenceAlarmGiven: SilenceAlarmSetting?
     /// The tick's timer, armed only while playing (see `TickTimer`).
     let tickTimer: TickTimer
     /// What was handed to the state writer, and when (see `SaveSchedule`).

@@ -104,6 +104,14 @@ struct SilenceReport: Equatable {
     var heardSinceStart: Bool
 }
 
+/// The silence alarm the owner gave a stream (`Player.armTick`): given again only when it changes.
+struct SilenceAlarmSetting: Equatable {
+    /// The stream it was given to (`OutputLink.streamGeneration`).
+    var streamGeneration: Int
+    /// Its length; nil when withdrawn.
+    var alarm: Duration?
+}
+
 /// Milliseconds on the monotonic clock: the moments stamped on events.
 func monotonicMoment() -> Moment {
     var now = timespec()

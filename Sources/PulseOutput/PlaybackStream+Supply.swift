@@ -7,12 +7,14 @@
 // libpulse's thread while exactly this callback body runs (the libpulse calls it makes included). The buffering
 // choices (tlength, minreq, prebuf) are explained at the top of PlaybackStream.swift.
 //
-// Stall watchdog: besides copying, the write callback only stores the time of the request and adds the requested
-// frames to a counter (one relaxed atomic store, one relaxed atomic add; clock_gettime goes through the vDSO). The
-// owner polls `isStalled()` (or `requestSilence()`) from its own tick: a stream that is playing (uncorked, and the
-// server acknowledged it) but that the server has not asked for data for several periods is stalled. On PipeWire
-// the graph can stop driving a stream with no callback at all (a node left unlinked, a stuck driver); this is how
-// the owner learns that nothing is heard any more.
+// Stall watchdog: besides copying, the write callback only stores the time of the request, adds the requested
+// frames to a counter (one relaxed atomic store, one relaxed atomic add; clock_gettime goes through the vDSO) and
+// moves the silence alarm's timer on (`noteRequest`). That alarm, a timer on libpulse's thread that the owner sets
+// while it plays, delivers `.requestsStopped` when a stream that should be playing (uncorked, and the server
+// acknowledged it) has not been asked for data for the alarm's length; the owner then measures `requestSilence()`,
+// and its rules judge whether that is a stall. When the timer runs out with no request due (corked, starting,
+// draining), it is set again for later. On PipeWire the graph can stop driving a stream with no callback at all (a
+// node left unlinked, a stuck driver); this is how the owner learns that nothing is heard any more.
 
 import CPulse
 
@@ -59,18 +61,88 @@ extension PlaybackStream {
     ///
     /// Meant to be polled from the owner's periodic tick (every 50 ms is plenty), never from a notice handler.
     public func requestSilence(atUptimeNanoseconds now: UInt64 = PlaybackStream.uptimeNanoseconds()) -> Duration? {
-        connection.withLock { () -> Duration? in
-            guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY,
-                !desiredCorked, !acknowledgedCorked, !draining,
-                !endOfData.load(ordering: .acquiring), !awaitingRefill.load(ordering: .acquiring),
-                playingSinceNanoseconds > 0
-            else { return nil }
-            // Until the server has asked once since the uncork, the sink is still starting (a suspended device, an
-            // idle null sink, a Bluetooth link waking up can take seconds): that is not a stall.
-            let lastRequest = lastRequestNanoseconds.load(ordering: .relaxed)
-            guard lastRequest > playingSinceNanoseconds else { return nil }
-            return .nanoseconds(Int64(now > lastRequest ? now - lastRequest : 0))
+        connection.withLock { requestSilenceLocked(atUptimeNanoseconds: now).map { .nanoseconds(Int64($0)) } }
+    }
+
+    /// `requestSilence()` in nanoseconds. Lock held.
+    func requestSilenceLocked(atUptimeNanoseconds now: UInt64) -> UInt64? {
+        guard let stream, pa_stream_get_state(stream) == PA_STREAM_READY,
+            !desiredCorked, !acknowledgedCorked, !draining,
+            !endOfData.load(ordering: .acquiring), !awaitingRefill.load(ordering: .acquiring),
+            playingSinceNanoseconds > 0
+        else { return nil }
+        // Until the server has asked once since the uncork, the sink is still starting (a suspended device, an
+        // idle null sink, a Bluetooth link waking up can take seconds): that is not a stall.
+        let lastRequest = lastRequestNanoseconds.load(ordering: .relaxed)
+        guard lastRequest > playingSinceNanoseconds else { return nil }
+        return now > lastRequest ? now - lastRequest : 0
+    }
+
+    // MARK: - The silence alarm
+
+    /// Asks for `.requestsStopped` once the server has asked for nothing for `after` while a request is due (see
+    /// `requestSilence()`), and again every `after` while that lasts; nil stops asking (the owner sets it while
+    /// playing, for the rules' stall threshold). The alarm is a timer on libpulse's thread, which wakes anyway for
+    /// the server's requests, so the owner no longer wakes about once a second only to find that they still come
+    /// (those ticks, and the lock they took, were a quarter of the process's CPU while playing).
+    public func setSilenceAlarm(after: Duration?) {
+        connection.withLock {
+            silenceAlarmNanoseconds = after.map { UInt64(max(Self.nanoseconds(of: $0), 1)) }
+            armSilenceAlarmLocked(now: Self.uptimeNanoseconds())
         }
+    }
+
+    /// `duration` in whole nanoseconds.
+    static func nanoseconds(of duration: Duration) -> Int64 {
+        let parts = duration.components
+        return parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000
+    }
+
+    /// Sets the alarm's timer for the moment the silence would reach the alarm, or disables it. Lock held.
+    func armSilenceAlarmLocked(now: UInt64) {
+        guard let context = connection.context else { return }
+        guard let alarm = silenceAlarmNanoseconds else {
+            // An invalid time (PA_USEC_INVALID, all ones) disables a libpulse timer.
+            if let silenceTimer { pa_context_rttime_restart(context, silenceTimer, pa_usec_t.max) }
+            return
+        }
+        // While a request is due, at the last request plus the alarm; otherwise (corked, starting, draining) look
+        // again an alarm's length from now. pa_rtclock is CLOCK_MONOTONIC, the clock of our nanoseconds.
+        var due = now + alarm
+        if let silence = requestSilenceLocked(atUptimeNanoseconds: now), silence < alarm { due = now - silence + alarm }
+        let dueMicroseconds = pa_usec_t(due / 1000) + 1
+        if let silenceTimer {
+            pa_context_rttime_restart(context, silenceTimer, dueMicroseconds)
+            return
+        }
+        silenceTimerContext = context
+        silenceTimer = pa_context_rttime_new(context, dueMicroseconds, { _, _, _, userdata in
+            PlaybackStream.owner(userdata)?.silenceAlarmFired()
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Frees the alarm's timer; at close, so its callback never runs for a stream that is gone. Lock held.
+    func freeSilenceTimerLocked() {
+        silenceAlarmNanoseconds = nil
+        guard let silenceTimer else { return }
+        self.silenceTimer = nil
+        silenceTimerContext = nil
+        pa_threaded_mainloop_get_api(connection.mainloop)?.pointee.time_free(silenceTimer)
+    }
+
+    /// The alarm's timer ran out (libpulse's thread, lock held): a silence as long as the alarm is reported, and the
+    /// timer set again either way. Whether the silence is a stall is not the stream's to say.
+    private func silenceAlarmFired() {
+        guard let alarm = silenceAlarmNanoseconds else { return }
+        let now = Self.uptimeNanoseconds()
+        if let silence = requestSilenceLocked(atUptimeNanoseconds: now), silence >= alarm {
+            deliver(.requestsStopped)
+            if let context = connection.context, let silenceTimer {
+                pa_context_rttime_restart(context, silenceTimer, pa_usec_t((now + alarm) / 1000) + 1)
+            }
+            return
+        }
+        armSilenceAlarmLocked(now: now)
     }
 
     /// The stall watchdog: true when the stream should be playing (see `requestSilence()`) but the server has asked
@@ -90,10 +162,18 @@ extension PlaybackStream {
 
     // MARK: - The write callback (mainloop thread, lock held)
 
-    /// The watchdog's part of the write callback: one relaxed atomic store and one relaxed atomic add, nothing else.
+    /// The watchdog's part of the write callback: one relaxed atomic store, one relaxed atomic add, and the silence
+    /// alarm moved to an alarm's length after this request (libpulse's timer restart: a few stores and one byte
+    /// written to the mainloop's own wake-up pipe, no allocation, no lock, no wait). Moved here, the alarm never runs
+    /// out while the server keeps asking; left to run out and set again, it woke libpulse's thread once more a second
+    /// (about 10 ms of CPU a minute).
     func noteRequest(bytes: Int) {
-        lastRequestNanoseconds.store(PlaybackStream.uptimeNanoseconds(), ordering: .relaxed)
+        let now = PlaybackStream.uptimeNanoseconds()
+        lastRequestNanoseconds.store(now, ordering: .relaxed)
         framesRequested.add(bytes / Self.bytesPerFrame, ordering: .relaxed)
+        if let silenceTimer, let silenceTimerContext, let alarm = silenceAlarmNanoseconds {
+            pa_context_rttime_restart(silenceTimerContext, silenceTimer, pa_usec_t((now + alarm) / 1000) + 1)
+        }
     }
 
     /// The write callback's work. Real-time path: copies only; no allocation, no locks, no logging, no strings.

@@ -92,6 +92,11 @@ public final class PlaybackStream: @unchecked Sendable {
     var drainOperation: OpaquePointer?
     /// The timer that asks the server for timing while the stream plays (+Timing); disabled while corked.
     var timingTimer: OpaquePointer?
+    /// The silence alarm's timer (+Supply), and its length; nil while the owner wants no alarm.
+    var silenceTimer: OpaquePointer?
+    var silenceAlarmNanoseconds: UInt64?
+    /// The context the alarm's timer was made on, so the write callback restarts it without reading the connection.
+    var silenceTimerContext: OpaquePointer?
     /// CLOCK_MONOTONIC nanoseconds of the moment the server's last timing reading describes (+Timing); 0 before the
     /// first.
     var timingReadNanoseconds: UInt64 = 0
@@ -206,6 +211,7 @@ public final class PlaybackStream: @unchecked Sendable {
         connection.unregister(self)
         cancelDrainLocked()
         freeTimingTimerLocked()
+        freeSilenceTimerLocked()
         for operation in pendingOperations {
             if pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
                 pa_operation_cancel(operation)

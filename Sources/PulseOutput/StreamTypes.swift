@@ -95,6 +95,9 @@ public enum StreamNotice: Sendable, Equatable {
     case killed
     /// All audio queued before `drain()` has played.
     case drained
+    /// The server has asked for nothing for the silence alarm's length while a request was due
+    /// (`setSilenceAlarm(after:)`); repeated every alarm's length while that lasts.
+    case requestsStopped
 }
 
 /// Two C functions a test calls around the body of a stream's write callback, on libpulse's thread: the seam that

@@ -2,7 +2,8 @@
 // counting heap and lock calls on libpulse's thread while, and only while, our callback body runs (the stream's
 // WriteCallbackProbe arms and disarms it). libpulse's own work around the callback (timing updates, socket I/O,
 // dispatching replies) runs unarmed and is not counted; the libpulse calls our callback makes (pa_stream_begin_write,
-// pa_stream_write) are inside the armed section, so they are counted too.
+// pa_stream_write, and the silence alarm's timer restart, with the alarm set as the player sets it while playing)
+// are inside the armed section, so they are counted too.
 import AudioPipeline
 import CRealtimeAudit
 import Foundation
@@ -20,6 +21,8 @@ struct RealtimePathTests {
         let probe = WriteCallbackProbe(entered: realtime_audit_arm, left: realtime_audit_disarm)
         let playing = try await PlayingStream(connection: connection, sinkName: "headphones", writeProbe: probe)
         defer { playing.close() }
+        // As the player sets it while playing: every request then moves the alarm's timer on.
+        playing.stream.setSilenceAlarm(after: .seconds(1))
         try await playing.startPlaying()
         // Warm-up: libpulse fills its free lists and memory pool slots on the first requests.
         try await Task.sleep(for: .seconds(1))
