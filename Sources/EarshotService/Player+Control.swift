@@ -230,7 +230,8 @@ extension Player {
         case .shuffle(let on): choosePlayOrder(repeat: nil, shuffle: on)
         case .status, .events: break
         }
-        // The tick runs only about once a second: the position a reply shows is read from the stream now.
+        // The tick runs only when it has work (a track's end, a save): the position a reply shows is read from the
+        // stream now.
         settleAtHeardPosition()
         return ControlReply.success(["status": report().status])
     }
@@ -249,7 +250,7 @@ extension Player {
     }
 
     func shutdown(signal: Int32) {
-        // Saved where the listener is now, not where the last tick (up to a second ago) found them.
+        // Saved where the listener is now, not where the last tick (up to a track ago) found them.
         settleAtHeardPosition()
         // Quiet first, before anything that may wait: the log (a client reading it), MPRIS's stop (its bus thread may
         // be waiting for this owner, up to its 10 s timeout).
@@ -376,7 +377,7 @@ extension Player {
         guard let mpris else { return }
         let report = report()
         // The cell is anchored at now, so it takes the position the stream's timing says is heard now: the last
-        // tick's (up to a second old) would set MPRIS's Position back at every publish between ticks. Read, not
+        // tick's (up to a track old) would set MPRIS's Position back at every publish between ticks. Read, not
         // settled: a settled position would differ at every inbox item and make each one rewrite the state file.
         positionCell.store(microseconds: Int64(milliseconds(at: currentHeardPosition())) * 1000,
                            advancing: rules.isPlaying, limit: report.lengthMicroseconds)
