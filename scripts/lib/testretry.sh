@@ -49,3 +49,19 @@ testretry_again() {
     rm -f "$output"
     return "$status"
 }
+
+# testretry_unfinished LOG: prints, in the order they started, the tests that LOG (a `swift test` run's plain output,
+# NO_COLOR) shows started and never passed, failed or skipped: after a run that died on a signal, the test that was
+# running when it did (one at a time, --no-parallel), so that the closing lines name it.
+testretry_unfinished() {
+    awk '
+        /^◇ Test ".*" started\.$/ {
+            name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name)
+            order[++count] = name; open[name] = 1; next
+        }
+        /^(✔|✘|➜) Test "/ && (/ (passed|failed) after [0-9.]+ seconds/ || / skipped/) {
+            for (name in open) if (index($0, "Test " name " ") > 0) delete open[name]
+        }
+        END { for (i = 1; i <= count; i++) if (order[i] in open) { print order[i]; delete open[order[i]] } }
+    ' "$1"
+}
