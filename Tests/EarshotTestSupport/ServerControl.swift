@@ -101,6 +101,33 @@ public enum ServerControl {
         try pactl(["get-default-sink"]).trimmed
     }
 
+    /// What the server has now, in short, for a failure's message: the default sink, the sinks (index, name, state),
+    /// the streams on them (index, sink index, corked, application) and the cards (name, active profile). Never
+    /// throws: what cannot be listed says so.
+    public static func summary() -> String {
+        // A short timeout: a frozen server answers nothing, and the failure is already on its way.
+        func list(_ what: String, _ line: ([String: Any]) -> String) -> String {
+            guard let output = try? ProcessRunner.runChecked(
+                      "pactl", ["--format=json", "list", what], timeout: .seconds(3)).standardOutput,
+                  let data = output.data(using: .utf8),
+                  let objects = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]]
+            else { return "\(what): not listed" }
+            return "\(what): " + (objects.isEmpty ? "none" : objects.map(line).joined(separator: "; "))
+        }
+        let defaultSink = (try? ProcessRunner.runChecked("pactl", ["get-default-sink"], timeout: .seconds(3))
+            .standardOutput.trimmed) ?? "not listed"
+        return [
+            "default sink: \(defaultSink)",
+            list("sinks") { "#\($0["index"] ?? "?") \($0["name"] ?? "?") \($0["state"] ?? "?")" },
+            list("sink-inputs") { input in
+                let properties = input["properties"] as? [String: Any]
+                return "#\(input["index"] ?? "?") on sink #\(input["sink"] ?? "?")"
+                    + " corked \((input["corked"] as? Bool).map { "\($0)" } ?? "?") \(properties?["application.name"] ?? "?")"
+            },
+            list("cards") { "\($0["name"] ?? "?") profile \($0["active_profile"] ?? "?")" },
+        ].joined(separator: "\n")
+    }
+
     /// Makes the sink called `name` the default sink.
     public static func setDefaultSink(_ name: String) throws {
         try pactl(["set-default-sink", name])

@@ -105,7 +105,7 @@ final class EarshotPlayer: Sendable {
                 return try? status()
             }
         } catch {
-            throw ToolkitError("\(error); log:\n\(standardError)")
+            throw ToolkitError("\(error); the server now:\n\(ServerControl.summary())\nlog:\n\(standardError)")
         }
     }
 

@@ -203,7 +203,8 @@ final class ServiceHarness: Sendable {
                 return try? status()
             }
         } catch {
-            throw ToolkitError("\(error); log:\n" + service.standardError())
+            throw ToolkitError(
+                "\(error); the server now:\n\(ServerControl.summary())\nlog:\n" + service.standardError())
         }
     }
 
