@@ -67,4 +67,22 @@ struct JSONTreeTests {
         #expect(try JSONTree.text(numbers) == String(decoding: try encoder.encode(numbers), as: UTF8.self))
         #expect(throws: JSONTree.UnsupportedValue.self) { try JSONTree.text([Double.nan]) }
     }
+
+    @Test("collections of one type (a status's counts by kind, its lists of kinds) write as the same in Any do")
+    func writesTypedCollections() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Keys in UTF-8 byte order: "z" (7A) before "é" (C3 A9), "" first, a prefix before what extends it.
+        let counts = ["é": 1, "z": 2, "": 3, "ab": 4, "a": 5, "Z": -6, "a/b\"": 7]
+        let kinds = ["request \"x\"", "a/b", "\u{01}", "é"]
+        #expect(try JSONTree.text(counts) == String(decoding: try encoder.encode(counts), as: UTF8.self))
+        #expect(try JSONTree.text(kinds) == String(decoding: try encoder.encode(kinds), as: UTF8.self))
+        let nested: [String: Any] = ["counts": counts, "kinds": kinds, "flags": [true, false], "none": [String]()]
+        let boxed: [String: Any] = [
+            "counts": counts as [String: Any], "kinds": kinds as [Any], "flags": [true, false] as [Any],
+            "none": [Any](),
+        ]
+        #expect(try JSONTree.text(nested) == (try JSONTree.text(boxed)))
+        #expect(try JSONTree.text(nested).hasPrefix(#"{"counts":{"":3,"Z":-6,"a":5,"a\/b\"":7,"ab":4,"z":2,"é":1}"#))
+    }
 }
