@@ -84,7 +84,9 @@ public enum JSONTree {
     private static func appendString(_ value: String, to out: inout [UInt8]) {
         var plain = value
         let clean = plain.withUTF8 { bytes in
-            bytes.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "/") }
+            bytes.allSatisfy { byte in
+                byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") && byte != UInt8(ascii: "/")
+            }
         }
         guard clean else { return appendString(value.utf8, escapingSlashes: true, to: &out) }
         out.append(UInt8(ascii: "\""))

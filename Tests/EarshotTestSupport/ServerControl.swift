@@ -121,8 +121,9 @@ public enum ServerControl {
             list("sinks") { "#\($0["index"] ?? "?") \($0["name"] ?? "?") \($0["state"] ?? "?")" },
             list("sink-inputs") { input in
                 let properties = input["properties"] as? [String: Any]
-                return "#\(input["index"] ?? "?") on sink #\(input["sink"] ?? "?")"
-                    + " corked \((input["corked"] as? Bool).map { "\($0)" } ?? "?") \(properties?["application.name"] ?? "?")"
+                let corked = (input["corked"] as? Bool).map { "\($0)" } ?? "?"
+                return "#\(input["index"] ?? "?") on sink #\(input["sink"] ?? "?") corked \(corked)"
+                    + " \(properties?["application.name"] ?? "?")"
             },
             list("cards") { "\($0["name"] ?? "?") profile \($0["active_profile"] ?? "?")" },
         ].joined(separator: "\n")
