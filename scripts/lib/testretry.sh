@@ -3,7 +3,7 @@
 # scripts/ci-checks). A real server on a shared 2-core machine has bad moments, so a run that failed in a few tests
 # (at most $TESTRETRY_MAX) runs just those once more, alone; the run passes only if all of them pass then, and the
 # caller names each of them as flaky in its closing lines, so they are looked at rather than forgotten. A crash, or
-# more failures than that, is never retried.
+# more failures than that, is never retried; for a crash, testretry_unfinished names the test that was running.
 
 TESTRETRY_MAX=3
 # The tests the last successful testretry_again ran again ("Module.Type/function").
