@@ -100,7 +100,7 @@ soundserver_start() {
     [[ "$kind" == pulseaudio* ]] || SOUNDSERVER_PERIOD_FRAMES=$SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES
     export SOUNDSERVER_ROOT SOUNDSERVER_KIND EARSHOT_TEST_SERVER SOUNDSERVER_CTL SOUNDSERVER_PERIOD_FRAMES
     _soundserver_export_addresses
-    if ! _soundserver_launch; then
+    if ! _soundserver_launch_twice "start"; then
         _soundserver_log "the private $kind did not start; logs follow"
         _soundserver_dump_logs
         soundserver_stop
@@ -139,18 +139,22 @@ soundserver_relaunch() {
     _soundserver_require_root || return 1
     _soundserver_running && return 0
     _soundserver_kill_all KILL
-    if _soundserver_launch; then
-        return 0
-    fi
-    # A stack of three daemons restarted in a hurry sometimes comes up without its graph (seen once with
-    # pipewire: wireplumber "Failed to connect to PipeWire"): start it from scratch once more before giving up.
-    _soundserver_log "the private $SOUNDSERVER_KIND did not start again; trying once more"
-    _soundserver_kill_all KILL
-    if ! _soundserver_launch; then
+    if ! _soundserver_launch_twice "start again"; then
         _soundserver_log "the private $SOUNDSERVER_KIND did not start again; logs follow"
         _soundserver_dump_logs
         return 1
     fi
+}
+
+# _soundserver_launch_twice WHAT: launches the stack, and from scratch once more if it did not come up. A stack of
+# three daemons sometimes comes up without its graph (seen with pipewire restarted in a hurry: wireplumber "Failed to
+# connect to PipeWire"), or refuses its layout while the other lane loads the machine (PipeWire 1.6.9 in a Debian 13
+# root just made, 2026-12-04: pactl's "Failure: Not supported" 2 s into its first start).
+_soundserver_launch_twice() {
+    _soundserver_launch && return 0
+    _soundserver_log "the private $SOUNDSERVER_KIND did not $1; trying once more"
+    _soundserver_kill_all KILL
+    _soundserver_launch
 }
 
 # soundserver_freeze: stops the process that runs the audio graph (SIGSTOP: pulseaudio, or the pipewire daemon)
