@@ -43,6 +43,14 @@ public enum Goertzel {
     }
 }
 
+/// `lower..<upper`, or an error naming `what` when a recording left no room between them. A range whose bounds
+/// are the wrong way round traps, and a trap ends the whole test bundle (every test after it unrun) where an
+/// error fails only this test, which the retry rule may then run again.
+public func span(_ lower: Double, _ upper: Double, _ what: String) throws -> Range<Double> {
+    guard lower <= upper else { throw ToolkitError("no room for \(what): \(lower) s is after \(upper) s") }
+    return lower..<upper
+}
+
 extension Recording {
     /// The default threshold for "audible", in dBFS: about 10 steps of 16-bit audio.
     public static let defaultThreshold = -70.0

@@ -177,7 +177,7 @@ struct CallTests {
                 #expect(after.playback == "paused" && after.pauseReason == "user" && after.activeInterruptions.isEmpty
                             && !after.waitingForInterruptionEnd, "after the call: \(after)")
                 let music = headphones.sweepMilliseconds(
-                    within: (headphones.time(of: pausedAt) + 0.100)..<headphones.duration,
+                    within: try span(headphones.time(of: pausedAt) + 0.100, headphones.duration, "after the pause"),
                     positions: CallScenario.positions)
                 #expect(music == 0, "\(music) ms of music after the user's pause")
             }

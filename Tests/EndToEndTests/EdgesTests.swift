@@ -156,8 +156,9 @@ extension PolitenessTests {
             // first audible sound (a soft consonant), and a monitor's clock can be some tens of ms off the wall's.
             let launched = headphones.time(of: spoken)
             let full = musicLevel(headphones, (launched - 0.700)..<(launched - 0.200))
-            let ducked = musicLevel(headphones, (voice.lowerBound + 0.250)..<(voice.upperBound - 0.050))
-            let restoredSpan = (voice.upperBound + 0.300)..<min(voice.upperBound + 0.700, headphones.duration - 0.020)
+            let ducked = musicLevel(headphones, try span(voice.lowerBound + 0.250, voice.upperBound - 0.050, "speech"))
+            let restoredEnd = min(voice.upperBound + 0.700, headphones.duration - 0.020)
+            let restoredSpan = try span(voice.upperBound + 0.300, restoredEnd, "a recording after the speech")
             #expect(restoredSpan.upperBound - restoredSpan.lowerBound >= 0.200, "recorded too little after the speech")
             let restored = musicLevel(headphones, restoredSpan)
             report("duck (a11y): level drop", full - ducked, unit: "dB")

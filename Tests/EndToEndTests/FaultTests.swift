@@ -129,7 +129,7 @@ struct FaultTests {
             // machine may starve the null sink for a few milliseconds (that is no pause: status counts no underrun,
             // and the track does not jump), so gaps up to 60 ms are allowed, and measured.
             let from = recording.time(of: killed) - 0.3
-            let range = max(from, 0.1)..<(recording.duration - 0.1)
+            let range = try span(max(from, 0.1), recording.duration - 0.1, "the recording")
             let stretches = recording.sweepStretches(within: range, positions: positions)
             let gaps = zip(stretches, stretches.dropFirst()).map { $1.start - $0.end }
             let first = try #require(stretches.first, "nothing heard around the restart")

@@ -87,7 +87,7 @@ struct NotCallTests {
             // a null sink's hiccup (nothing else plays on the headphones here, so sound is the music; the sweep's own
             // analysis would cost more than the rest of the test in a debug build).
             let musicStart = try #require(headphones.firstAudibleTime(), "no music on the headphones")
-            let gap = headphones.longestSilence(within: (musicStart + 0.1)..<(headphones.duration - 0.05))
+            let gap = headphones.longestSilence(within: try span(musicStart + 0.1, headphones.duration - 0.05, "music"))
             report("not calls: longest silence in the music", gap * 1000)
             #expect(gap <= 0.030, "the music stopped for \(gap * 1000) ms")
         }

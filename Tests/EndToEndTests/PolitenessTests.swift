@@ -51,7 +51,7 @@ struct PolitenessTests {
         #expect(abs(after.end - 4.5) <= 0.015 && abs(after.positionAtEnd - 4.0) <= 0.015, "\(after)")
         #expect(recording.sweepMilliseconds(within: 2.015..<2.485, positions: Self.positions) == 0)
         // (Below 0.6 s the sweep itself is within a 10 ms window's reach of 440 Hz: the tests look later.)
-        let tone = recording.dialToneRanges(within: 0.8..<recording.duration)
+        let tone = recording.dialToneRanges(within: try span(0.8, recording.duration, "the dial tone"))
         #expect(tone.count == 1 && abs((tone.first?.lowerBound ?? 0) - 2.0) <= 0.010
                     && abs((tone.first?.upperBound ?? 0) - 2.5) <= 0.010, "\(tone)")
     }
@@ -99,7 +99,7 @@ struct PolitenessTests {
             #expect(latency <= 0.030, "music went on \(latency * 1000) ms into the call; \(all)")
             // No music while the call is heard, and the music is back promptly once it ends.
             let silent = headphones.sweepMilliseconds(
-                within: (before.end + 0.015)..<(after.start - 0.015), positions: Self.positions)
+                within: try span(before.end + 0.015, after.start - 0.015, "a call"), positions: Self.positions)
             #expect(silent == 0, "\(silent) ms of music during the call; \(all)")
             #expect(after.start >= callHeard.upperBound - 0.010, "music \(after) during the call \(callHeard)")
             report("\(label): music back after the call's last sound", (after.start - callHeard.upperBound) * 1000)
@@ -140,10 +140,11 @@ struct PolitenessTests {
             let callHeard = try heardCall(in: headphones, after: callPlaced)
             let all = headphones.sweepStretches(positions: Self.positions)
             let musicEnd = try #require(all.last { $0.start < callHeard.lowerBound }?.end, "\(all)")
-            let later = headphones.sweepMilliseconds(within: (musicEnd + 0.015)..<headphones.duration,
-                                                     positions: Self.positions)
+            let later = headphones.sweepMilliseconds(
+                within: try span(musicEnd + 0.015, headphones.duration, "after the music"), positions: Self.positions)
             #expect(later == 0, "\(later) ms of music after the call started; \(all)")
-            let afterCall = headphones.audibleMilliseconds(within: (callHeard.upperBound + 0.020)..<headphones.duration)
+            let afterCall = headphones.audibleMilliseconds(
+                within: try span(callHeard.upperBound + 0.020, headphones.duration, "a recording after the call"))
             #expect(afterCall == 0, "\(afterCall) ms of sound after the call ended")
             #expect(recordings[1].audibleMilliseconds == 0)
             player.expectPrivateLog(hiding: secrets(scratch))
@@ -186,9 +187,11 @@ struct PolitenessTests {
             }
             let callHeard = try heardCall(in: headphones, after: callPlaced)
             let musicAfterPause = headphones.sweepMilliseconds(
-                within: (headphones.time(of: pausedAt) + 0.100)..<headphones.duration, positions: Self.positions)
+                within: try span(headphones.time(of: pausedAt) + 0.100, headphones.duration, "after the pause"),
+                positions: Self.positions)
             #expect(musicAfterPause == 0, "\(musicAfterPause) ms of music after the pause")
-            let afterCall = headphones.audibleMilliseconds(within: (callHeard.upperBound + 0.020)..<headphones.duration)
+            let afterCall = headphones.audibleMilliseconds(
+                within: try span(callHeard.upperBound + 0.020, headphones.duration, "a recording after the call"))
             #expect(afterCall == 0, "\(afterCall) ms of sound after the call ended")
             #expect(recordings[1].audibleMilliseconds == 0)
             player.expectPrivateLog(hiding: secrets(scratch))
@@ -222,7 +225,7 @@ struct PolitenessTests {
             let callHeard = try heardCall(in: headphones, after: callPlaced)
             let (before, after, all) = try stretches(around: callHeard.lowerBound, in: headphones)
             let silent = headphones.sweepMilliseconds(
-                within: (before.end + 0.015)..<(after.start - 0.015), positions: Self.positions)
+                within: try span(before.end + 0.015, after.start - 0.015, "a call"), positions: Self.positions)
             #expect(silent == 0, "\(silent) ms of music during the call; \(all)")
             #expect(after.start >= callHeard.upperBound - 0.010, "music \(after) began during the call \(callHeard)")
             #expect(after.start - callHeard.upperBound <= 1.0, "music \(after) long after the call \(callHeard)")
@@ -265,7 +268,7 @@ struct PolitenessTests {
             let firstEnd = headphones.time(of: firstEnded)
             #expect(callsHeard.upperBound - firstEnd >= 0.9, "calls heard \(callsHeard), first ended at \(firstEnd)")
             let silent = headphones.sweepMilliseconds(
-                within: (before.end + 0.015)..<(after.start - 0.015), positions: Self.positions)
+                within: try span(before.end + 0.015, after.start - 0.015, "a call"), positions: Self.positions)
             #expect(silent == 0, "\(silent) ms of music during the calls; \(all)")
             #expect(after.start >= callsHeard.upperBound - 0.010, "music \(after) before the second call ended")
             #expect(after.start - callsHeard.upperBound <= 1.0)
@@ -380,7 +383,8 @@ struct PolitenessTests {
             #expect(headphones.duration >= 2.5, "recorded only \(headphones.duration) s on the new headphones")
             #expect(headphones.audibleMilliseconds == 0,
                     "the new headphones played \(headphones.audibleMilliseconds) ms")
-            let sinceReplug = max(0, speakers.time(of: replugged) - 0.1)..<speakers.duration
+            let sinceReplug = try span(
+                max(0, speakers.time(of: replugged) - 0.1), speakers.duration, "after the replug")
             let afterReplug = speakers.audibleMilliseconds(within: sinceReplug)
             #expect(afterReplug == 0, "speakers played \(afterReplug) ms after the replug")
             player.expectPrivateLog(hiding: secrets(scratch))
@@ -408,7 +412,8 @@ struct PolitenessTests {
             #expect(firstOnSpeakers.start >= speakers.time(of: moving) - 0.030, "speakers played before the move")
             // Nothing more of ours on headphones after the move; PipeWire's relink can leave a sub-millisecond tail
             // (0.84 ms seen once) past the last full analysis window, so a few milliseconds are tolerated.
-            let afterMove = headphones.audibleMilliseconds(within: (lastOnHeadphones.end + 0.002)..<headphones.duration)
+            let afterMove = headphones.audibleMilliseconds(
+                within: try span(lastOnHeadphones.end + 0.002, headphones.duration, "after the move"))
             #expect(afterMove <= 5, "\(afterMove) ms on headphones after the move")
             // The two recordings' clocks agree to well under a millisecond on PulseAudio (MonitorRecorder); on
             // PipeWire each recorder gets its data a period at a time, and their clocks were seen up to 10.3 ms apart

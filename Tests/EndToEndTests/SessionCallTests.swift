@@ -77,14 +77,14 @@ struct SessionCallTests {
 
             // The call was heard on the speakers, and only there.
             let callOnSpeakers = speakers.dialToneRanges(
-                within: max(0, speakers.time(of: callPlaced) - 0.05)..<speakers.duration)
+                within: try span(max(0, speakers.time(of: callPlaced) - 0.05), speakers.duration, "the call"))
             let firstTone = try #require(callOnSpeakers.first, "the call was not heard on the speakers")
             let callHeard = firstTone.lowerBound..<(callOnSpeakers.last?.upperBound ?? firstTone.upperBound)
             // Looked for from the call on: the headphones' recording starts before the player, and the sweep's first
             // few hundred milliseconds lie near the dial tone's frequencies. (A single 10 ms window at the music's edges
             // can read as the tone; the call lasts seconds.)
             let toneOnHeadphones = headphones.dialToneRanges(
-                within: max(0, headphones.time(of: callPlaced) - 0.05)..<headphones.duration)
+                within: try span(max(0, headphones.time(of: callPlaced) - 0.05), headphones.duration, "the call"))
             #expect(toneOnHeadphones.allSatisfy { $0.upperBound - $0.lowerBound < 0.050 },
                     "the call reached the headphones: \(toneOnHeadphones)")
             // The music stopped on the headphones, and came back: two stretches of the sweep around the call.

@@ -57,10 +57,11 @@ struct SessionLeftTests {
             let sent = recording.time(of: signalled)
             let before = recording.audibleMilliseconds(within: max(0, sent - 0.5)..<sent)
             #expect(before >= 400, "the track was not playing before the signal: \(before) ms in the 500 ms before")
-            let after = recording.audibleMilliseconds(within: sent..<recording.duration)
+            let after = recording.audibleMilliseconds(within: try span(sent, recording.duration, "after the signal"))
             report("sleep: heard after logind's signal", after)
             #expect(after <= Self.heardAfterSignalBound, "\(recording.audibleRanges()); log:\n\(log)")
-            #expect(recording.audibleMilliseconds(within: recording.time(of: woke)..<recording.duration) == 0)
+            let window = try span(recording.time(of: woke), recording.duration, "after waking")
+            #expect(recording.audibleMilliseconds(within: window) == 0)
             #expect(await harness.stopService(service) == 0)
         }
     }
@@ -86,7 +87,8 @@ struct SessionLeftTests {
                     "\(log)")
             #expect(log.contains("event kind=sessionReturned(inactive) playback=paused(sessionLeft) commands=none"),
                     "\(log)")
-            let after = recording.audibleMilliseconds(within: recording.time(of: signalled)..<recording.duration)
+            let window = try span(recording.time(of: signalled), recording.duration, "after the signal")
+            let after = recording.audibleMilliseconds(within: window)
             report("session inactive: heard after logind's notice", after)
             #expect(after <= Self.heardAfterSignalBound, "\(recording.audibleRanges()); log:\n\(log)")
             #expect(await harness.stopService(service) == 0)
@@ -124,7 +126,8 @@ struct SessionLeftTests {
             let recording = try await recorder.stop()
             let log = service.standardError()
             #expect(log.contains("event kind=sessionLeft(locked) playback=paused(sessionLeft) commands=cork"), "\(log)")
-            let after = recording.audibleMilliseconds(within: recording.time(of: signalled)..<recording.duration)
+            let window = try span(recording.time(of: signalled), recording.duration, "after the signal")
+            let after = recording.audibleMilliseconds(within: window)
             report("lock with pauseOnLock: heard after the Lock signal", after)
             #expect(after <= Self.heardAfterSignalBound, "\(recording.audibleRanges()); log:\n\(log)")
             #expect(await harness.stopService(service) == 0)

@@ -46,7 +46,7 @@ struct ShutdownTests {
             let sent = recording.time(of: signalled)
             let before = recording.audibleMilliseconds(within: max(0, sent - 0.5)..<sent)
             #expect(before >= 400, "the track was not playing before SIGTERM: \(before) ms heard in the 500 ms before")
-            let after = recording.audibleMilliseconds(within: sent..<recording.duration)
+            let after = recording.audibleMilliseconds(within: try span(sent, recording.duration, "after the signal"))
             report("SIGTERM: heard after the signal", after)
             #expect(after <= Self.heardAfterSignalBound,
                     "\(after) ms heard after SIGTERM: \(recording.audibleRanges()); log:\n\(service.standardError())")

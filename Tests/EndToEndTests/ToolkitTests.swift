@@ -184,7 +184,7 @@ struct ToolkitTests {
                 #expect(musicInCall >= (corked.upperBound - corked.lowerBound) * 1000 - 20)
             }
             // After the call: music again, at least 100 ms of it (a loaded machine may delay it a little).
-            let afterCall = recording.time(of: resumed)..<recording.duration
+            let afterCall = try span(recording.time(of: resumed), recording.duration, "after the resume")
             let musicAfter = recording.toneMilliseconds(atFrequency: musicTone, amplitude: 0.4, within: afterCall)
             #expect(musicAfter >= 100, "\(musicAfter) ms of music after the call")
         }

@@ -168,7 +168,8 @@ struct VirtualSinkTests {
             }
             // After the loopback's buffer, nothing: our stream is corked, so the loopback carries silence.
             let afterBuffer = speakers.time(of: lastOnFx) + 0.250
-            let late = speakers.audibleMilliseconds(within: max(0, afterBuffer)..<speakers.duration)
+            let window = try span(max(0, afterBuffer), speakers.duration, "after the buffer")
+            let late = speakers.audibleMilliseconds(within: window)
             #expect(late == 0,
                     "\(late) ms reached the speakers after the loopback's buffer: \(speakers.audibleRanges())")
             #expect(speakers.audibleMilliseconds <= 250, "speakers: \(speakers.audibleRanges())")
@@ -225,7 +226,7 @@ struct VirtualSinkTests {
             }
             let lastOnHeadphones = try #require(headphones.sweepStretches(positions: Self.positions).last)
             let afterMove = headphones.audibleMilliseconds(
-                within: (lastOnHeadphones.end + 0.002)..<headphones.duration)
+                within: try span(lastOnHeadphones.end + 0.002, headphones.duration, "after the move"))
             #expect(afterMove <= 5, "\(afterMove) ms on headphones after the move")
             player.expectPrivateLog(hiding: PrivateNames.secrets + [scratch.path])
         }

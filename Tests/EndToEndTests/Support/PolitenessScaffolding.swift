@@ -75,7 +75,8 @@ extension PolitenessTests {
 
     /// The dial tone heard on `recording` after the wall-clock `instant`: from its first sound to its last.
     func heardCall(in recording: Recording, after instant: ContinuousClock.Instant) throws -> Range<Double> {
-        let tones = recording.dialToneRanges(within: max(0, recording.time(of: instant) - 0.05)..<recording.duration)
+        let window = try span(max(0, recording.time(of: instant) - 0.05), recording.duration, "the call")
+        let tones = recording.dialToneRanges(within: window)
         let first = try #require(tones.first, "the call was not heard on \(recording.sink)")
         return first.lowerBound..<(tones.last?.upperBound ?? first.upperBound)
     }
