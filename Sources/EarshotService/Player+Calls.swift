@@ -23,20 +23,21 @@ extension Player {
         }
     }
 
-    /// The call timer went off: captures that have run long enough count now.
-    func callTimerWentOff() {
-        dispatchCalls(translator.captureTimerExpired(at: monotonicMoment()))
+    /// The translator's timer went off: captures that have run long enough count now, and profile switches that
+    /// waited long enough for our stream end.
+    func translatorTimerWentOff() {
+        dispatchCalls(translator.timerExpired(at: monotonicMoment()))
     }
 
-    /// Arms the call timer for the translator's deadline, or disarms it when no capture waits (one timer, one purpose:
-    /// a player with no capture waiting to count has none armed).
-    func armCallTimer() {
-        guard let deadline = translator.captureDeadline else {
-            callTimer.disarm()
+    /// Arms the translator's timer for its deadline, or disarms it when nothing waits (a player with no capture
+    /// waiting to count and no profile switch waiting for our stream has none armed).
+    func armTranslatorTimer() {
+        guard let deadline = translator.deadline else {
+            translatorTimer.disarm()
             return
         }
         let wait = max(deadline.milliseconds(since: monotonicMoment()), 0)
-        callTimer.arm(after: .milliseconds(wait))
+        translatorTimer.arm(after: .milliseconds(wait))
     }
 
     /// Dispatches the translator's `events`; the application behind an inferred call is named at debug level only

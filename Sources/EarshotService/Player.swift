@@ -109,8 +109,9 @@ actor Player {
     var savedModes = SavedPlayModes.off
     /// The rules' order last handed to the decoder (Player+PlayOrder).
     var followedModes: PlayModes?
-    /// The call timer: armed only while a capture waits to have run long enough to count as a call (Player+Calls).
-    let callTimer: TickTimer
+    /// The translator's timer: armed only while a capture waits to have run long enough to count as a call, or a
+    /// Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls).
+    let translatorTimer: TickTimer
     /// The fade and duck gains under the user's volume (Player+Edges), and the timer of their steps, armed only while
     /// a ramp is under way.
     var edges: VolumeEdges
@@ -150,7 +151,7 @@ actor Player {
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
         covers = parts.makeCoverStore { job, outcome in inbox.yield(.cover(job, outcome)) }
         tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
-        callTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.callDue(arming: arming)) }
+        translatorTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.translatorDue(arming: arming)) }
         edges = VolumeEdges(
             fadeMilliseconds: configuration.fadeMilliseconds, duckGain: configuration.duckGain,
             duckRampMilliseconds: configuration.duckRampMilliseconds)
@@ -189,7 +190,7 @@ actor Player {
             handle(input)
             handling.note(kind, ThreadUsage.sample(since: started))
             armTick()
-            armCallTimer()
+            armTranslatorTimer()
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
                 finishProgressLine()
@@ -226,10 +227,10 @@ actor Player {
             guard link.reconnectTimer.wentOff(arming: arming) else { return }
             attemptConnection()
             return
-        case .callDue(let arming):
+        case .translatorDue(let arming):
             // A stale delivery (the timer was re-armed or disarmed as it went off) has no work.
-            guard callTimer.wentOff(arming: arming) else { return }
-            callTimerWentOff()
+            guard translatorTimer.wentOff(arming: arming) else { return }
+            translatorTimerWentOff()
         case .edgeDue(let arming):
             guard edgeTimer.wentOff(arming: arming) else { return }
             stepEdges()

@@ -108,7 +108,7 @@ public struct CallDetectionSettings: Sendable, Equatable {
 ///
 /// Time enters only with notices: each call passes the moment, and a capture that qualifies but has not run long
 /// enough yet makes `deadline` the moment it will; the owner arms a one-shot timer for it and reports its expiry
-/// (`ServerEventTranslator.captureTimerExpired`).
+/// (`ServerEventTranslator.timerExpired`).
 struct CaptureCalls: Sendable {
     /// A capture that is a call now.
     struct Qualifying: Sendable, Equatable {

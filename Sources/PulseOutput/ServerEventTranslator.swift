@@ -33,8 +33,12 @@ import EarshotCore
 /// Pending or a call:
 /// - CARD REMOVE, or CARD CHANGE to a profile without a sink                -> outputLost, interruptionEnded(no resume)
 /// - our stream is gone                                                     -> interruptionEnded(no resume)
-/// A call:
+/// A call, or back in A2DP:
 /// - our stream reaches an A2DP sink of the card                            -> interruptionEnded(resume allowed)
+/// A call:
+/// - CARD CHANGE back to A2DP                                               -> nothing yet: back in A2DP
+/// Pending, or back in A2DP, and our stream not on the card's A2DP sink `settleMilliseconds` later (the owner's
+/// timer at `deadline`): the server left it elsewhere -> outputLost, interruptionEnded(no resume)
 ///
 /// The quiet comes at once either way: rules 1 and 10 both cork, and the removal of our sink is what either one
 /// answers (the stream itself never corks; the owner does, as the rules say). A pending switch that turns out to be
@@ -46,6 +50,11 @@ import EarshotCore
 /// (whatever the card's last description says), not when such a sink merely appears: PulseAudio 16 moves our stream
 /// to the default sink (often the speakers) when the old one is unlinked, and back only once the new A2DP sink is
 /// the default again or our stream's preferred sink, so resuming on the sink's appearance could play out loud.
+/// A session manager may also never move it back (WirePlumber 0.4.13 under load left it on the sink it was rescued
+/// to), and a switch that never ended would hold every later `play` (rule 9). So a switch whose card is back in A2DP,
+/// or that is still pending, has a bound, after which it ends as an unplug would: our stream was taken off the
+/// headset by the server, not moved by the user, so it must not resume where it was left (not even when another call
+/// ends later with a resume), and the user's `play` plays where the stream is.
 ///
 /// Calls inferred from microphone captures (RULES.md, the interruption row; CaptureCalls.swift)
 /// ------------------------------------------------------------------------------------------
@@ -58,7 +67,7 @@ import EarshotCore
 /// `callDetection: knownApps`, is made by a known calling application. A capture once seen recording an output stays a
 /// recording when the server moves it to a microphone (PulseAudio moves a removed sink's monitor recorders to the
 /// default source). Per application (client index):
-/// - its first such capture has run `delayMilliseconds` (a notice or the owner's timer at `captureDeadline`)
+/// - its first such capture has run `delayMilliseconds` (a notice or the owner's timer at `deadline`)
 ///                                                                        -> interruptionBegan(microphone#N)
 /// - its last such capture is removed, corks or changes into an excluded kind
 ///                                                                        -> interruptionEnded(microphone#N, resume)
@@ -93,11 +102,26 @@ public struct ServerEventTranslator: Sendable {
     /// How far a Bluetooth profile switch has been seen, per card.
     public enum ProfileSwitch: Sendable, Equatable {
         /// Our sink went away while the card, as last described, was still in A2DP: a call or an unplug, told
-        /// apart by the card's next description (or its removal).
-        case pending
+        /// apart by the card's next description (or its removal), or an unplug at `until`.
+        case pending(until: Moment)
         /// The card was seen in another profile with a sink (a call profile): it ends when we are back on A2DP.
         case call
+        /// The card is back in A2DP: it ends when our stream reaches the card's A2DP sink, or at `until` without a
+        /// resume.
+        case returning(until: Moment)
+
+        /// The moment this phase gives up waiting, if it has one.
+        var until: Moment? {
+            switch self {
+            case .pending(let until), .returning(let until): return until
+            case .call: return nil
+            }
+        }
     }
+
+    /// How long a pending switch, or one whose card is back in A2DP, waits for our stream to reach the card's A2DP
+    /// sink (the servers move it there within milliseconds of the card's change).
+    public static let settleMilliseconds: Int64 = 3_000
 
     /// Stream roles that interrupt us (default `phone`).
     public var triggerRoles: Set<String>
@@ -132,9 +156,11 @@ public struct ServerEventTranslator: Sendable {
 
     /// The applications (client indices) whose capture is an active call (`microphone#N`).
     public var activeCalls: Set<UInt32> { calls.active }
-    /// The moment a capture that qualifies as a call will have run long enough to count; nil when none waits. The owner
-    /// arms a one-shot timer for it and reports its expiry with `captureTimerExpired`.
-    public var captureDeadline: Moment? { calls.deadline }
+    /// The next moment the translator has something to judge without a notice (a capture that will have run long
+    /// enough, a profile switch that stops waiting); the owner arms a one-shot timer for it and calls `timerExpired`.
+    public var deadline: Moment? {
+        ([calls.deadline] + profileSwitches.values.map(\.until)).compactMap { $0 }.min()
+    }
 
     /// A translator for `triggerRoles` within `scope`, inferring calls from captures as `callDetection` says.
     public init(
@@ -245,8 +271,12 @@ public struct ServerEventTranslator: Sendable {
         switch (Self.activeProfileKind(of: card), phase) {
         case (.withoutSink, _):
             return switchTurnedIntoUnplug(card: card.index, at: moment)
+        case (.a2dp, .call):
+            // Back on it: the end waits for our stream, for a while.
+            profileSwitches[card.index] = .returning(until: Self.settled(after: moment))
+            return []
         case (.a2dp, _):
-            // Not yet left A2DP, or back on it: the end waits for our stream.
+            // Not yet left A2DP, or back on it already.
             return []
         case (.other, _):
             profileSwitches[card.index] = .call
@@ -296,9 +326,11 @@ public struct ServerEventTranslator: Sendable {
         return reweighCalls(at: moment)
     }
 
-    /// The one-shot timer armed for `captureDeadline` went off: captures that have run long enough count now.
-    public mutating func captureTimerExpired(at moment: Moment) -> [Event] {
-        reweighCalls(at: moment)
+    /// The one-shot timer armed for `deadline` went off: captures that have run long enough count now, and profile
+    /// switches that waited `settleMilliseconds` for our stream end.
+    public mutating func timerExpired(at moment: Moment) -> [Event] {
+        let expired = profileSwitches.filter { _, phase in phase.until.map { $0 <= moment } ?? false }
+        return reweighCalls(at: moment) + expired.keys.sorted().flatMap { switchTurnedIntoUnplug(card: $0, at: moment) }
     }
 
     /// Why `capture` is not a call as things stand, or nil when it is one (for tests and debug logs).
@@ -346,7 +378,7 @@ public struct ServerEventTranslator: Sendable {
         let phase: ProfileSwitch
         switch Self.activeProfileKind(of: card) {
         case .withoutSink: return [.outputLost(.deviceRemoved)]
-        case .a2dp: phase = .pending
+        case .a2dp: phase = .pending(until: Self.settled(after: moment))
         case .other: phase = .call
         }
         profileSwitches[cardIndex] = phase
@@ -357,13 +389,17 @@ public struct ServerEventTranslator: Sendable {
     private mutating func profileSwitchReached(_ sink: SinkSnapshot, at moment: Moment) -> [Event] {
         guard sink.isA2DP, let cardIndex = sink.cardIndex, let phase = profileSwitches[cardIndex] else { return [] }
         switch phase {
-        case .call:
+        case .call, .returning:
             profileSwitches[cardIndex] = nil
             return [.interruptionEnded(.profileSwitch(card: cardIndex), resumeAllowed: true, at: moment)]
         case .pending:
             // The card never left A2DP: our sink was removed for another reason (a codec switch recreates it).
             return switchTurnedIntoUnplug(card: cardIndex, at: moment)
         }
+    }
+
+    private static func settled(after moment: Moment) -> Moment {
+        Moment(milliseconds: moment.milliseconds + settleMilliseconds)
     }
 
     /// Ends the switch on `card` as the output loss it turned out to be: the loss first, so the reducer forgets the

@@ -57,8 +57,8 @@ struct BluetoothCallTranslatorTests {
         events += translator.sinkAdded(headUnit)
         events += translator.cardChanged(Self.card(7, "handsfree_head_unit", api: "bluez"), at: Self.at(1_005))
         events += translator.ourStreamIsOn(headUnit, sinkInputIndex: 10, at: Self.at(1_010))
-        #expect(translator.captureDeadline == Self.at(1_402))
-        events += translator.captureTimerExpired(at: Self.at(1_402))
+        #expect(translator.deadline == Self.at(1_402))
+        events += translator.timerExpired(at: Self.at(1_402))
         #expect(events == [.interruptionBegan(profile, at: Self.at(1_000)), .outputAppeared,
                            .interruptionBegan(call, at: Self.at(1_402))])
 
@@ -102,7 +102,7 @@ struct BluetoothCallTranslatorTests {
         corked.corked = true
         events += translator.sourceOutputChanged(corked, at: Self.at(1_000))
         events += translator.sourceOutputChanged(capture, at: Self.at(1_050))
-        events += translator.captureTimerExpired(at: Self.at(1_450))
+        events += translator.timerExpired(at: Self.at(1_450))
         #expect(events == [.interruptionBegan(call, at: Self.at(1_450))])
         // 500 ms after the link: the device's profile first, then the node goes (either order is handled).
         events += translator.cardChanged(Self.card(50, "headset-head-unit", api: "bluez5"), at: Self.at(1_550))
@@ -140,7 +140,7 @@ struct BluetoothCallTranslatorTests {
         events += translator.sourceOutputChanged(
             SourceOutputSnapshot(index: 91, sourceIndex: 80, mediaRole: nil, clientIndex: 33), at: Self.at(1_000))
         events += translator.sourceOutputRemoved(91, at: Self.at(1_200))
-        #expect(translator.captureDeadline == nil)
+        #expect(translator.deadline == nil)
         // WirePlumber switches only after 500 ms of a linked capture: nothing else happens.
         #expect(events.isEmpty)
     }
@@ -156,7 +156,7 @@ struct BluetoothCallTranslatorTests {
         events += translator.sourceChanged(SourceSnapshot(index: 80, cardIndex: 50), at: Self.at(0))
         events += translator.ourStreamIsOn(a2dp, sinkInputIndex: 10, at: Self.at(0))
         events += translator.sourceOutputChanged(capture, at: Self.at(1_000))
-        events += translator.captureTimerExpired(at: Self.at(1_400))
+        events += translator.timerExpired(at: Self.at(1_400))
         events += translator.cardChanged(Self.card(50, "headset-head-unit", api: "bluez5"), at: Self.at(1_500))
         events += translator.sinkRemoved(70, at: Self.at(1_501))
         events += translator.ourStreamLeftRemovedSink(at: Self.at(1_502))

@@ -135,13 +135,13 @@ struct CaptureCallExhaustiveTests {
                 events = translator.ourStreamIsGone(at: Moment(milliseconds: now))
             case .timerExpired:
                 // The owner's timer goes off at the deadline; with none armed there is no such notice.
-                guard let deadline = translator.captureDeadline else { continue }
+                guard let deadline = translator.deadline else { continue }
                 if deadline.milliseconds < time {
                     violations.append("deadline \(deadline) in the past at \(time) after \(path)")
                     continue
                 }
                 now = deadline.milliseconds
-                events = translator.captureTimerExpired(at: deadline)
+                events = translator.timerExpired(at: deadline)
             }
             sequences += 1
             let before = model
@@ -202,7 +202,7 @@ struct CaptureCallExhaustiveTests {
         if translator.activeCalls != model.announced { problems.append("activeCalls \(translator.activeCalls)") }
         let waiting = model.qualifyingSince.filter { !model.announced.contains(Self.clients[$0.key]!) }
         let deadline = waiting.values.min().map { Moment(milliseconds: $0 + Self.delay) }
-        if translator.captureDeadline != deadline { problems.append("deadline \(String(describing: deadline))") }
+        if translator.deadline != deadline { problems.append("deadline \(String(describing: deadline))") }
         return problems
     }
 }

@@ -51,7 +51,7 @@ struct CaptureCallFaultTests {
         #expect(paused.translator.callExclusion(of: odd[1]) == nil)
         #expect(paused.translator.callExclusion(of: odd[2]) == .unknownSource)
         #expect(paused.translator.callExclusion(of: odd[3]) == .unknownSource)
-        paused.feed(paused.translator.captureTimerExpired(at: Desk.at(10_000)))
+        paused.feed(paused.translator.timerExpired(at: Desk.at(10_000)))
         #expect(paused.translator.activeCalls == [30])
         // The unnamed capture loses its client, then goes; the others go: nothing starts.
         var changed = odd[1]
@@ -65,7 +65,7 @@ struct CaptureCallFaultTests {
         // While a call holds a playing player: a call that loses its client ends without a resume.
         var held = Pipeline(Pipeline.playing)
         held.feed(held.translator.sourceOutputChanged(odd[1], at: Desk.at(0)))
-        held.feed(held.translator.captureTimerExpired(at: Desk.at(Desk.delay)))
+        held.feed(held.translator.timerExpired(at: Desk.at(Desk.delay)))
         held.feed(held.translator.sourceOutputChanged(changed, at: Desk.at(5_000)))
         #expect(held.commands == [.fadeOutAndCork])
         #expect(held.state.playback == .paused(.resumeDeclined))
@@ -75,17 +75,17 @@ struct CaptureCallFaultTests {
     func sourceRemovedDuringCall() {
         var pipeline = Pipeline(Pipeline.playing)
         pipeline.feed(pipeline.translator.sourceOutputChanged(Desk.chromium(), at: Desk.at(0)))
-        pipeline.feed(pipeline.translator.captureTimerExpired(at: Desk.at(Desk.delay)))
+        pipeline.feed(pipeline.translator.timerExpired(at: Desk.at(Desk.delay)))
         #expect(pipeline.state.interruptions == [.microphoneCapture(client: 7)])
         let ended = pipeline.translator.sourceRemoved(1, at: Desk.at(5_000))
         #expect(ended == [.interruptionEnded(.microphoneCapture(client: 7), resumeAllowed: false, at: Desk.at(5_000))])
         pipeline.feed(ended)
         #expect(pipeline.translator.activeCalls.isEmpty)
-        #expect(pipeline.translator.captureDeadline == nil)
+        #expect(pipeline.translator.deadline == nil)
         // PulseAudio moves the capture to another microphone (its change comes after the removal): a call again,
         // which finds the player already quiet.
         pipeline.feed(pipeline.translator.sourceOutputChanged(Desk.chromium(source: 3), at: Desk.at(5_010)))
-        pipeline.feed(pipeline.translator.captureTimerExpired(at: Desk.at(5_010 + Desk.delay)))
+        pipeline.feed(pipeline.translator.timerExpired(at: Desk.at(5_010 + Desk.delay)))
         pipeline.feed(pipeline.translator.sourceOutputRemoved(20, at: Desk.at(9_000)))
         #expect(pipeline.commands == [.fadeOutAndCork])
         #expect(pipeline.state.playback == .paused(.resumeDeclined))
@@ -98,14 +98,14 @@ struct CaptureCallFaultTests {
             let capture = Desk.chromium(1_000 + index, client: 500 + index)
             pipeline.feed(pipeline.translator.sourceOutputChanged(capture, at: Desk.at(Int64(index / 2))))
         }
-        #expect(pipeline.translator.captureDeadline == Desk.at(Desk.delay))
+        #expect(pipeline.translator.deadline == Desk.at(Desk.delay))
         for index in UInt32(0)..<200 {
             pipeline.feed(pipeline.translator.sourceOutputRemoved(1_000 + index, at: Desk.at(100 + Int64(index / 2))))
         }
-        pipeline.feed(pipeline.translator.captureTimerExpired(at: Desk.at(Desk.delay)))
+        pipeline.feed(pipeline.translator.timerExpired(at: Desk.at(Desk.delay)))
         #expect(pipeline.commands.isEmpty)
         #expect(pipeline.state.playback == .playing)
-        #expect(pipeline.translator.captureDeadline == nil)
+        #expect(pipeline.translator.deadline == nil)
         #expect(pipeline.translator.activeCalls.isEmpty)
     }
 
@@ -117,8 +117,8 @@ struct CaptureCallFaultTests {
             pipeline.feed(pipeline.translator.sourceOutputChanged(capture, at: Desk.at(Int64(index))))
         }
         // The timer goes off at each deadline in turn, as the owner re-arms it; all 200 count by the last one.
-        while let deadline = pipeline.translator.captureDeadline {
-            pipeline.feed(pipeline.translator.captureTimerExpired(at: deadline))
+        while let deadline = pipeline.translator.deadline {
+            pipeline.feed(pipeline.translator.timerExpired(at: deadline))
         }
         #expect(pipeline.translator.activeCalls.count == 200)
         #expect(pipeline.state.interruptions.count == 200)
@@ -145,8 +145,8 @@ struct CaptureCallFaultTests {
         moved.sourceIndex = 1
         pipeline.feed(pipeline.translator.sourceOutputChanged(moved, at: Desk.at(1_001)))
         #expect(pipeline.translator.callExclusion(of: moved) == .recordsOutput)
-        #expect(pipeline.translator.captureDeadline == nil)
-        pipeline.feed(pipeline.translator.captureTimerExpired(at: Desk.at(5_000)))
+        #expect(pipeline.translator.deadline == nil)
+        pipeline.feed(pipeline.translator.timerExpired(at: Desk.at(5_000)))
         #expect(pipeline.commands.isEmpty)
         // A new capture with that index later (the server reuses none while it lives, but a new server may) is
         // judged afresh once the old one was removed.

@@ -41,14 +41,14 @@ struct CaptureCallTranslatorTests {
     func browserCall() {
         var translator = Desk.translator()
         #expect(translator.sourceOutputChanged(Desk.chromium(corked: true), at: Desk.at(100)) == [])
-        #expect(translator.captureDeadline == nil, "a corked capture waits for nothing")
+        #expect(translator.deadline == nil, "a corked capture waits for nothing")
         #expect(translator.sourceOutputChanged(Desk.chromium(), at: Desk.at(200)) == [])
-        #expect(translator.captureDeadline == Desk.at(200 + Desk.delay))
+        #expect(translator.deadline == Desk.at(200 + Desk.delay))
         // A notice before the deadline changes nothing; the timer's expiry at the deadline begins the call.
         #expect(translator.sourceOutputChanged(Desk.chromium(), at: Desk.at(300)) == [])
-        #expect(translator.captureTimerExpired(at: Desk.at(200 + Desk.delay)) == [
+        #expect(translator.timerExpired(at: Desk.at(200 + Desk.delay)) == [
             .interruptionBegan(call, at: Desk.at(200 + Desk.delay))])
-        #expect(translator.captureDeadline == nil)
+        #expect(translator.deadline == nil)
         #expect(translator.activeCalls == [7])
         #expect(translator.sourceOutputRemoved(20, at: Desk.at(9_000)) == [
             .interruptionEnded(call, resumeAllowed: true, at: Desk.at(9_000))])
@@ -60,14 +60,14 @@ struct CaptureCallTranslatorTests {
         var translator = Desk.translator()
         #expect(translator.sourceOutputChanged(Desk.chromium(), at: Desk.at(0)) == [])
         #expect(translator.sourceOutputRemoved(20, at: Desk.at(Desk.delay - 1)) == [])
-        #expect(translator.captureDeadline == nil)
-        #expect(translator.captureTimerExpired(at: Desk.at(Desk.delay)) == [])
+        #expect(translator.deadline == nil)
+        #expect(translator.timerExpired(at: Desk.at(Desk.delay)) == [])
         // Corking before the delay restarts it: a cork and uncork are a new capture's start.
         #expect(translator.sourceOutputChanged(Desk.chromium(), at: Desk.at(1_000)) == [])
         #expect(translator.sourceOutputChanged(Desk.chromium(corked: true), at: Desk.at(1_100)) == [])
         #expect(translator.sourceOutputChanged(Desk.chromium(), at: Desk.at(1_200)) == [])
-        #expect(translator.captureTimerExpired(at: Desk.at(1_000 + Desk.delay)) == [])
-        #expect(translator.captureDeadline == Desk.at(1_200 + Desk.delay))
+        #expect(translator.timerExpired(at: Desk.at(1_000 + Desk.delay)) == [])
+        #expect(translator.deadline == Desk.at(1_200 + Desk.delay))
     }
 
     @Test("One application, two captures: one call, ending with the last; corking ends it like a removal")
@@ -75,7 +75,7 @@ struct CaptureCallTranslatorTests {
         var translator = Desk.translator()
         _ = translator.sourceOutputChanged(Desk.chromium(20), at: Desk.at(0))
         _ = translator.sourceOutputChanged(Desk.chromium(21, source: 3), at: Desk.at(0))
-        #expect(translator.captureTimerExpired(at: Desk.at(Desk.delay)) == [
+        #expect(translator.timerExpired(at: Desk.at(Desk.delay)) == [
             .interruptionBegan(call, at: Desk.at(Desk.delay))])
         #expect(translator.sourceOutputRemoved(20, at: Desk.at(1_000)) == [])
         #expect(translator.sourceOutputChanged(Desk.chromium(21, source: 3, corked: true), at: Desk.at(2_000)) == [
@@ -110,8 +110,8 @@ struct CaptureCallTranslatorTests {
             #expect(translator.sourceOutputChanged(capture, at: Desk.at(0)) == [])
             #expect(translator.callExclusion(of: capture) == reason, "\(capture.index)")
         }
-        #expect(translator.captureDeadline == nil)
-        #expect(translator.captureTimerExpired(at: Desk.at(60_000)) == [])
+        #expect(translator.deadline == nil)
+        #expect(translator.timerExpired(at: Desk.at(60_000)) == [])
         #expect(translator.activeCalls.isEmpty)
     }
 
@@ -120,7 +120,7 @@ struct CaptureCallTranslatorTests {
         var translator = Desk.translator()
         _ = translator.sourceOutputChanged(Desk.chromium(source: 3), at: Desk.at(0))
         #expect(translator.callExclusion(of: Desk.chromium(source: 3)) == nil)
-        #expect(translator.captureTimerExpired(at: Desk.at(Desk.delay)) == [
+        #expect(translator.timerExpired(at: Desk.at(Desk.delay)) == [
             .interruptionBegan(call, at: Desk.at(Desk.delay))])
     }
 
@@ -136,12 +136,12 @@ struct CaptureCallTranslatorTests {
         #expect(known.callExclusion(of: Desk.chromium()) == nil)
         _ = known.sourceOutputChanged(recorder, at: Desk.at(0))
         _ = known.sourceOutputChanged(discord, at: Desk.at(0))
-        #expect(known.captureTimerExpired(at: Desk.at(Desk.delay)) == [
+        #expect(known.timerExpired(at: Desk.at(Desk.delay)) == [
             .interruptionBegan(.microphoneCapture(client: 9), at: Desk.at(Desk.delay))])
 
         var roles = Desk.translator(CallDetectionSettings(detection: .roles))
         #expect(roles.sourceOutputChanged(Desk.chromium(), at: Desk.at(0)) == [])
-        #expect(roles.captureDeadline == nil)
+        #expect(roles.deadline == nil)
         #expect(roles.callExclusion(of: Desk.chromium()) == .detectionOff)
     }
 

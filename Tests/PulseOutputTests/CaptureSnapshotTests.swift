@@ -76,7 +76,7 @@ struct CaptureSnapshotTests {
         #expect(translator.callExclusion(of: call) == nil,
                 "\(call.applicationName ?? "-") / \(call.applicationBinary ?? "-")")
         #expect(translator.sourceOutputChanged(call, at: Moment(milliseconds: 1_000)) == [])
-        #expect(translator.captureTimerExpired(at: Moment(milliseconds: 1_400)) == [
+        #expect(translator.timerExpired(at: Moment(milliseconds: 1_400)) == [
             .interruptionBegan(.microphoneCapture(client: call.clientIndex!), at: Moment(milliseconds: 1_400))])
         // callIgnoreApplications by the binary's name, in any case.
         var ignoring = ServerEventTranslator(callDetection: CallDetectionSettings(
@@ -130,7 +130,7 @@ struct CaptureSnapshotTests {
         #expect(exclusion == .moduleStream || exclusion == .filterStream,
                 "client \(String(describing: capture.clientIndex)), link group \(capture.linkGroup ?? "none")")
         #expect(translator.sourceOutputChanged(capture, at: Moment(milliseconds: 10)) == [])
-        #expect(translator.captureTimerExpired(at: Moment(milliseconds: 10_000)) == [])
-        #expect(translator.captureDeadline == nil)
+        #expect(translator.timerExpired(at: Moment(milliseconds: 10_000)) == [])
+        #expect(translator.deadline == nil)
     }
 }

@@ -103,6 +103,11 @@ struct ProfileSwitchTranslatorTests {
         return translator
     }
 
+    /// The moment a switch that began waiting at `moment` stops waiting.
+    func settled(_ moment: Moment) -> Moment {
+        Moment(milliseconds: moment.milliseconds + ServerEventTranslator.settleMilliseconds)
+    }
+
     /// The reducer's answer to `events`, from a player that is playing.
     func played(_ events: [Event], from start: PlayerState = PlayerState(
         playback: .playing, queue: QueueCursor(trackCount: 3, index: 0), stream: StreamCondition(isOpen: true,
@@ -171,7 +176,7 @@ struct ProfileSwitchTranslatorTests {
         // SINK REMOVE needs no query, so it reaches us before the reply describing the capture stream that caused it.
         var translator = onPulseAudioHeadset()
         #expect(translator.sinkRemoved(40, at: now) == [.interruptionBegan(pulseSwitch, at: now)])
-        #expect(translator.profileSwitches == [7: .pending])
+        #expect(translator.profileSwitches == [7: .pending(until: settled(now))])
         #expect(translator.sourceOutputChanged(PulseAudioHeadset.callCapture, at: now) == [])
         #expect(translator.cardChanged(PulseAudioHeadset.card("handsfree_head_unit"), at: now) == [])
         #expect(translator.profileSwitches == [7: .call])
@@ -419,5 +424,72 @@ struct ProfileSwitchTranslatorTests {
         #expect(translator.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
         #expect(translator.cardChanged(WirePlumberHeadset.card("off"), at: later)
             == [.outputLost(.deviceRemoved), .interruptionEnded(pipeWireSwitch, resumeAllowed: false, at: later)])
+    }
+
+    @Test("A headset back on A2DP while the session manager leaves our stream elsewhere: an output loss, in time")
+    func backOnA2DPWithoutOurStream() {
+        // WirePlumber 0.4.13 under load, seen on the fake headset: the call ends, the card is back on A2DP, and our
+        // stream stays on the sink it was rescued to. Without an end the switch would hold every later play (rule 9);
+        // ended as an unplug, nothing resumes on the sink the stream was left on.
+        var translator = onWirePlumberHeadset()
+        var events = translator.sinkRemoved(70, at: now)
+        events += translator.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now)
+        events += translator.ourStreamIsOn(WirePlumberHeadset.headUnitSink, sinkInputIndex: 10, at: now)
+        #expect(translator.deadline == nil, "a call profile waits for the call, however long")
+        let back = Moment(milliseconds: 30_000)
+        events += translator.cardChanged(WirePlumberHeadset.card("a2dp-sink"), at: back)
+        events += translator.sinkRemoved(71, at: back) + translator.ourStreamLeftRemovedSink(at: back)
+        events += translator.ourStreamIsOn(speakers, sinkInputIndex: 10, at: back)
+        #expect(events == [.interruptionBegan(pipeWireSwitch, at: now)])
+        #expect(translator.profileSwitches == [50: .returning(until: settled(back))])
+        #expect(translator.deadline == settled(back))
+        let early = Moment(milliseconds: settled(back).milliseconds - 1)
+        #expect(translator.timerExpired(at: early) == [])
+        let ended = translator.timerExpired(at: settled(back))
+        #expect(ended == [.outputLost(.deviceRemoved),
+                          .interruptionEnded(pipeWireSwitch, resumeAllowed: false, at: settled(back))])
+        #expect(translator.profileSwitches.isEmpty && translator.deadline == nil)
+
+        // Paused, and nothing holds the user's play any more: it plays where the stream is.
+        let outcome = played(events + ended)
+        #expect(outcome.state.playback == .paused(.outputLost(.deviceRemoved)))
+        #expect(outcome.state.interruptions.isEmpty)
+        var state = outcome.state
+        #expect(state.apply(.userPlay).contains(.uncork))
+        #expect(state.playback == .playing)
+    }
+
+    @Test("Back on A2DP, our stream reaching the headset before the bound resumes; a second call waits again")
+    func backOnA2DPInTime() {
+        var translator = onPulseAudioHeadset()
+        #expect(translator.sinkRemoved(40, at: now) == [.interruptionBegan(pulseSwitch, at: now)])
+        #expect(translator.cardChanged(PulseAudioHeadset.card("handsfree_head_unit"), at: now) == [])
+        #expect(translator.cardChanged(PulseAudioHeadset.card("a2dp_sink"), at: later) == [])
+        // The card goes back to the call profile before our stream arrived: no bound while a call profile is on.
+        #expect(translator.cardChanged(PulseAudioHeadset.card("handsfree_head_unit"), at: later) == [])
+        #expect(translator.deadline == nil)
+        let again = Moment(milliseconds: later.milliseconds + 5_000)
+        #expect(translator.cardChanged(PulseAudioHeadset.card("a2dp_sink"), at: again) == [])
+        #expect(translator.deadline == settled(again))
+        let arrived = Moment(milliseconds: again.milliseconds + 200)
+        #expect(translator.ourStreamIsOn(PulseAudioHeadset.a2dpSinkAgain, sinkInputIndex: 10, at: arrived)
+            == [.interruptionEnded(pulseSwitch, resumeAllowed: true, at: arrived)])
+        #expect(translator.deadline == nil)
+        #expect(translator.timerExpired(at: settled(again)) == [])
+    }
+
+    @Test("A pending switch whose card never leaves A2DP and whose stream never comes back is an output loss")
+    func pendingNeverResolved() {
+        // Our headset sink went while the card stayed on A2DP, and the server rescued our stream to the speakers for
+        // good: no call profile came, so this was no call; the headset's sink is gone for us, an output loss.
+        var translator = onPulseAudioHeadset()
+        #expect(translator.sinkRemoved(40, at: now) == [.interruptionBegan(pulseSwitch, at: now)])
+        #expect(translator.ourStreamLeftRemovedSink(at: now) == [])
+        #expect(translator.ourStreamIsOn(speakers, sinkInputIndex: 10, at: now) == [])
+        #expect(translator.cardChanged(PulseAudioHeadset.card("a2dp_sink"), at: now) == [])
+        #expect(translator.deadline == settled(now))
+        #expect(translator.timerExpired(at: settled(now))
+            == [.outputLost(.deviceRemoved), .interruptionEnded(pulseSwitch, resumeAllowed: false, at: settled(now))])
+        #expect(translator.profileSwitches.isEmpty)
     }
 }
