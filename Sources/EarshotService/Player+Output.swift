@@ -495,7 +495,7 @@ extension Player {
             // The stream plays on where the server moved it until the rules decide: off a sink that is gone the
             // output is lost (cork at once, unless SINK REMOVE already decided it); a deliberate move keeps playing.
             if oldSinkStillExists {
-                dispatch(.routeChanged)
+                dispatchAll(translator.ourStreamMovedOffExistingSink())
                 disarmWatchdog()
             } else {
                 dispatchAll(translator.ourStreamLeftRemovedSink(at: now))

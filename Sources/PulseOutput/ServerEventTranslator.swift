@@ -33,10 +33,15 @@ import EarshotCore
 /// Pending or a call:
 /// - CARD REMOVE, or CARD CHANGE to a profile without a sink                -> outputLost, interruptionEnded(no resume)
 /// - our stream is gone                                                     -> interruptionEnded(no resume)
-/// A call, or back in A2DP:
+/// A call, back in A2DP, or moved away:
 /// - our stream reaches an A2DP sink of the card                            -> interruptionEnded(resume allowed)
 /// A call:
 /// - CARD CHANGE back to A2DP                                               -> nothing yet: back in A2DP
+/// - a deliberate move of our stream to a sink of another device            -> nothing yet: moved away
+/// Back in A2DP:
+/// - a deliberate move of our stream to a sink of another device            -> interruptionEnded(resume allowed)
+/// Moved away (the user put the paused music on another device during the call):
+/// - CARD CHANGE back to A2DP or to a profile without a sink, CARD REMOVE   -> interruptionEnded(resume allowed)
 /// Pending, or back in A2DP, and our stream not on the card's A2DP sink `settleMilliseconds` later (the owner's
 /// timer at `deadline`): the server left it elsewhere -> outputLost, interruptionEnded(no resume)
 ///
@@ -55,6 +60,13 @@ import EarshotCore
 /// or that is still pending, has a bound, after which it ends as an unplug would: our stream was taken off the
 /// headset by the server, not moved by the user, so it must not resume where it was left (not even when another call
 /// ends later with a resume), and the user's `play` plays where the stream is.
+///
+/// A deliberate move (off a sink that still exists, `ourStreamMovedOffExistingSink`) to a sink of another device is the
+/// user's choice, or the desktop's when its default changes: the call still pauses us, but its end no longer depends on
+/// the headset getting our stream back, so the switch ends with the card's return to A2DP (RULES.md's own words for
+/// it) and the music resumes where the user put it. The servers' own moves between the headset's sinks (PulseAudio
+/// moves our stream from the sink it rescued it to onto the head unit sink, and back onto the new A2DP sink) also leave
+/// a sink that still exists, so only a move to another device's sink counts.
 ///
 /// Calls inferred from microphone captures (RULES.md, the interruption row; CaptureCalls.swift)
 /// ------------------------------------------------------------------------------------------
@@ -109,12 +121,15 @@ public struct ServerEventTranslator: Sendable {
         /// The card is back in A2DP: it ends when our stream reaches the card's A2DP sink, or at `until` without a
         /// resume.
         case returning(until: Moment)
+        /// Our stream was moved deliberately to another device's sink during the call: it ends, with a resume, when
+        /// the card is back in A2DP or goes.
+        case movedAway
 
         /// The moment this phase gives up waiting, if it has one.
         var until: Moment? {
             switch self {
             case .pending(let until), .returning(let until): return until
-            case .call: return nil
+            case .call, .movedAway: return nil
             }
         }
     }
@@ -137,6 +152,8 @@ public struct ServerEventTranslator: Sendable {
     public private(set) var activeTriggers: Set<UInt32> = []
     /// Whether the removal of `ourSink` has already been decided (by SINK REMOVE or by the moved callback).
     private var ourSinkRemovalDecided = false
+    /// Whether our stream's last move left a sink that still exists, not yet followed by where it is now.
+    private var movedOffExistingSink = false
     /// The server's cards, by index, as last described.
     private var cards: [UInt32: CardSnapshot] = [:]
     /// The Bluetooth profile switches in progress, by card index: each is an interruption source.
@@ -181,10 +198,21 @@ public struct ServerEventTranslator: Sendable {
         ourSink = sink
         ourSinkInputIndex = sinkInputIndex
         ourSinkRemovalDecided = false
+        let deliberate = movedOffExistingSink
+        movedOffExistingSink = false
         triggerStreams[sinkInputIndex ?? UInt32.max] = nil
         chain.startsAt(sink)
         // Calls on the new sink first: a profile switch ending here must not resume into one.
         return reweigh(at: moment) + profileSwitchReached(sink, at: moment)
+            + (deliberate ? switchesFollowUser(to: sink, at: moment) : [])
+    }
+
+    /// The server moved our stream off a sink that still exists: a deliberate move (the user's, or the desktop's
+    /// default changing), which is a route change. Call it before telling the translator where the stream is now: a
+    /// profile switch in progress takes a sink of another device as the user's choice (see the type's notes).
+    public mutating func ourStreamMovedOffExistingSink() -> [Event] {
+        movedOffExistingSink = true
+        return [.routeChanged]
     }
 
     /// Our stream is gone (server lost, stream closed): nothing can interrupt it now. Active trigger streams, profile
@@ -260,6 +288,7 @@ public struct ServerEventTranslator: Sendable {
     /// Call it before telling the translator where the stream is now. The same removal as `sinkRemoved` when that
     /// came first; when the old sink is unknown it is a device removal, since unknown origin is no permission to play.
     public mutating func ourStreamLeftRemovedSink(at moment: Moment) -> [Event] {
+        movedOffExistingSink = false
         guard ourSink != nil else { return [.outputLost(.deviceRemoved)] }
         return ourSinkWentAway(at: moment)
     }
@@ -269,6 +298,8 @@ public struct ServerEventTranslator: Sendable {
         cards[card.index] = card
         guard let phase = profileSwitches[card.index] else { return [] }
         switch (Self.activeProfileKind(of: card), phase) {
+        case (.withoutSink, .movedAway), (.a2dp, .movedAway):
+            return switchEnded(card: card.index, at: moment)
         case (.withoutSink, _):
             return switchTurnedIntoUnplug(card: card.index, at: moment)
         case (.a2dp, .call):
@@ -277,6 +308,8 @@ public struct ServerEventTranslator: Sendable {
             return []
         case (.a2dp, _):
             // Not yet left A2DP, or back on it already.
+            return []
+        case (.other, .movedAway):
             return []
         case (.other, _):
             profileSwitches[card.index] = .call
@@ -287,8 +320,11 @@ public struct ServerEventTranslator: Sendable {
     /// A card was removed (the headset disconnected): a profile switch in progress on it was an unplug after all.
     public mutating func cardRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
         cards[index] = nil
-        guard profileSwitches[index] != nil else { return [] }
-        return switchTurnedIntoUnplug(card: index, at: moment)
+        switch profileSwitches[index] {
+        case nil: return []
+        case .movedAway?: return switchEnded(card: index, at: moment)
+        case _?: return switchTurnedIntoUnplug(card: index, at: moment)
+        }
     }
 
     /// A source appeared or changed: a capture waiting for its source to be known is judged now.
@@ -389,13 +425,33 @@ public struct ServerEventTranslator: Sendable {
     private mutating func profileSwitchReached(_ sink: SinkSnapshot, at moment: Moment) -> [Event] {
         guard sink.isA2DP, let cardIndex = sink.cardIndex, let phase = profileSwitches[cardIndex] else { return [] }
         switch phase {
-        case .call, .returning:
-            profileSwitches[cardIndex] = nil
-            return [.interruptionEnded(.profileSwitch(card: cardIndex), resumeAllowed: true, at: moment)]
+        case .call, .returning, .movedAway:
+            return switchEnded(card: cardIndex, at: moment)
         case .pending:
             // The card never left A2DP: our sink was removed for another reason (a codec switch recreates it).
             return switchTurnedIntoUnplug(card: cardIndex, at: moment)
         }
+    }
+
+    /// A deliberate move of our stream to `sink` during profile switches: for the switch of a card other than `sink`'s,
+    /// the stream is where the user wants it. In a call profile the switch then ends with the card's return to A2DP;
+    /// back in A2DP already, it ends now.
+    private mutating func switchesFollowUser(to sink: SinkSnapshot, at moment: Moment) -> [Event] {
+        profileSwitches.keys.sorted().filter { $0 != sink.cardIndex }.flatMap { card -> [Event] in
+            switch profileSwitches[card] {
+            case .call?:
+                profileSwitches[card] = .movedAway
+                return []
+            case .returning?: return switchEnded(card: card, at: moment)
+            default: return []
+            }
+        }
+    }
+
+    /// Ends the switch on `card` as the call it was: the music may resume (rule 5).
+    private mutating func switchEnded(card: UInt32, at moment: Moment) -> [Event] {
+        profileSwitches[card] = nil
+        return [.interruptionEnded(.profileSwitch(card: card), resumeAllowed: true, at: moment)]
     }
 
     private static func settled(after moment: Moment) -> Moment {

@@ -22,9 +22,12 @@ struct FakeCardHeadsetTests {
 
     /// Runs `body` with the server to itself, a fake headset as the default sink (as a connected headset is: the
     /// music follows it from profile to profile, which WirePlumber does for a stream that follows the default and not
-    /// for one that named its sink), the standard headphones and speakers recorded (where our stream must never be
-    /// heard), and the player playing on the headset's A2DP sink.
-    func scenario(_ body: (FakeCard, EarshotPlayer, URL) async throws -> Void) async throws {
+    /// for one that named its sink), the standard sinks in `quietOn` recorded (where our stream must never be heard;
+    /// both unless the test moves it there), and the player playing on the headset's A2DP sink.
+    func scenario(
+        quietOn: [String] = [TestEnvironment.headphones, TestEnvironment.speakers],
+        _ body: (FakeCard, EarshotPlayer, URL) async throws -> Void
+    ) async throws {
         try await TestEnvironment.withExclusiveSoundServer {
             try await TestEnvironment.withScratchDirectory { scratch in
                 let card = try await FakeCard(.headset)
@@ -34,8 +37,7 @@ struct FakeCardHeadsetTests {
                 let track = try Fixtures.copy(
                     try Fixtures.positionTrack(seconds: Self.trackSeconds), to: scratch,
                     named: PrivateNames.fileName(.mp3))
-                let elsewhere = try await MonitorRecorder.start(
-                    sinks: [TestEnvironment.headphones, TestEnvironment.speakers])
+                let elsewhere = try await MonitorRecorder.start(sinks: quietOn)
                 // The position is compared to the millisecond across the call, so fades are off (EdgesTests measure
                 // them): a faded pause is reported at once and heard to its end.
                 try writeConfiguration(#"{"fadeMs": 0}"#, in: scratch)
@@ -90,6 +92,42 @@ struct FakeCardHeadsetTests {
             _ = try await recorder.stop()
             #expect(later.positionMs > during.positionMs, "\(during) -> \(later)")
             #expect(resumed.positionMs - during.positionMs <= 1000, "\(during) -> \(resumed)")
+            #expect(!player.standardError.contains("outputLost"), "\(player.standardError)")
+        }
+    }
+
+    @Test("the paused music moved to the headphones during the call resumes there when the headset is back on A2DP")
+    func movedAwayDuringCall() async throws {
+        // RULES.md: the switch ends once the card is back in A2DP; the user put the music elsewhere meanwhile, so
+        // nothing waits for the headset to get our stream back (which neither server does for a stream moved away).
+        try await scenario(quietOn: [TestEnvironment.speakers]) { card, player, scratch in
+            let call = try card.startCall(recordingTo: scratch.appendingPathComponent("call.wav").path)
+            defer { call.kill() }
+            _ = try await player.waitForStatus("paused for the call") { $0.pauseReason == "interruption" }
+            try await Task.sleep(for: .milliseconds(500))
+            try await card.send("profile \(card.headsetProfile)")
+            _ = try await player.waitForStatus("paused for the switch") { status in
+                status.activeInterruptions.contains { $0.hasPrefix("profile") }
+            }
+            let ours = try await player.waitForStream()
+            try await ServerControl.move(sinkInput: ours.index, to: TestEnvironment.headphones)
+            let moved = try await player.waitForStatus("paused on the headphones") {
+                $0.sink == TestEnvironment.headphones
+            }
+            #expect(moved.playback == "paused" && moved.corked && moved.outputLostReason == nil, "\(moved)")
+
+            call.signal(SIGINT)
+            _ = await call.exit(within: .seconds(5))
+            try await card.send("profile \(card.a2dpProfile)")
+            let resumed = try await player.waitForStatus("playing again on the headphones", timeout: .seconds(10)) {
+                $0.playback == "playing" && $0.positionMs > moved.positionMs
+            }
+            #expect(resumed.sink == TestEnvironment.headphones && resumed.activeInterruptions.isEmpty, "\(resumed)")
+            #expect(resumed.positionMs - moved.positionMs <= 1000, "\(moved) -> \(resumed)")
+            let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
+            try await Task.sleep(for: .milliseconds(600))
+            let recording = try await recorder.stop()
+            #expect(recording.audibleMilliseconds >= 300, "the headphones played \(recording.audibleMilliseconds) ms")
             #expect(!player.standardError.contains("outputLost"), "\(player.standardError)")
         }
     }

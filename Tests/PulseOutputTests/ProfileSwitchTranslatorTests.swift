@@ -492,4 +492,54 @@ struct ProfileSwitchTranslatorTests {
             == [.outputLost(.deviceRemoved), .interruptionEnded(pulseSwitch, resumeAllowed: false, at: settled(now))])
         #expect(translator.profileSwitches.isEmpty)
     }
+
+    @Test("The user moves the paused music to another device during the call: it resumes there when the call ends")
+    func movedAwayDuringCall() {
+        // PulseAudio 16's own moves between the headset's sinks leave a sink that still exists too, and change nothing.
+        var translator = onPulseAudioHeadset()
+        var events = translator.sinkRemoved(40, at: now)
+        events += translator.ourStreamLeftRemovedSink(at: now) + translator.ourStreamIsOn(speakers, sinkInputIndex: 10,
+                                                                                          at: now)
+        events += translator.cardChanged(PulseAudioHeadset.card("handsfree_head_unit"), at: now)
+        events += translator.ourStreamMovedOffExistingSink()
+            + translator.ourStreamIsOn(PulseAudioHeadset.headUnitSink, sinkInputIndex: 10, at: now)
+        #expect(translator.profileSwitches == [7: .call])
+        // The user's move: off the head unit sink, which stays, to the laptop's speakers.
+        events += translator.ourStreamMovedOffExistingSink()
+            + translator.ourStreamIsOn(speakers, sinkInputIndex: 10, at: now)
+        #expect(translator.profileSwitches == [7: .movedAway])
+        #expect(translator.deadline == nil)
+        #expect(events == [.interruptionBegan(pulseSwitch, at: now), .routeChanged, .routeChanged])
+        // The call ends: the head unit sink goes (not ours now), the card is back on A2DP; our stream stays put.
+        #expect(translator.sinkRemoved(41, at: later) == [])
+        let ended = translator.cardChanged(PulseAudioHeadset.card("a2dp_sink"), at: later)
+        #expect(ended == [.interruptionEnded(pulseSwitch, resumeAllowed: true, at: later)])
+        let outcome = played(events + ended)
+        #expect(outcome.state.playback == .playing)
+        #expect(outcome.commands == [.cork, .uncork, .clearServerMute])
+    }
+
+    @Test("Back on A2DP, a move to another device ends the switch at once; a headset moved away and then gone too")
+    func movedAwayAfterReturnOrRemoval() {
+        var returning = onWirePlumberHeadset()
+        #expect(returning.sinkRemoved(70, at: now) == [.interruptionBegan(pipeWireSwitch, at: now)])
+        #expect(returning.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
+        #expect(returning.cardChanged(WirePlumberHeadset.card("a2dp-sink"), at: later) == [])
+        #expect(returning.ourStreamLeftRemovedSink(at: later) == [])
+        #expect(returning.ourStreamIsOn(speakers, sinkInputIndex: 10, at: later) == [], "rescued, not chosen")
+        #expect(returning.ourStreamMovedOffExistingSink() == [.routeChanged])
+        let laptop = SinkSnapshot(name: "alsa_output.usb-dac", index: 3, cardIndex: 1)
+        #expect(returning.ourStreamIsOn(laptop, sinkInputIndex: 10, at: later)
+            == [.interruptionEnded(pipeWireSwitch, resumeAllowed: true, at: later)])
+
+        var removed = onWirePlumberHeadset()
+        #expect(removed.sinkRemoved(70, at: now) == [.interruptionBegan(pipeWireSwitch, at: now)])
+        #expect(removed.cardChanged(WirePlumberHeadset.card("headset-head-unit"), at: now) == [])
+        #expect(removed.ourStreamIsOn(WirePlumberHeadset.headUnitSink, sinkInputIndex: 10, at: now) == [])
+        #expect(removed.ourStreamMovedOffExistingSink() + removed.ourStreamIsOn(speakers, sinkInputIndex: 10, at: now)
+            == [.routeChanged])
+        // The headset disconnects with the call: our stream is not on it, so that is no loss of our output.
+        #expect(removed.cardRemoved(50, at: later)
+            == [.interruptionEnded(pipeWireSwitch, resumeAllowed: true, at: later)])
+    }
 }

@@ -51,7 +51,8 @@ private struct ServerModel {
 
 /// The snapshots of the three servers.
 private enum World {
-    static let laptop: UInt32 = 1, speakers: UInt32 = 2, bluetooth: UInt32 = 3, bluetoothAgain: UInt32 = 5
+    static let laptop: UInt32 = 1, speakers: UInt32 = 2, bluetooth: UInt32 = 3, bluetoothCall: UInt32 = 4
+    static let bluetoothAgain: UInt32 = 5
     static let fx: UInt32 = 6, card: UInt32 = 9
     static let a2dp = "a2dp_sink", headUnit = "handsfree_head_unit", off = "off"
     static let moment = Moment(milliseconds: 1_000)
@@ -105,14 +106,15 @@ private enum Notice: CaseIterable {
     case phoneRuns, phoneCorks, phoneRemoved, phoneCaptureRuns, phoneCaptureRemoved
     case ourSinkRemoved, movedOffRemovedSink, movedToSpeakers, speakersAppear, streamGone
     case headphonesUnplugged, headphonesPluggedIn, headphonesChosen
-    case cardToCall, cardToA2DP, cardOff, cardRemoved, reachedA2DPAgain, timerExpires
+    case cardToCall, cardToA2DP, cardOff, cardRemoved, reachedCallSink, reachedA2DPAgain, timerExpires
     case deviceBehindRemoved, loopbackMovedToSpeakers
 
     /// A deliberate move, or a notice about something else than our output: never an output loss (invariant 2).
     var isDeliberateOrUnrelated: Bool {
         switch self {
         case .phoneRuns, .phoneCorks, .phoneRemoved, .phoneCaptureRuns, .phoneCaptureRemoved, .movedToSpeakers,
-             .speakersAppear, .headphonesPluggedIn, .headphonesChosen, .loopbackMovedToSpeakers, .streamGone:
+             .speakersAppear, .headphonesPluggedIn, .headphonesChosen, .loopbackMovedToSpeakers, .streamGone,
+             .reachedCallSink:
             return true
         default:
             return false
@@ -131,7 +133,7 @@ private enum Server: CaseIterable {
         case .laptop: return common + [.speakersAppear, .headphonesUnplugged, .headphonesPluggedIn, .headphonesChosen]
         case .bluetooth:
             return common + [.phoneCaptureRuns, .phoneCaptureRemoved, .cardToCall, .cardToA2DP, .cardOff, .cardRemoved,
-                             .reachedA2DPAgain, .timerExpires]
+                             .reachedCallSink, .reachedA2DPAgain, .timerExpires]
         case .virtualSink: return common + [.deviceBehindRemoved, .loopbackMovedToSpeakers]
         }
     }
@@ -266,7 +268,8 @@ struct TranslatorExhaustiveTests {
             // Moved deliberately while its sink still exists: the owner tells the rules `routeChanged` itself.
             guard !model.ourSinkGone, model.ourSink != World.speakers else { return nil }
             model.ourSink = World.speakers
-            return translator.ourStreamIsOn(World.speakerSink, sinkInputIndex: 10, at: moment)
+            return translator.ourStreamMovedOffExistingSink()
+                + translator.ourStreamIsOn(World.speakerSink, sinkInputIndex: 10, at: moment)
         case .speakersAppear:
             return translator.sinkAdded(World.speakerSink)
         case .streamGone:
@@ -293,14 +296,17 @@ struct TranslatorExhaustiveTests {
             guard model.cardProfile != nil else { return nil }
             model.cardProfile = nil
             return translator.cardRemoved(World.card, at: moment)
-        case .reachedA2DPAgain:
-            // The server moves our stream (from the speakers) to the headset's new A2DP sink.
-            guard model.cardProfile == World.a2dp, model.ourSink == World.speakers, !model.ourSinkGone else {
-                return nil
-            }
-            model.ourSink = World.bluetoothAgain
-            return translator.ourStreamIsOn(World.bluetoothSink(World.bluetoothAgain, World.a2dp), sinkInputIndex: 10,
-                                            at: moment)
+        case .reachedCallSink, .reachedA2DPAgain:
+            // The server moves our stream (from the speakers, which stay) to the headset's sink of its profile now,
+            // which is, to the owner, a move off a sink that still exists.
+            let again = notice == .reachedA2DPAgain
+            guard model.cardProfile == (again ? World.a2dp : World.headUnit), model.ourSink == World.speakers,
+                  !model.ourSinkGone, !model.removed.contains(again ? World.bluetoothAgain : World.bluetoothCall)
+            else { return nil }
+            model.ourSink = again ? World.bluetoothAgain : World.bluetoothCall
+            let sink = World.bluetoothSink(model.ourSink, again ? World.a2dp : World.headUnit)
+            return translator.ourStreamMovedOffExistingSink()
+                + translator.ourStreamIsOn(sink, sinkInputIndex: 10, at: moment)
         case .timerExpires:
             // The owner's one-shot timer for the translator's deadline; the server is unchanged.
             guard let deadline = translator.deadline else { return nil }
@@ -321,7 +327,8 @@ struct TranslatorExhaustiveTests {
                               deliberate: Bool, translator: ServerEventTranslator) -> [String] {
         // A profile switch begins only when our Bluetooth sink goes while its card stays.
         let bluetoothSinkWent = (notice == .ourSinkRemoved || notice == .movedOffRemovedSink)
-            && [World.bluetooth, World.bluetoothAgain].contains(before.ourSink) && model.cardProfile != nil
+            && [World.bluetooth, World.bluetoothCall, World.bluetoothAgain].contains(before.ourSink)
+            && model.cardProfile != nil
         var problems: [String] = []
         for event in events {
             switch event {
@@ -349,7 +356,8 @@ struct TranslatorExhaustiveTests {
         if notice != .streamGone && translator.activeTriggers != (model.phoneRunning == true ? [20] : []) {
             problems.append("(1) activeTriggers \(translator.activeTriggers)")
         }
-        for (card, phase) in translator.profileSwitches where phase == .call && model.cardProfile != World.headUnit {
+        for (card, phase) in translator.profileSwitches
+        where [.call, .movedAway].contains(phase) && model.cardProfile != World.headUnit {
             problems.append("(4) the switch on card \(card) waits with no bound (card: \(model.cardProfile ?? "gone"))")
         }
         return problems
