@@ -116,8 +116,13 @@ public enum ServerControl {
         }
         let defaultSink = (try? ProcessRunner.runChecked("pactl", ["get-default-sink"], timeout: .seconds(3))
             .standardOutput.trimmed) ?? "not listed"
+        // On PipeWire, the session manager's own record of the defaults: the one in use and the one a user chose.
+        let metadata = (try? ProcessRunner.runChecked("pw-metadata", ["-n", "default", "0"], timeout: .seconds(3))
+            .standardOutput.split(separator: "\n").filter { $0.contains("key:") }.joined(separator: "; "))
+            .map { "default metadata: \($0)" }
         return [
             "default sink: \(defaultSink)",
+            metadata ?? "default metadata: none (not PipeWire)",
             list("sinks") { "#\($0["index"] ?? "?") \($0["name"] ?? "?") \($0["state"] ?? "?")" },
             list("sink-inputs") { input in
                 let properties = input["properties"] as? [String: Any]
