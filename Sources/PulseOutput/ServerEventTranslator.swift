@@ -223,6 +223,7 @@ public struct ServerEventTranslator: Sendable {
         ourSink = nil
         ourSinkInputIndex = nil
         ourSinkRemovalDecided = false
+        movedOffExistingSink = false
         let ended = activeTriggers.sorted().map {
             Event.interruptionEnded(.triggerStream(index: $0), resumeAllowed: false, at: moment)
         } + profileSwitches.keys.sorted().map {
@@ -317,7 +318,8 @@ public struct ServerEventTranslator: Sendable {
         }
     }
 
-    /// A card was removed (the headset disconnected): a profile switch in progress on it was an unplug after all.
+    /// A card was removed (the headset disconnected): a profile switch in progress on it was an unplug after all,
+    /// unless our stream was moved away from the headset during the call (then the call is over, as far as it goes).
     public mutating func cardRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
         cards[index] = nil
         switch profileSwitches[index] {
