@@ -22,6 +22,11 @@ public struct Moment: Comparable, Hashable, Sendable, CustomStringConvertible {
         milliseconds - earlier.milliseconds
     }
 
+    /// The moment `milliseconds` after this one.
+    public func advanced(by milliseconds: Int64) -> Moment {
+        Moment(milliseconds: self.milliseconds + milliseconds)
+    }
+
     /// The moment as milliseconds, e.g. `1500ms`.
     public var description: String { "\(milliseconds)ms" }
 }

@@ -137,7 +137,7 @@ struct CaptureCalls: Sendable {
     /// The moment the next qualifying capture will have run long enough; nil when none waits.
     var deadline: Moment? {
         qualifying.values.filter { !active.contains($0.client) }.map {
-            Moment(milliseconds: $0.since.milliseconds + settings.delayMilliseconds)
+            $0.since.advanced(by: settings.delayMilliseconds)
         }.min()
     }
 

@@ -305,7 +305,7 @@ public struct ServerEventTranslator: Sendable {
             return switchTurnedIntoUnplug(card: card.index, at: moment)
         case (.a2dp, .call):
             // Back on it: the end waits for our stream, for a while.
-            profileSwitches[card.index] = .returning(until: Self.settled(after: moment))
+            profileSwitches[card.index] = .returning(until: moment.advanced(by: Self.settleMilliseconds))
             return []
         case (.a2dp, _):
             // Not yet left A2DP, or back on it already.
@@ -416,7 +416,7 @@ public struct ServerEventTranslator: Sendable {
         let phase: ProfileSwitch
         switch Self.activeProfileKind(of: card) {
         case .withoutSink: return [.outputLost(.deviceRemoved)]
-        case .a2dp: phase = .pending(until: Self.settled(after: moment))
+        case .a2dp: phase = .pending(until: moment.advanced(by: Self.settleMilliseconds))
         case .other: phase = .call
         }
         profileSwitches[cardIndex] = phase
@@ -454,10 +454,6 @@ public struct ServerEventTranslator: Sendable {
     private mutating func switchEnded(card: UInt32, at moment: Moment) -> [Event] {
         profileSwitches[card] = nil
         return [.interruptionEnded(.profileSwitch(card: card), resumeAllowed: true, at: moment)]
-    }
-
-    private static func settled(after moment: Moment) -> Moment {
-        Moment(milliseconds: moment.milliseconds + settleMilliseconds)
     }
 
     /// Ends the switch on `card` as the output loss it turned out to be: the loss first, so the reducer forgets the

@@ -105,7 +105,7 @@ struct ProfileSwitchTranslatorTests {
 
     /// The moment a switch that began waiting at `moment` stops waiting.
     func settled(_ moment: Moment) -> Moment {
-        Moment(milliseconds: moment.milliseconds + ServerEventTranslator.settleMilliseconds)
+        moment.advanced(by: ServerEventTranslator.settleMilliseconds)
     }
 
     /// The reducer's answer to `events`, from a player that is playing.
