@@ -100,7 +100,7 @@ soundserver_start() {
     [[ "$kind" == pulseaudio* ]] || SOUNDSERVER_PERIOD_FRAMES=$SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES
     export SOUNDSERVER_ROOT SOUNDSERVER_KIND EARSHOT_TEST_SERVER SOUNDSERVER_CTL SOUNDSERVER_PERIOD_FRAMES
     _soundserver_export_addresses
-    if ! _soundserver_launch_twice "start"; then
+    if ! _soundserver_launch_retrying "start"; then
         _soundserver_log "the private $kind did not start; logs follow"
         _soundserver_dump_logs
         soundserver_stop
@@ -139,22 +139,29 @@ soundserver_relaunch() {
     _soundserver_require_root || return 1
     _soundserver_running && return 0
     _soundserver_kill_all KILL
-    if ! _soundserver_launch_twice "start again"; then
+    if ! _soundserver_launch_retrying "start again"; then
         _soundserver_log "the private $SOUNDSERVER_KIND did not start again; logs follow"
         _soundserver_dump_logs
         return 1
     fi
 }
 
-# _soundserver_launch_twice WHAT: launches the stack, and from scratch once more if it did not come up. A stack of
-# three daemons sometimes comes up without its graph (seen with pipewire restarted in a hurry: wireplumber "Failed to
-# connect to PipeWire"), or refuses its layout while the other lane loads the machine (PipeWire 1.6.9 in a Debian 13
-# root just made, 2026-12-04: pactl's "Failure: Not supported" 2 s into its first start).
-_soundserver_launch_twice() {
-    _soundserver_launch && return 0
-    _soundserver_log "the private $SOUNDSERVER_KIND did not $1; trying once more"
-    _soundserver_kill_all KILL
-    _soundserver_launch
+# _soundserver_launch_retrying WHAT: launches the stack, and from scratch up to twice more if it did not come up, the
+# last time after a pause. A stack of three daemons sometimes comes up without its graph (seen with pipewire restarted
+# in a hurry: wireplumber "Failed to connect to PipeWire"), or refuses its layout while the machine is loaded (pactl's
+# "Failure: Not supported" 2 s into a start: PipeWire 1.6.9 in a Debian 13 root just made, 2026-12-04, and PipeWire
+# 0.3.65 twice in a row on a machine just set up, 2026-12-05, which lost that server's whole lane).
+_soundserver_launch_retrying() {
+    local attempt
+    for attempt in 1 2 3; do
+        if [ "$attempt" -gt 1 ]; then
+            _soundserver_log "the private $SOUNDSERVER_KIND did not $1; trying again"
+            _soundserver_kill_all KILL
+            [ "$attempt" -lt 3 ] || sleep 3
+        fi
+        _soundserver_launch && return 0
+    done
+    return 1
 }
 
 # soundserver_freeze: stops the process that runs the audio graph (SIGSTOP: pulseaudio, or the pipewire daemon)
