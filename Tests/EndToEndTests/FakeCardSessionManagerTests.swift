@@ -2,7 +2,7 @@
 // WirePlumber is on, as in a desktop session. WirePlumber 0.5.11 and later call MPRIS `Pause` on a player whose
 // stream was linked to a device sink that goes away (its linking.pause-playback), and a headset's profile switch
 // takes its sink away: with 0.5.12 (pipewire-1.6) Earshot gets a Pause at the switch to the headset profile and
-// another at the switch back, both while the call's interruption is active (rule 21: they change nothing). The call
+// usually another at the switch back, all while the call's interruption is active (rule 21: they change nothing). The call
 // must still resume on the A2DP sink once it is over, and stay playing. WirePlumber 0.4.13 and 0.5.8 send no
 // Pause: there the test checks that none arrived. `FakeCardHeadsetTests` plays with `earshot play`, which has no
 // MPRIS, so WirePlumber has no player to pause there.
@@ -79,9 +79,12 @@ struct FakeCardSessionManagerTests {
             let story = capture ? "headset call" : "bare profile switch"
             report("\(story), service on WirePlumber's bus: playing again after the switch back",
                    (ContinuousClock.now - switchedBack).seconds * 1000)
-            // A Pause for the switch back that came after the resume would stop the music after the call.
+            // A Pause for the switch back that came after the resume would stop the music after the call. WirePlumber
+            // sends that second Pause only when our corked stream was still linked to the headset profile's sink as it
+            // went (the fresh-machine run of 2026-12-05 had none after a call's capture, twice): one or two are both
+            // WirePlumber's to choose, and neither may stop the music.
             let later = try await sessionManagerPauses(of: service, atLeast: pauseExpected ? 2 : 0)
-            #expect(later == (pauseExpected ? 2 : 0), "WirePlumber's Pauses in all: \(later)")
+            #expect(pauseExpected ? (1...2).contains(later) : later == 0, "WirePlumber's Pauses in all: \(later)")
             try await Task.sleep(for: .milliseconds(1000))
             let settled = try harness.status()
             #expect(settled.playback == "playing" && settled.sink == card.sink, "\(settled)")
