@@ -50,8 +50,8 @@ public enum StallRule {
     /// for nothing.
     public static let minimumMilliseconds = 1_000
     /// The silence must also last this many request periods, so that a long target latency (PulseAudio asks every
-    /// 250 ms at 1000 ms) is not a stall between two requests.
-    public static let periods = 4
+    /// 333 ms at 1000 ms: a second is three periods, two requests missed) is not a stall between two requests.
+    public static let periods = 3
 
     /// How long the server may ask for nothing, with requests every `requestPeriodMilliseconds`, before it counts as
     /// a stall. The executor arms its watchdog's timer for it.

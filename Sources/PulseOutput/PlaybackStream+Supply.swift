@@ -17,6 +17,7 @@
 // node left unlinked, a stuck driver); this is how the owner learns that nothing is heard any more.
 
 import CPulse
+import EarshotCore
 
 #if canImport(Glibc)
 import Glibc
@@ -149,11 +150,11 @@ extension PlaybackStream {
     /// for no data for more than `periods` request periods, and for at least `minimum`.
     ///
     /// Intended use: the owner's tick (every 50 ms) turns a true into "output lost" (cork, flush, keep the heard
-    /// position), as for an unplug. The defaults (4 periods, at least 200 ms) stay far above the largest gap between
+    /// position), as for an unplug. The defaults (3 periods, at least 200 ms) stay far above the largest gap between
     /// requests in normal playback (14 ms on PulseAudio 16.1, 21.5 ms on PipeWire 0.3.65); a frozen server is
     /// reported 180-200 ms after its last request. When requests come back the server first reports `.underflow`,
     /// then `.started`.
-    public func isStalled(periods: Int = 4, minimum: Duration = .milliseconds(200)) -> Bool {
+    public func isStalled(periods: Int = StallRule.periods, minimum: Duration = .milliseconds(200)) -> Bool {
         guard let silence = requestSilence() else { return false }
         let period = requestPeriod ?? .milliseconds(max(targetLatencyMilliseconds, 1))
         return silence > max(period * periods, minimum)

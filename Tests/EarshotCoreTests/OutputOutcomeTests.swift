@@ -160,16 +160,17 @@ struct OutputOutcomeTests {
 
 @Suite("The executor's measurements, judged by the rules")
 struct OutputMeasurementTests {
-    @Test("Rule 10: a silence past the threshold (a second, or four request periods) is a stall; shorter is nothing")
+    @Test("Rule 10: a silence past the threshold (a second, or three request periods) is a stall; shorter is nothing")
     func stallThreshold() {
         #expect(StallRule.thresholdMilliseconds(requestPeriodMilliseconds: 50) == 1_000)
-        #expect(StallRule.thresholdMilliseconds(requestPeriodMilliseconds: 400) == 1_600)
+        #expect(StallRule.thresholdMilliseconds(requestPeriodMilliseconds: 333) == 1_000)
+        #expect(StallRule.thresholdMilliseconds(requestPeriodMilliseconds: 400) == 1_200)
         var store = RuleStore(Given.playing)
         store.send(.outputSilent(milliseconds: 1_000, requestPeriodMilliseconds: 50, heardSinceStart: true),
                    commands: [])
-        store.send(.outputSilent(milliseconds: 1_500, requestPeriodMilliseconds: 400, heardSinceStart: true),
+        store.send(.outputSilent(milliseconds: 1_200, requestPeriodMilliseconds: 400, heardSinceStart: true),
                    commands: [])
-        store.send(.outputSilent(milliseconds: 1_601, requestPeriodMilliseconds: 400, heardSinceStart: true),
+        store.send(.outputSilent(milliseconds: 1_201, requestPeriodMilliseconds: 400, heardSinceStart: true),
                    commands: [.cork, .flush]) { $0.playback = .paused(.outputLost(.stalled)) }
     }
 
