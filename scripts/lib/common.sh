@@ -132,7 +132,11 @@ ensure_swift() {
 #                            (Config/earshot.order, made by scripts/order-file). The kernel maps a binary's code in
 #                            64 KiB windows around each page touched, so code used at start scattered over 9 MiB of
 #                            text made 6.4 MiB of it resident; together, about 3 MiB. A function missing from the file
-#                            (renamed since it was made) only stays where the linker put it: no warning, no failure.
+#                            (renamed since it was made) only stays where the linker put it: no warning, no failure;
+#   -L <build>/static-libstdc++  a folder holding only libstdc++.a, searched before the compiler's own, so that the
+#                            runtime's -lstdc++ links the C++ library in: the loader then binds 1 700 fewer symbols at
+#                            every start and maps one library less (a 0.5 s `earshot play` took 1.2 ms less CPU, median
+#                            of 80 runs each, 2026-12-05). Left out, with a note, where the compiler knows no such file.
 # EARSHOT_SCRATCH_PATH=DIR builds in DIR. EARSHOT_NO_ORDER=1 leaves the ordering out (scripts/order-file profiles
 # a binary built so, so that the file never depends on itself).
 release_build_arguments() {
@@ -143,4 +147,13 @@ release_build_arguments() {
             -Xlinker --no-warn-symbol-ordering)
     fi
     [ -z "${EARSHOT_SCRATCH_PATH:-}" ] || RELEASE_BUILD+=(--scratch-path "$EARSHOT_SCRATCH_PATH")
+    local archive folder="${EARSHOT_SCRATCH_PATH:-$_COMMON_ROOT/.build}/static-libstdc++"
+    archive=$("$(dirname "$(command -v swiftc)")/clang" -print-file-name=libstdc++.a 2>/dev/null) || archive=
+    if [ -f "$archive" ]; then
+        mkdir -p "$folder"
+        ln -sfn "$archive" "$folder/libstdc++.a"
+        RELEASE_BUILD+=(-Xswiftc -L -Xswiftc "$folder")
+    else
+        printf '[setup] note: no libstdc++.a found; the release build links libstdc++ as a shared library\n' >&2
+    fi
 }
