@@ -9,12 +9,13 @@
 // The stream never waits and never acts on its own: a command is sent under the mainloop lock and returns; the
 // server's answer arrives as a notice. A move or the removal of its sink is only reported; the owner decides.
 //
-// Buffering: tlength is the target latency (50 ms by default) and ADJUST_LATENCY makes the server size the sink's
-// buffer from it, so little of our audio can be queued anywhere when the output changes (the default tlength of
-// about 2 s would all play on the next sink). minreq is a third of tlength: at the default 1000 ms the server asks
-// every 333 ms and keeps (1000 - 2 x 333) / 2 = 167 ms in the sink. A quarter (250 ms requests, 250 ms in the sink)
-// woke libpulse's thread a third more often for the same audio (4 requests a second instead of 3; its CPU while
-// playing went from 0.31 to 0.24 ms a second, 2026-12-05). prebuf is one minreq, a deliberate non-zero choice:
+// Buffering: tlength is the target latency (the configuration's, 1000 ms by default) and ADJUST_LATENCY makes the
+// server size the sink's buffer from it, so little of our audio can be queued anywhere when the output changes
+// (libpulse's default tlength of about 2 s would all play on the next sink). minreq is a third of tlength: at the
+// default 1000 ms the server asks every 333 ms and keeps (1000 - 2 x 333) / 2 = 167 ms in the sink. A quarter (250 ms
+// requests, 250 ms in the sink) woke libpulse's thread a third more often for the same audio (4 requests a second
+// instead of 3; its CPU while playing went from 0.31 to 0.24 ms a second, 2026-12-05). prebuf is one minreq, a
+// deliberate non-zero choice:
 //   - The stream starts corked (START_CORKED). While corked the write callback only copies what the ring holds and
 //     never pads, and uncork() first tops the server's buffer up (padding only then) before uncorking, so at uncork
 //     there is always at least prebuf queued and playback starts at once; prebuf never delays a start.

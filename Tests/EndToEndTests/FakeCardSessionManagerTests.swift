@@ -2,8 +2,8 @@
 // WirePlumber is on, as in a desktop session. WirePlumber 0.5.11 and later call MPRIS `Pause` on a player whose
 // stream was linked to a device sink that goes away (its linking.pause-playback), and a headset's profile switch
 // takes its sink away: with 0.5.12 (pipewire-1.6) Earshot gets a Pause at the switch to the headset profile and
-// usually another at the switch back, all while the call's interruption is active (rule 21: they change nothing). The call
-// must still resume on the A2DP sink once it is over, and stay playing. WirePlumber 0.4.13 and 0.5.8 send no
+// usually another at the switch back, all while the call's interruption is active (rule 21: they change nothing).
+// The call must still resume on the A2DP sink once it is over, and stay playing. WirePlumber 0.4.13 and 0.5.8 send no
 // Pause: there the test checks that none arrived. `FakeCardHeadsetTests` plays with `earshot play`, which has no
 // MPRIS, so WirePlumber has no player to pause there.
 //

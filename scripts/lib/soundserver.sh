@@ -148,9 +148,10 @@ soundserver_relaunch() {
 
 # _soundserver_launch_retrying WHAT: launches the stack, and from scratch up to twice more if it did not come up, the
 # last time after a pause. A stack of three daemons sometimes comes up without its graph (seen with pipewire restarted
-# in a hurry: wireplumber "Failed to connect to PipeWire"), or refuses its layout while the machine is loaded (pactl's
-# "Failure: Not supported" 2 s into a start: PipeWire 1.6.9 in a Debian 13 root just made, 2026-12-04, and PipeWire
-# 0.3.65 twice in a row on a machine just set up, 2026-12-05, which lost that server's whole lane).
+# in a hurry: wireplumber "Failed to connect to PipeWire"), or refuses its layout (pactl's "Failure: Not supported" 2 s
+# into a start: PipeWire 1.6.9 in a Debian 13 root just made, 2026-12-04; PipeWire 0.3.65 started beside the other
+# lane's PulseAudio, 2026-12-05, where a second launch once came up and, in two runs of scripts/test, no launch did:
+# the cause is not known).
 _soundserver_launch_retrying() {
     local attempt
     for attempt in 1 2 3; do
