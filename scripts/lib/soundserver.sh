@@ -188,18 +188,18 @@ soundserver_unplug() {
         _soundserver_log "unplug: no sink called $sink"
         return 1
     fi
-    pactl unload-module "$module"
+    _soundserver_pactl unload-module "$module"
 }
 
 # soundserver_replug SINK: "plugs" SINK back in (a null sink of that name); headphones becomes the default again.
 soundserver_replug() {
     local sink="$1"
     if [ -z "$(_soundserver_sink_module "$sink")" ]; then
-        pactl load-module module-null-sink "sink_name=$sink" \
-            "sink_properties=device.description=${SOUNDSERVER_SINK_DESCRIPTIONS[$sink]:-$sink}" >/dev/null || return 1
+        _soundserver_pactl load-module module-null-sink "sink_name=$sink" \
+            "sink_properties=device.description=${SOUNDSERVER_SINK_DESCRIPTIONS[$sink]:-$sink}" || return 1
     fi
     if [ "$sink" = headphones ]; then
-        pactl set-default-sink headphones
+        _soundserver_pactl set-default-sink headphones
     fi
 }
 
@@ -209,7 +209,16 @@ soundserver_layout() {
     for sink in "${SOUNDSERVER_SINKS[@]}"; do
         soundserver_replug "$sink" || return 1
     done
-    pactl set-default-sink headphones
+    _soundserver_pactl set-default-sink headphones
+}
+
+# _soundserver_pactl ARGS...: `pactl ARGS`, quiet when it succeeds; when it fails, says which command failed and
+# what pactl answered (a bare "Failure: Not supported" in a test run's log names no step of a start).
+_soundserver_pactl() {
+    local said
+    said=$(pactl "$@" 2>&1 >/dev/null) && return 0
+    _soundserver_log "pactl $* failed: ${said:-(no message)}"
+    return 1
 }
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -441,10 +450,10 @@ _soundserver_launch_pipewire() {
 # has its null source `silence` as the default source (Config/pulse-test.pa), which serves as the microphone there.
 _soundserver_make_microphone() {
     if ! pactl list short sources 2>/dev/null | cut -f2 | grep -qx mic; then
-        pactl load-module module-null-sink sink_name=mic media.class=Audio/Source/Virtual \
-            channel_map=front-left,front-right >/dev/null || return 1
+        _soundserver_pactl load-module module-null-sink sink_name=mic media.class=Audio/Source/Virtual \
+            channel_map=front-left,front-right || return 1
     fi
-    pactl set-default-source mic
+    _soundserver_pactl set-default-source mic
 }
 
 # The graph runs in periods of at least SOUNDSERVER_PIPEWIRE_PERIOD_FRAMES (1024 frames, 21.3 ms at 48 kHz: PipeWire's
