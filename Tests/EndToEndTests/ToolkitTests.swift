@@ -233,13 +233,14 @@ struct ToolkitTests {
             #expect(onHeadphones.upperBound <= headphones.time(of: unplugged) + mappingError)
             #expect(onSpeakers.lowerBound >= speakers.time(of: unplugging) - mappingError)
             // The two recordings agree: the track continues on the speakers at the position the wall clock
-            // says, and all of the rest of it reached the speakers.
+            // says, and all of the rest of it reached the speakers. Two mappings are compared, so each one's error
+            // counts (two cores, 2026-12-05: 31 and 35 ms apart on PipeWire 1.4.2, 39 and 51 on 1.6.9, against 30).
             let wallClockGap = (speakers.instant(atTime: onSpeakers.lowerBound)
                 - headphones.instant(atTime: onHeadphones.upperBound)).seconds
             let edge = 0.015
             let lastHeard = try #require(headphones.trackPosition(atTime: onHeadphones.upperBound - edge)) + edge
             let firstLeaked = try #require(speakers.trackPosition(atTime: onSpeakers.lowerBound + edge)) - edge
-            #expect(abs((firstLeaked - lastHeard) - wallClockGap) <= 0.03,
+            #expect(abs((firstLeaked - lastHeard) - wallClockGap) <= 2 * mappingError,
                     "track jumped \(firstLeaked - lastHeard) s across a wall-clock gap of \(wallClockGap) s")
             let leaked = speakers.audibleMilliseconds(after: unplugging)
             let remaining = (Self.sweepSeconds - firstLeaked) * 1000
