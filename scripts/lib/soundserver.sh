@@ -199,7 +199,7 @@ soundserver_replug() {
             "sink_properties=device.description=${SOUNDSERVER_SINK_DESCRIPTIONS[$sink]:-$sink}" || return 1
     fi
     if [ "$sink" = headphones ]; then
-        _soundserver_pactl set-default-sink headphones
+        _soundserver_set_default_sink headphones
     fi
 }
 
@@ -209,7 +209,19 @@ soundserver_layout() {
     for sink in "${SOUNDSERVER_SINKS[@]}"; do
         soundserver_replug "$sink" || return 1
     done
-    _soundserver_pactl set-default-sink headphones
+    _soundserver_set_default_sink headphones
+}
+
+# _soundserver_set_default_sink SINK: makes SINK the default, trying for up to 2 s: right after its null sink was
+# loaded, pipewire-pulse 1.6.9 once answered "Failure: Not supported" and the whole start was thrown away
+# (2026-12-05; the same words made every launch of PipeWire 0.3.65 fail in stop 31's runs).
+_soundserver_set_default_sink() {
+    local _
+    for _ in $(seq 1 20); do
+        pactl set-default-sink "$1" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    _soundserver_pactl set-default-sink "$1"
 }
 
 # _soundserver_pactl ARGS...: `pactl ARGS`, quiet when it succeeds; when it fails, says which command failed and
