@@ -150,8 +150,8 @@ soundserver_relaunch() {
 # last time after a pause. A stack of three daemons sometimes comes up without its graph (seen with pipewire restarted
 # in a hurry: wireplumber "Failed to connect to PipeWire"), or refuses its layout (pactl's "Failure: Not supported" 2 s
 # into a start: PipeWire 1.6.9 in a Debian 13 root just made, 2026-12-04; PipeWire 0.3.65 started beside the other
-# lane's PulseAudio, 2026-12-05, where a second launch once came up and, in two runs of scripts/test, no launch did:
-# the cause is not known).
+# lane's PulseAudio, 2026-12-05, where a second launch once came up and, in two runs of scripts/test, no launch did).
+# The step that answers so is setting the default sink, now retried on its own (_soundserver_set_default_sink).
 _soundserver_launch_retrying() {
     local attempt
     for attempt in 1 2 3; do
