@@ -209,19 +209,14 @@ soundserver_layout() {
     for sink in "${SOUNDSERVER_SINKS[@]}"; do
         soundserver_replug "$sink" || return 1
     done
-    _soundserver_set_default_sink headphones
 }
 
 # _soundserver_set_default_sink SINK: makes SINK the default, trying for up to 2 s: right after its null sink was
 # loaded, pipewire-pulse 1.6.9 once answered "Failure: Not supported" and the whole start was thrown away
 # (2026-12-05; the same words made every launch of PipeWire 0.3.65 fail in stop 31's runs).
 _soundserver_set_default_sink() {
-    local _
-    for _ in $(seq 1 20); do
-        pactl set-default-sink "$1" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    _soundserver_pactl set-default-sink "$1"
+    _soundserver_wait_for 20 "$(_soundserver_server_name)" pactl set-default-sink "$1" \
+        || _soundserver_pactl set-default-sink "$1"
 }
 
 # _soundserver_pactl ARGS...: `pactl ARGS`, quiet when it succeeds; when it fails, says which command failed and
@@ -362,9 +357,14 @@ _soundserver_kill_all() {
 }
 
 _soundserver_server_pid() {
+    _soundserver_pid_of "$(_soundserver_server_name)"
+}
+
+# The name of the process serving PULSE_SERVER: pulseaudio, or pipewire-pulse.
+_soundserver_server_name() {
     case "$SOUNDSERVER_KIND" in
-        pulseaudio | pulseaudio-17) _soundserver_pid_of pulseaudio ;;
-        pipewire | pipewire-1.4 | pipewire-1.6) _soundserver_pid_of pipewire-pulse ;;
+        pulseaudio | pulseaudio-17) echo pulseaudio ;;
+        pipewire | pipewire-1.4 | pipewire-1.6) echo pipewire-pulse ;;
     esac
 }
 
