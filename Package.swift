@@ -18,9 +18,9 @@ let sharedSwiftSettings: [SwiftSetting] = [
 // The pure rulebook and its tests are optimized in debug builds too: the exhaustive checks walk hundreds of thousands
 // of states through the reducer: 380 s of the test run unoptimized; optimized, all of EarshotCoreTests takes 77 s
 // (`swift test --no-parallel --filter EarshotCoreTests`, 2026-12-05).
-// Neither has C, threads or I/O to debug, and the sanitizer builds still instrument them. So is the test support,
-// whose analysis of recordings (a Goertzel scan of a second of audio for its dominant frequency) took 40-50 s of
-// each server's run for one test's 2 s tone unoptimized.
+// Neither has C, threads or I/O to debug, and the sanitizer builds still instrument them. The test support is
+// optimized too: its analysis of recordings (a Goertzel scan of a second of audio for its dominant frequency) took
+// 40-50 s of each server's run for one test's 2 s tone unoptimized.
 let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
 
 let package = Package(
@@ -123,8 +123,8 @@ let package = Package(
         // PulseConnection that the product itself never makes (it lists only with `requestInventory`). Foundation,
         // SystemSupport for LockedValue and PulseOutput; test-only, never a dependency of a product target.
         .target(
-            name: "EarshotTestSupport", dependencies: ["SystemSupport", "PulseOutput"], path: "Tests/EarshotTestSupport",
-            swiftSettings: optimizedInDebug
+            name: "EarshotTestSupport", dependencies: ["SystemSupport", "PulseOutput"],
+            path: "Tests/EarshotTestSupport", swiftSettings: optimizedInDebug
         ),
 
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"], swiftSettings: optimizedInDebug),
