@@ -231,6 +231,7 @@ public final class DecodeWorker: @unchecked Sendable {
             guard let argument else { return nil }
             let worker = Unmanaged<DecodeWorker>.fromOpaque(argument).takeRetainedValue()
             SystemThread.nameCurrent("earshot-decode")
+            SystemThread.makeBatch()
             worker.run()
             return nil
         }, retained)

@@ -71,7 +71,10 @@ extension EventLog {
         }
         guard accepted else { return false }
         if startWriter {
-            SystemThread.start(named: "earshot-events") { [self] in writeToFollowers() }
+            SystemThread.start(named: "earshot-events") { [self] in
+                SystemThread.makeBatch()
+                writeToFollowers()
+            }
         } else {
             table.wake()
         }

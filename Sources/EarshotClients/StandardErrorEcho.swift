@@ -49,7 +49,10 @@ final class StandardErrorEcho: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         if start {
-            SystemThread.start(named: "earshot-stderr") { [self] in run() }
+            SystemThread.start(named: "earshot-stderr") { [self] in
+                SystemThread.makeBatch()
+                run()
+            }
         }
     }
 

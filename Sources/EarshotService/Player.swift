@@ -173,7 +173,7 @@ actor Player {
     /// exit code.
     func run(inputs: AsyncStream<Input>) async -> Int32 {
         attachDecisions()
-        log.record("realtime", ["thread": "owner", "nice": ownerThread.niceOutcome])
+        log.record("realtime", ["thread": "owner", "nice": ownerThread.niceOutcome, "slice": ownerThread.sliceOutcome])
         // The decoder starts while the connection is made; the stream opens once both are there. Without a server the
         // foreground player ends (`connectionAttemptFailed`), and the service waits for one.
         startConnecting()

@@ -206,7 +206,7 @@ public final class CoverArtWorker: CoverArtStoring, @unchecked Sendable {
         sem_init(jobsWaiting, 0, 0)
         // The thread keeps the worker for the process's life: the player it serves lives as long.
         SystemThread.start(named: "earshot-covers") { [self] in
-            Self.lowerPriority()
+            SystemThread.makeIdle()
             run()
         }
     }
@@ -225,19 +225,6 @@ public final class CoverArtWorker: CoverArtStoring, @unchecked Sendable {
         handed.store(next + 1, ordering: .releasing)
         sem_post(jobsWaiting)
         return true
-    }
-
-    /// Linux's SCHED_IDLE policy (5 in <linux/sched.h>), which glibc's headers show only with _GNU_SOURCE.
-    private static let schedulingPolicyIdle: Int32 = 5
-
-    /// Puts the calling thread (this worker's) under SCHED_IDLE: it runs only when no ordinary thread wants the CPU,
-    /// and block-layer schedulers that use I/O classes give it their idle class too. Nice 19 when that is refused
-    /// (a sandbox may forbid policy changes); failing both, it runs as it is, still off everyone's path.
-    private static func lowerPriority() {
-        var parameters = sched_param()
-        // Linux: pid 0 (and `who` 0 below) is the calling thread only.
-        if sched_setscheduler(0, Self.schedulingPolicyIdle, &parameters) == 0 { return }
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
     }
 
     /// The thread's body: take each job in order, store its picture, report.

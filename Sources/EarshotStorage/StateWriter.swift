@@ -86,7 +86,10 @@ public final class StateWriter: StateSaving, @unchecked Sendable {
         if durable { pendingDurable = true }
         if !threadStarted {
             threadStarted = true
-            SystemThread.start(named: "earshot-store") { [self] in run() }
+            SystemThread.start(named: "earshot-store") { [self] in
+                SystemThread.makeBatch()
+                run()
+            }
         }
         condition.broadcast()
     }

@@ -155,6 +155,40 @@ public enum SystemThread {
         _ = earshot_name_current_thread(name)
     }
 
+    /// Asks for a short scheduler slice for the calling thread, whose nice value stays (see
+    /// `earshot_request_fair_slice`): "in effect", "kept by the kernel" (one older than 6.12 has no such request) or
+    /// why it failed.
+    public static func requestShortSlice(microseconds: UInt64) -> String {
+        errno = 0
+        switch earshot_request_fair_slice(microseconds * 1000) {
+        case 0: return "\(microseconds) us"
+        case 1: return "kept by the kernel"
+        default: return "refused (errno \(errno))"
+        }
+    }
+
+    /// Puts the calling thread, a normal one, under SCHED_BATCH, its nice value kept: it gets its share of the CPU as
+    /// before, but its waking never preempts the thread that runs. For the threads that work for the owner from
+    /// behind a buffer (the decoder's ring, the store's, a writer's queue): without it, the decoder waking to refill
+    /// took the CPU from the owner in the middle of an input, and the owner waited up to a tick (4 ms) for it back
+    /// (`perf sched` under the handling stress). Returns whether the policy is in effect.
+    @discardableResult
+    public static func makeBatch() -> Bool {
+        var parameters = sched_param()
+        // Linux: pid 0 is the calling thread only.
+        return sched_setscheduler(0, earshot_sched_batch, &parameters) == 0
+    }
+
+    /// Puts the calling thread under SCHED_IDLE: it runs only when no ordinary thread wants the CPU, and block-layer
+    /// schedulers that use I/O classes give it their idle class too. Nice 19 when that is refused (a sandbox may
+    /// forbid policy changes); failing both, it runs as it is.
+    public static func makeIdle() {
+        var parameters = sched_param()
+        if sched_setscheduler(0, earshot_sched_idle, &parameters) == 0 { return }
+        // `who` 0: the calling thread only.
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+    }
+
     /// Whether the calling thread is `thread`.
     public static func isCurrent(_ thread: pthread_t) -> Bool {
         pthread_equal(pthread_self(), thread) != 0
