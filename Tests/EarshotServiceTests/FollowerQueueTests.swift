@@ -145,9 +145,19 @@ struct EventLogFollowerTests {
         defer { close(stuck[1]); close(reader[1]) }
         #expect(log.follow(stuck[0], greeting: []))
         #expect(log.follow(reader[0], greeting: []))
+        // The reader reads from the start, on a thread of its own: read only after the 2 000 lines, it too would sit
+        // full for the stuck limit whenever recording them took that long (under ThreadSanitizer it did), and be
+        // disconnected before the line it waits for.
+        let texts = LockedTexts()
+        let descriptor = reader[1]
+        Thread.detachNewThread {
+            let seen = Self.read(descriptor, timeout: .seconds(20)) { $0.contains("follower disconnected=stuck") }
+            texts.set(0, seen.text)
+        }
         #expect(Self.records(log, count: 2_000))
-        let seen = Self.read(reader[1]) { $0.contains("follower disconnected=stuck") }
-        #expect(seen.text.contains("follower disconnected=stuck"), "the log did not say so")
+        let deadline = ContinuousClock.now + .seconds(25)
+        while texts.count == 0 && ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(texts.all.first?.contains("follower disconnected=stuck") == true, "the log did not say so")
         // The stuck follower's end gets what was sent before, then the hang-up.
         let rest = Self.read(stuck[1])
         #expect(rest.hungUp, "the stuck follower was not disconnected")
