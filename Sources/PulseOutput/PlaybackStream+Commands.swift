@@ -18,6 +18,7 @@ extension PlaybackStream {
     public func cork() throws(PulseError) {
         try connection.withLock { () throws(PulseError) in
             // The wish first: the write callback stops padding silence even before the server confirms.
+            if !desiredCorked { corkRequestedNanoseconds = PlaybackStream.uptimeNanoseconds() }
             desiredCorked = true
             try sendCork(true)
         }

@@ -5,7 +5,7 @@
 // The clock between readings is the stream's own. Each timing reading the server sends says how far behind our
 // writes the listener was at a moment (its read index less the sink's latency, at the reading's timestamp); from
 // there the position runs on at exactly the nominal rate, by CLOCK_MONOTONIC, while the reading says the server was
-// playing and the stream is not corked, and never past the last frame written (a server that ran out of our data
+// playing, up to now or to the cork asked for since, and never past the last frame written (a server that ran out of our data
 // stands at its end). libpulse's INTERPOLATE_TIMING is not used: its smoother fits a slope to the last readings
 // and needs several of them after each start before it holds, so with readings once a second it ran ahead of what
 // was heard (up to 625 ms at a server kill) and behind after a `next` (0.18 s of progress in a second), which forced
@@ -129,18 +129,20 @@ extension PlaybackStream {
     /// Microseconds of audio between the last frame written and the listener now, negative when the server has run
     /// past our data; nil without a valid reading (none yet, or a flush since). The reading's own latency
     /// (`pa_stream_get_latency` without interpolation: the write index, which libpulse keeps current as we write,
-    /// less where the reading put the listener), less the time since the reading while it says the server plays and
-    /// the stream is not corked. Lock held.
+    /// less where the reading put the listener), less the time since the reading while it says the server plays.
+    /// Once a cork is asked for, the time counts only up to that request: the server played on until then, and the
+    /// reading the cork asks for says the rest (before, the clock stopped at the last reading, up to
+    /// `timingInterval` earlier, which is what a server dying before that reading left as the heard position). Lock
+    /// held.
     func latencyMicrosecondsLocked(_ stream: OpaquePointer) -> Int64? {
         var microseconds: pa_usec_t = 0
         var negative: Int32 = 0
         guard pa_stream_get_latency(stream, &microseconds, &negative) == 0 else { return nil }
         let atReading = negative != 0 ? -Int64(clamping: microseconds) : Int64(clamping: microseconds)
-        guard !desiredCorked, timingReadNanoseconds > 0, let info = pa_stream_get_timing_info(stream),
-            info.pointee.playing != 0
+        guard timingReadNanoseconds > 0, let info = pa_stream_get_timing_info(stream), info.pointee.playing != 0
         else { return atReading }
-        let now = PlaybackStream.uptimeNanoseconds()
-        let elapsed = now > timingReadNanoseconds ? Int64((now - timingReadNanoseconds) / 1000) : 0
+        let end = desiredCorked ? corkRequestedNanoseconds : PlaybackStream.uptimeNanoseconds()
+        let elapsed = end > timingReadNanoseconds ? Int64((end - timingReadNanoseconds) / 1000) : 0
         return atReading - elapsed
     }
 

@@ -75,6 +75,9 @@ public final class PlaybackStream: @unchecked Sendable {
     var desiredCorked = true
     /// What the server last acknowledged.
     var acknowledgedCorked = true
+    /// CLOCK_MONOTONIC nanoseconds of the first cork asked for since the last uncork (0 before any): the server plays
+    /// on until it acts on it, so the clock runs up to here while the cork is on its way (+Timing).
+    var corkRequestedNanoseconds: UInt64 = 0
     /// CLOCK_MONOTONIC nanoseconds when the server last acknowledged an uncork (0 while corked): the stall watchdog
     /// counts from here when the last request is older, since a corked stream is asked for nothing.
     var playingSinceNanoseconds: UInt64 = 0
