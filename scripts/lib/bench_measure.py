@@ -99,17 +99,43 @@ def analyse_call(samples, call_mark, end_mark):
         return result
     resumed = centres[after_call[0]]
     result["audibleAfterCallEndMs"] = round((resumed - call_end) / RATE * 1000, 1)
-    # Positions 30 ms inside the music on both sides of the pause, carried to the edges.
+    # Positions 30 ms inside the music on both sides of the pause, carried to the edges. A pause and a resume fade
+    # (Earshot's fadeMs): the half-level edges fall inside the fades, and the track plays on through them, so the
+    # positions are carried further, to where the music is faint (a thirtieth of its level, about -30 dB): the end of
+    # the fade-out and the start of the fade-in. The timings above stay at half level: audible means half as loud.
     last_heard = sweep_position(signal_, silent_from - int(0.030 * RATE))
     first_heard = sweep_position(signal_, resumed + int(0.030 * RATE))
     if last_heard is None or first_heard is None or position_before_call is None:
         result["note"] = "position not readable"
         return result
-    last_heard += 0.030
-    first_heard -= 0.030
+    faint = music >= level / 30
+    fade_end = numpy.nonzero((centres >= silent_from) & ~faint)[0]
+    stopped = centres[fade_end[0]] if fade_end.size else silent_from
+    # The fade-in: back from the half-level edge to the last window under the faint level (the click of the call's
+    # own end can be faintly above it earlier).
+    quiet = numpy.nonzero((centres > call_end) & (centres < resumed) & ~faint)[0]
+    restarted = centres[quiet[-1] + 1] if quiet.size else resumed
+    # Even a hard cut puts the two edges apart by the analysis window's own slope: that much is no fade.
+    slope = cut_edge_frames(window, 1 / 30) - cut_edge_frames(window, 1 / 2)
+    fade_out = max(0, stopped - silent_from - slope) / RATE
+    fade_in = max(0, resumed - restarted - slope) / RATE
+    last_heard += 0.030 + fade_out
+    first_heard -= 0.030 + fade_in
+    result["fadeOutMs"], result["fadeInMs"] = round(fade_out * 1000, 1), round(fade_in * 1000, 1)
     result["positionErrorMs"] = round((first_heard - last_heard) * 1000, 1)
     result["lostMs"] = round((first_heard - position_before_call) * 1000, 1)
     return result
+
+
+def cut_edge_frames(window, fraction):
+    """How many frames after a hard cut a WINDOW-frame Hann window's band amplitude (band_amplitude) falls under
+    FRACTION of the level before it."""
+    energy = numpy.hanning(window) ** 2
+    # Centred `offset` frames past the cut, the window still holds the sound in its first window // 2 - offset frames.
+    for offset in range(-(window // 2), window // 2 + 1):
+        if numpy.sqrt(energy[:max(0, window // 2 - offset)].sum() / energy.sum()) < fraction:
+            return offset
+    return window // 2
 
 
 def measure_call(bench, tracks, call_seconds):
