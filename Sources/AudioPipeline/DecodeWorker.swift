@@ -5,8 +5,8 @@
 // A note on threading:
 // - One dedicated thread (named "earshot-decode") runs `run()`. It alone opens files, owns the
 //   decoders and writes into the ring (the ring's only producer). It never touches libpulse.
-// - Control calls (`load`, `append`, `reposition`, `continueAfterFormatChange`, `noticeWhenBuffered`,
-//   `stop`) come from one ordinary controlling context at a time (the service's actor). They change `state`
+// - Control calls (`load`, `append`, `reposition`, `continueAfterFormatChange`, `skipFailedTrack`,
+//   `noticeWhenBuffered`, `stop`) come from one ordinary controlling context at a time (the service's actor). They change `state`
 //   under `control` (held by either side only for a few loads and stores, never across a step) and wake the
 //   worker: the condition for its idle states, the ring's semaphore (`wakeProducer`) when it sleeps for space
 //   (with no timeout: it wakes only when the consumer has freed half the ring or a control call gives it work).
@@ -51,8 +51,9 @@ public enum DecodeNotice: Sendable, Equatable {
     case restarted(generation: Int, ringFrame: Int)
     /// The track at `index` begins at `ringFrame` (after a reposition it begins mid-track).
     case trackStarted(index: Int, ringFrame: Int, format: AudioFormat, lengthFrames: Int?, metadata: TrackMetadata)
-    /// The track at `index` could not be opened or stopped decoding; the worker goes on with the next.
-    case trackFailed(index: Int, error: DecodeError)
+    /// The track at `index` could not be opened or stopped decoding, the `failuresInARow`th track in a row to fail
+    /// (with none opened fine between). The worker waits for `skipFailedTrack` to name the track it tries next.
+    case trackFailed(index: Int, error: DecodeError, failuresInARow: Int)
     /// The track at `index` was decoded to its end, which is at `ringFrame`.
     case trackDecoded(index: Int, ringFrame: Int)
     /// Frames from `ringFrame` on will be in format `to`. The worker writes none of them until
@@ -182,7 +183,9 @@ public final class DecodeWorker: @unchecked Sendable {
         /// How many readable frames the controller waits for (`noticeWhenBuffered`), until they are announced.
         var bufferedWanted: Int?
         /// The track after each one (`follow(_:)`); the queue's own order until the controller says otherwise.
-        var successors = TrackSuccessors(afterEnd: [], afterFailure: [])
+        var successors = TrackSuccessors(afterEnd: [])
+        /// The failed track whose successor the worker waits for (`skipFailedTrack`); a new start point withdraws it.
+        var failedAwaitingSkip: Int?
     }
 
     /// The worker thread's own decoding state; never shared.
@@ -206,7 +209,7 @@ public final class DecodeWorker: @unchecked Sendable {
         var answeredGeneration = 0
         /// The worker woke with `refillFrames` free and fills the ring up before it sleeps again.
         var filling = false
-        /// Tracks failed in a row: a whole queue of them ends it, even when the order repeats it.
+        /// Tracks failed in a row, with none opened fine between (reported with each failure).
         var failuresInARow = 0
     }
 
@@ -301,15 +304,39 @@ public final class DecodeWorker: @unchecked Sendable {
         control.unlock()
     }
 
-    /// The track to decode after `index`, which `ended` or failed, in the order the controller set.
-    private func successor(of index: Int, ended: Bool, _ work: inout WorkerState, queue: TrackList) -> StartPoint {
-        work.failuresInARow = ended ? 0 : work.failuresInARow + 1
+    /// The track to decode after `index`, decoded to its end, in the order the controller set.
+    private func successor(ofEnded index: Int, queue: TrackList) -> StartPoint {
         control.lock()
-        var next = state.successors.next(after: index, ended: ended, trackCount: queue.count)
+        let next = state.successors.next(after: index, trackCount: queue.count)
         control.unlock()
-        // A repeated queue whose every track fails would be tried forever: past one failure each, it has ended.
-        if work.failuresInARow >= max(queue.count, 1) { next = queue.count }
         return StartPoint(index: next, frame: 0)
+    }
+
+    /// Goes on after failed track `failed` (announced by `.trackFailed`) with track `next` from its start, after what
+    /// the ring holds; nil finishes the queue (`.queueFinished`). Ignored when the worker no longer waits for it: a
+    /// start point given since (`load`, `reposition`) took its place.
+    public func skipFailedTrack(_ failed: Int, next: Int?) {
+        control.lock()
+        if state.failedAwaitingSkip == failed && state.restart == nil {
+            state.failedAwaitingSkip = nil
+            // Past the queue's end, the worker reports the queue finished (`open`).
+            state.restart = StartPoint(index: next ?? state.queue.count, frame: 0)
+            control.broadcast()
+        }
+        control.unlock()
+    }
+
+    /// Reports that track `index` failed with `error`, and waits for the controller to name the next
+    /// (`skipFailedTrack`): the track after a failure is the rules' choice.
+    private func reportFailure(of index: Int, _ error: DecodeError, _ work: inout WorkerState) {
+        work.failuresInARow += 1
+        work.track = nil
+        work.next = nil
+        control.lock()
+        // Set before the notice, so that an answer that comes at once is not missed.
+        state.failedAwaitingSkip = index
+        control.unlock()
+        notify(.trackFailed(index: index, error: error, failuresInARow: work.failuresInARow))
     }
 
     /// Lets the worker write frames in the new format announced by `.formatChange`. No-op otherwise.
@@ -422,7 +449,7 @@ public final class DecodeWorker: @unchecked Sendable {
                 work.superseded = work.track ?? work.superseded
                 work.track = nil
                 work.next = restart
-                work.failuresInARow = 0
+                state.failedAwaitingSkip = nil
                 if let generation = state.unansweredGeneration {
                     state.unansweredGeneration = nil
                     // Under the lock, so a later `reposition` cannot be answered before this one; the new track's
@@ -485,12 +512,10 @@ public final class DecodeWorker: @unchecked Sendable {
             case .finished:
                 notify(.trackDecoded(index: track.index, ringFrame: ring.totalFramesWritten))
                 work.track = nil
-                work.next = successor(of: track.index, ended: true, &work, queue: queue)
+                work.next = successor(ofEnded: track.index, queue: queue)
             }
         } catch {
-            notify(.trackFailed(index: track.index, error: error))
-            work.track = nil
-            work.next = successor(of: track.index, ended: false, &work, queue: queue)
+            reportFailure(of: track.index, error, &work)
         }
     }
 
@@ -517,6 +542,7 @@ public final class DecodeWorker: @unchecked Sendable {
         if let superseded, superseded.index == start.index, superseded.path == path,
            (try? superseded.decoder.seek(toFrame: start.frame)) != nil {
             work.track = superseded
+            work.failuresInARow = 0
             requestActivation(.trackStart, format: superseded.decoder.format, &work)
             return
         }
@@ -530,10 +556,10 @@ public final class DecodeWorker: @unchecked Sendable {
                 try decoder.seek(toFrame: start.frame)
             }
             work.track = (start.index, path, decoder)
+            work.failuresInARow = 0
             requestActivation(.trackStart, format: decoder.format, &work)
         } catch {
-            notify(.trackFailed(index: start.index, error: error))
-            work.next = successor(of: start.index, ended: false, &work, queue: queue)
+            reportFailure(of: start.index, error, &work)
         }
     }
 

@@ -28,6 +28,13 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case closeStream
     /// Flush and start decoding track `index` from its beginning.
     case playTrack(index: Int)
+    /// The decoder, waiting after failed track `failed`, goes on with track `next` from its beginning, after what the
+    /// ring already holds (nothing is flushed); nil: the queue has nothing more to play, and the decoder finishes it
+    /// (rules 14 and 22: the track after a failure is the rules' play order's, never the executor's own guess).
+    case skipFailedTrack(failed: Int, next: Int?)
+    /// The player stopped at the end of the queue: it was played out, or nothing in it could be played (rules 13, 14
+    /// and 22). A foreground `earshot play` has done its work and exits; the service waits for the user.
+    case queueEnded
     /// Flush and continue from `milliseconds` into the current track.
     case seek(milliseconds: Int)
     /// Play out what the stream holds up to `boundary`, with no silence after it; the executor reports it played with
@@ -61,6 +68,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .openStreamOnDefaultSink: return "openStreamOnDefaultSink"
         case .closeStream: return "closeStream"
         case .playTrack(let index): return "playTrack(\(index))"
+        case .skipFailedTrack(let failed, let next):
+            return "skipFailedTrack(\(failed), next: \(next.map(String.init) ?? "none"))"
+        case .queueEnded: return "queueEnded"
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
         case .drain(let boundary): return "drain(\(boundary))"

@@ -284,8 +284,11 @@ public enum Event: Hashable, Sendable {
 
     // From the decoder.
 
-    /// Track `index` cannot be played and is skipped; `next` is the next playable track or nil.
-    case trackFailed(index: Int, failure: TrackFailure, next: Int?)
+    /// Track `index` could not be opened or stopped decoding. The decoder waits for the rules to name the track it
+    /// tries next (`skipFailedTrack`). `failuresInARow` counts the tracks that failed one after another, this one
+    /// included, with no track opened fine between them: a fact of the decoder's, of which the rules make the verdict
+    /// "nothing in this queue plays".
+    case trackFailed(index: Int, failure: TrackFailure, failuresInARow: Int)
 
     // From the output, in the order the listener hears them.
 
@@ -363,8 +366,8 @@ extension Event: CustomStringConvertible {
         case .queueRestored(let count, let index): return "queueRestored(\(count) tracks, at \(index))"
         case .playModesRestored(let mode, let shuffle):
             return "playModesRestored(repeat \(mode), shuffle \(shuffle == nil ? "off" : "on"))"
-        case .trackFailed(let index, let failure, let next):
-            return "trackFailed(\(index), \(failure), next: \(next.map(String.init) ?? "none"))"
+        case .trackFailed(let index, let failure, let inARow):
+            return "trackFailed(\(index), \(failure), \(inARow) in a row)"
         case .streamCorked: return "streamCorked"
         case .streamUncorked: return "streamUncorked"
         case .streamOpened: return "streamOpened"

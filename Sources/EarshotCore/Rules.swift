@@ -85,12 +85,8 @@ extension PlayerState {
             return []
         case .queueRestored(let trackCount, let index):
             return restoreQueue(trackCount: trackCount, index: index)
-        case .trackFailed(let index, let failure, let next):
-            // Rule 14: the decoder has skipped the track; record why, and move on if it was current.
-            guard playback != .idle, (0..<queue.trackCount).contains(index) else { return [] }
-            lastFailure = FailedTrack(index: index, failure: failure)
-            if index == queue.index { advance(to: next) }
-            return []
+        case .trackFailed(let index, let failure, let inARow):
+            return trackFailed(index, failure, failuresInARow: inARow)
         case .streamCorked:
             stream.isCorked = true
             return []
@@ -111,13 +107,11 @@ extension PlayerState {
             // track`, or the first again under `repeat queue`); only the cursor moves. An earlier or the same track
             // is a stale or duplicate report (rule 15).
             guard playback != .idle, listenerMayReach(index) else { return [] }
-            advance(to: index)
-            return []
+            return advance(to: index)
         case .queuePlayedOut:
             // Rule 13 at the end of the queue.
             guard playback != .idle else { return [] }
-            advance(to: nil)
-            return []
+            return advance(to: nil)
         case .formatChangeReached:
             // Rule 13's gapless queue across a change of format: a stream keeps its format, so the output is
             // reopened in the new one when a stream is open or one is wanted (playing); otherwise the next play opens
@@ -326,14 +320,32 @@ extension PlayerState {
     }
 
     /// Moves to `next` after the current track ended or failed, or stops at the end of the queue.
-    private mutating func advance(to next: Int?) {
+    private mutating func advance(to next: Int?) -> [Command] {
         if let next, (0..<queue.trackCount).contains(next) {
             enterTrack(next)
-        } else {
-            // The queue ran out: the stream has played everything, so there is nothing to cork.
-            rewindAfterQueueEnd()
-            playback = .stopped
-            resumeIntent = .none
+            return []
         }
+        // Rule 22: leaving playing always quiets the stream. A queue played out has nothing left to sound, but a
+        // failed track's end does not say what the stream still holds (the failed track's first part, or audio of
+        // the order before a change); a cork makes "stopped" true whatever it holds.
+        let cork: [Command] = isPlaying ? [.cork] : []
+        rewindAfterQueueEnd()
+        playback = .stopped
+        resumeIntent = .none
+        return cork + [.queueEnded]
+    }
+
+    /// Rules 14 and 22: track `index` failed. The rules name the track the decoder tries next, from their own play
+    /// order (repeat, shuffle), so that the decoder and the cursor never part; a queue whose every track failed in a
+    /// row plays nothing, and trying on (a repeated order would, for ever) is stopped here.
+    private mutating func trackFailed(_ index: Int, _ failure: TrackFailure, failuresInARow: Int) -> [Command] {
+        guard playback != .idle, (0..<queue.trackCount).contains(index) else { return [] }
+        lastFailure = FailedTrack(index: index, failure: failure)
+        let next = failuresInARow >= queue.trackCount ? nil : track(after: index, trackEnded: false)
+        let decoder = Command.skipFailedTrack(failed: index, next: next)
+        // A track decoded ahead of the listener failed: the cursor stays with what the listener hears, and reaches
+        // the next one by playing on (`heardTrack`) or at the queue's end (`queuePlayedOut`).
+        guard index == queue.index else { return [decoder] }
+        return [decoder] + advance(to: next)
     }
 }

@@ -382,11 +382,12 @@ extension Player {
             anyTrackStarted = true
             // Only a stream the rules asked for (`openStream`) before the format was known is opened here.
             if let sink = streamAwaitsFormat { ensureStream(on: sink) }
-        case .trackFailed(let index, let error):
+        case .trackFailed(let index, let error, let inARow):
             let failure = Self.failure(of: error.kind)
             log.tellUser(
                 "earshot: track \(index + 1) of \(paths.count) skipped: \(error.description)\n")
-            dispatch(.trackFailed(index: index, failure: failure, next: index + 1 < paths.count ? index + 1 : nil))
+            // The rules name the track the decoder tries next (`skipFailedTrack`), from their own play order.
+            dispatch(.trackFailed(index: index, failure: failure, failuresInARow: inARow))
         case .trackDecoded(let index, let ringFrame):
             listening.trackDecoded(index, endsAtRingFrame: ringFrame)
         case .formatChange(_, let format, let ringFrame):

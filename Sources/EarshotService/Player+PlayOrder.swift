@@ -32,11 +32,11 @@ extension Player {
         // The queue's own order needs no tables (the decoder goes on with the next index, and none after the last): an
         // `add` to a long queue, which changes the order's length, then builds none.
         guard !rules.followsQueueOrder else {
-            worker.follow(TrackSuccessors(afterEnd: [], afterFailure: []))
+            worker.follow(TrackSuccessors(afterEnd: []))
             return
         }
-        worker.follow(TrackSuccessors(afterEnd: rules.followingTracks(trackEnded: true),
-                                      afterFailure: rules.followingTracks(trackEnded: false)))
+        // After a failed track the decoder waits for the rules instead (`skipFailedTrack`).
+        worker.follow(TrackSuccessors(afterEnd: rules.followingTracks(trackEnded: true)))
     }
 
     /// `repeat` and `shuffle` from a client (CLI, control socket, MPRIS): a fresh seed for each shuffle turned on.

@@ -278,14 +278,6 @@ actor Player {
         followPlayOrder()
         let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
         log.record("event", ["kind": event.description, "playback": rules.playback.description, "commands": named])
-        if case .stopped = rules.playback, exitCode == nil, case .foreground = mode {
-            switch event {
-            case .queuePlayedOut, .trackFailed(_, _, nil):
-                // The queue ran out: the foreground player's work is done.
-                exitCode = anyTrackStarted ? 0 : 1
-            default: break
-            }
-        }
     }
 
     func perform(_ command: Command) {
@@ -359,6 +351,13 @@ actor Player {
             sendVolume()
         case .switchFormat(let reopen):
             switchFormat(reopen: reopen)
+        case .skipFailedTrack(let failed, let next):
+            // The decoder waits for it; a reposition since has given it another start, and it ignores this then.
+            worker.skipFailedTrack(failed, next: next)
+        case .queueEnded:
+            // The foreground player's work is done: it exits, with failure when no track could be played. The service
+            // waits for the user.
+            if case .foreground = mode, exitCode == nil { exitCode = anyTrackStarted ? 0 : 1 }
         case .releaseSleepDelay:
             // Handed over, not waited for: the adapter closes the lock on its own thread.
             logind?.releaseSleepDelay()

@@ -96,6 +96,10 @@ struct DecodeWorkerTests {
         var heard: [Int16] = []
         let finished = eventually(within: 30) {
             heard += drainReadable(ring, chunkFrames: 777)
+            // The worker waits for the controller to name the track after a failure (the rules' play order).
+            if log.contains(where: { if case .trackFailed = $0 { true } else { false } }) {
+                worker.skipFailedTrack(1, next: 2)
+            }
             return log.contains(where: isQueueFinished) && ring.readableFrames == 0
         }
         #expect(finished)
@@ -111,8 +115,8 @@ struct DecodeWorkerTests {
         #expect(notices[0] == .trackStarted(index: 0, ringFrame: 0, format: stereo44, lengthFrames: firstFrames,
                                             metadata: TrackMetadata()))
         #expect(notices[1] == .trackDecoded(index: 0, ringFrame: firstFrames))
-        if case .trackFailed(let index, let error) = notices[2] {
-            #expect(index == 1)
+        if case .trackFailed(let index, let error, let inARow) = notices[2] {
+            #expect(index == 1 && inARow == 1)
             #expect(error.kind == .notMPEGAudio)
         } else {
             Issue.record("third notice should be trackFailed(1), got \(notices[2])")
@@ -405,5 +409,47 @@ struct DecodeWorkerTests {
         #expect(log.notices.last == .queueFinished(ringFrame: 0))
         #expect(worker.currentFormat == nil)
         #expect(worker.locate(ringFrame: 0) == nil)
+    }
+
+    @Test("after a failed track the worker waits to be told the next: nothing until then, none finishes the queue")
+    func failureWaitsForTheNextTrack() throws {
+        let good = try TestAudio.sine(seconds: 0.2, frequency: 440)
+        let broken = try TestAudio.bytesFile("broken-waits.mp3", TestAudio.randomBytes(count: 20_000, seed: 3))
+        let ring = FrameRing(minimumCapacity: 65_536)
+        let log = NoticeLog()
+        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        defer { worker.stop() }
+        let queue = TrackList([broken, broken, good].map { TrackPath($0) })
+        worker.load(paths: queue, startIndex: 0, startFrame: 0)
+        #expect(eventually { log.notices.count == 1 })
+        guard case .trackFailed(0, _, 1) = log.notices[0] else {
+            Issue.record("expected the first track's failure, got \(log.notices)")
+            return
+        }
+        // A skip for another track is not the one awaited: the worker goes on waiting.
+        worker.skipFailedTrack(1, next: 2)
+        // The next broken track, named by the controller, is the second failure in a row.
+        worker.skipFailedTrack(0, next: 1)
+        #expect(eventually { log.notices.count == 2 })
+        guard case .trackFailed(1, _, 2) = log.notices[1] else {
+            Issue.record("expected the second track's failure, two in a row, got \(log.notices)")
+            return
+        }
+        // None: the queue is finished, though a good track is left (the rules' verdict, not the worker's).
+        worker.skipFailedTrack(1, next: nil)
+        #expect(eventually { log.contains(where: isQueueFinished) })
+        #expect(!log.contains { if case .trackStarted = $0 { true } else { false } }, "\(log.notices)")
+        // A new start point takes the place of an awaited skip; the late skip is ignored.
+        worker.load(paths: queue, startIndex: 0, startFrame: 0)
+        #expect(eventually { log.notices.count == 4 })
+        worker.load(paths: queue, startIndex: 2, startFrame: 0)
+        worker.skipFailedTrack(0, next: 1)
+        #expect(eventually { log.notices.filter(isQueueFinished).count == 2 })
+        let started = log.notices.compactMap { notice -> Int? in
+            if case .trackStarted(let index, _, _, _, _) = notice { index } else { nil }
+        }
+        #expect(started == [2], "\(log.notices)")
+        // The ignored skip opened nothing: the second track failed once only, when it was named.
+        #expect(log.notices.filter { if case .trackFailed(1, _, _) = $0 { true } else { false } }.count == 1)
     }
 }

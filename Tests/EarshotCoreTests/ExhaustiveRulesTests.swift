@@ -16,6 +16,9 @@ private struct Node: Hashable {
     var userPlayedDuringInterruption: Bool
     /// Rule 21's history, kept apart (see `OutsideSenders`).
     var outside = OutsideSenders()
+    /// What the rules' commands left the stream in: uncorked by the last of `uncork`, `cork`, `fadeOutAndCork`, a
+    /// new stream (opened corked) or a closed or lost one. Rule 22's invariant (w) holds it against the playback.
+    var uncorked: Bool
 }
 
 /// What rule 21's invariants need to know of the outside senders (the session manager, the phone bridges).
@@ -116,8 +119,9 @@ private enum Alphabet {
             .queueReplaced(trackCount: 2, startIndex: 0), .queueReplaced(trackCount: 0, startIndex: 0),
             .queueRestored(trackCount: 2, index: 1), .queueExtended(trackCount: 3),
             .heardTrack(index: 1), .heardTrack(index: 0), .queuePlayedOut, .formatChangeReached,
-            .trackFailed(index: 0, failure: .decodeFailed, next: 1),
-            .trackFailed(index: 1, failure: .notMPEGAudio, next: nil),
+            .trackFailed(index: 0, failure: .decodeFailed, failuresInARow: 1),
+            .trackFailed(index: 1, failure: .notMPEGAudio, failuresInARow: 1),
+            .trackFailed(index: 1, failure: .unreadable, failuresInARow: 3),
             .streamCorked, .streamUncorked, .streamOpened, .streamClosed, .outputCommandFailed,
             .outputSilent(milliseconds: 1_010, requestPeriodMilliseconds: 50, heardSinceStart: true),
             .outputSilent(milliseconds: 990, requestPeriodMilliseconds: 50, heardSinceStart: true),
@@ -150,7 +154,7 @@ private enum Alphabet {
         .playModesRestored(
             repeat: .queue, shuffle: ShuffleOrder(order: [2, 0, 1], generator: ShuffleGenerator(seed: 4))),
         .queueReplaced(trackCount: 3, startIndex: 1), .heardTrack(index: 2),
-        .trackFailed(index: 2, failure: .unreadable, next: 0),
+        .trackFailed(index: 2, failure: .unreadable, failuresInARow: 1),
     ]
 
     static var starts: [PlayerState] {
@@ -205,7 +209,8 @@ struct ExhaustiveRulesTests {
         var seen = Set<Node>()
         var frontier: [Node] = starts.map {
             Node(state: $0, silencedUntilUserPlays: false,
-                 playingWhenInterruptionBegan: false, userPlayedDuringInterruption: false)
+                 playingWhenInterruptionBegan: false, userPlayedDuringInterruption: false,
+                 uncorked: $0.stream.isOpen && !$0.stream.isCorked)
         }
         seen.formUnion(frontier)
         var transitions = 0
@@ -280,13 +285,8 @@ struct ExhaustiveRulesTests {
            !(node.playingWhenInterruptionBegan || node.userPlayedDuringInterruption) {
             problems.append("(b) an interruption's end started a player that was not playing")
         }
-        // (c) Cork exactly when going from playing to not playing (except when the queue ran out and the
-        // stream has already played everything); uncork exactly the reverse.
-        let queueRanOut: Bool
-        switch event {
-        case .heardTrack, .queuePlayedOut, .trackFailed: queueRanOut = state.playback == .stopped
-        default: queueRanOut = false
-        }
+        // (c) Cork exactly when going from playing to not playing (rule 22: a queue that ran out too, whatever the
+        // stream still holds); uncork exactly the reverse.
         let corks = commands.contains(where: \.corks)
         // A source that must quiet at once cuts a call's fade-out short (EarshotCore/Edges.swift).
         var cutsFadeShort = false
@@ -294,7 +294,7 @@ struct ExhaustiveRulesTests {
            !before.overruledInterruptions.contains(source) {
             cutsFadeShort = before.isFadingOutForInterruption && !PlayerState.pauseFades(for: source)
         }
-        if corks != ((stoppedPlaying && !queueRanOut) || cutsFadeShort) {
+        if corks != (stoppedPlaying || cutsFadeShort) {
             problems.append("(c) cork \(corks) but playing \(before.isPlaying)->\(state.isPlaying)")
         }
         // (j) Only a user's pause or a call's pause fades out: an output loss and a profile switch cork at once.
@@ -389,6 +389,10 @@ struct ExhaustiveRulesTests {
             problems.append("(m) the cursor left the queue")
         }
         problems += Self.outcomeProblems(event, commands, before: before, after: state)
+        after.uncorked = Self.uncorked(node.uncorked, after: event, commands)
+        // (w) Rule 22: no state but playing keeps a stream the rules uncorked (a fade the rules asked for ends corked).
+        if after.uncorked && !state.isPlaying { problems.append("(w) \(state.playback) with an uncorked stream") }
+        problems += Self.failureProblems(event, commands, before: before, after: state)
 
         let (outside, outsideProblems) = node.outside.step(
             event, before: before, after: state, userActed: userPlayed || userPaused)
@@ -419,6 +423,45 @@ struct ExhaustiveRulesTests {
             after.userPlayedDuringInterruption = false
         }
         return (after, problems)
+    }
+
+    /// Whether the stream is uncorked after `event` and its `commands`, from `before`.
+    private static func uncorked(_ before: Bool, after event: Event, _ commands: [Command]) -> Bool {
+        var uncorked = before
+        switch event {
+        case .streamClosed, .outputLost(.serverLost), .outputLost(.streamFailed): uncorked = false
+        default: break
+        }
+        for command in commands {
+            switch command {
+            case .uncork: uncorked = true
+            case .cork, .fadeOutAndCork, .closeStream, .switchFormat, .openStream, .openStreamOnDefaultSink:
+                uncorked = false
+            default: break
+            }
+        }
+        return uncorked
+    }
+
+    /// (x) Rules 14 and 22: after a failed track the decoder is told the rules' next track, exactly once, and the
+    /// cursor follows it when the failed track was the current one; a queue that failed whole names none.
+    private static func failureProblems(_ event: Event, _ commands: [Command], before: PlayerState,
+                                        after state: PlayerState) -> [String] {
+        guard case .trackFailed(let index, _, let inARow) = event, before.playback != .idle,
+              (0..<before.queue.trackCount).contains(index) else { return [] }
+        let expected = inARow >= before.queue.trackCount ? nil : before.track(after: index, trackEnded: false)
+        var problems: [String] = []
+        if commands.filter({ if case .skipFailedTrack = $0 { true } else { false } })
+            != [.skipFailedTrack(failed: index, next: expected)] {
+            problems.append("(x) the decoder was not told the rules' next track \(String(describing: expected))")
+        }
+        if index == before.queue.index, let expected, state.queue.index != expected {
+            problems.append("(x) the cursor is not on the track the decoder was told")
+        }
+        if index == before.queue.index, expected == nil, state.playback != .stopped {
+            problems.append("(x) nothing left to play, but \(state.playback)")
+        }
+        return problems
     }
 
     /// Rule 19's invariants (j)-(l) on one transition.

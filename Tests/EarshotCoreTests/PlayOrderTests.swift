@@ -58,7 +58,7 @@ struct PlayOrderTests {
         store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
         store.send(.heardTrack(index: 0), commands: [])
         #expect(store.state.track(after: 2, trackEnded: true) == nil)
-        store.send(.queuePlayedOut, commands: []) {
+        store.send(.queuePlayedOut, commands: [.cork, .queueEnded]) {
             $0.queue.index = 0
             $0.playback = .stopped
         }
@@ -206,7 +206,7 @@ struct PlayOrderTests {
             heard.append(next)
         }
         #expect(heard.sorted() == Array(0..<5))
-        #expect(state.apply(.queuePlayedOut) == [])
+        #expect(state.apply(.queuePlayedOut) == [.cork, .queueEnded])
         #expect(state.playback == .stopped)
         #expect(state.playOrder.sorted() == Array(0..<5) && state.queue.index == state.playOrder[0])
     }
@@ -297,7 +297,7 @@ struct PlayOrderTests {
         #expect(state.playOrder.sorted() == Array(0..<4) && state.playOrder.first == 2)
     }
 
-    @Test("A failed track under repeat track is skipped, not retried: the decoder's next is taken")
+    @Test("A failed track under repeat track is skipped, not retried: the rules name the next")
     func failedTrackUnderRepeatTrack() {
         var store = RuleStore(Given.playing)
         store.send(.userRepeat(.track), commands: []) {
@@ -305,7 +305,8 @@ struct PlayOrderTests {
             $0.orderChangedAhead = true
         }
         #expect(store.state.track(after: 0, trackEnded: false) == 1)
-        store.send(.trackFailed(index: 0, failure: .decodeFailed, next: 1), commands: []) {
+        store.send(.trackFailed(index: 0, failure: .decodeFailed, failuresInARow: 1),
+                   commands: [.skipFailedTrack(failed: 0, next: 1)]) {
             $0.queue.index = 1
             $0.lastFailure = FailedTrack(index: 0, failure: .decodeFailed)
         }

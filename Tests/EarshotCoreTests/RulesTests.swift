@@ -291,7 +291,8 @@ struct RulesTests {
         var store = RuleStore(Given.playing)
         store.send(.heardTrack(index: 1), commands: []) { $0.queue.index = 1 }
         store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
-        store.send(.queuePlayedOut, commands: []) {
+        // Rule 22: leaving playing corks, though the stream has played everything.
+        store.send(.queuePlayedOut, commands: [.cork, .queueEnded]) {
             $0.queue.index = 0
             $0.playback = .stopped
         }
@@ -309,7 +310,7 @@ struct RulesTests {
     @Test("Rule 13: the queue played out while paused (the tail had played before the pause) -> stopped")
     func rule13QueuePlayedOutWhilePaused() {
         var store = RuleStore(Given.pausedByUser)
-        store.send(.queuePlayedOut, commands: []) {
+        store.send(.queuePlayedOut, commands: [.queueEnded]) {
             $0.queue.index = 0
             $0.playback = .stopped
         }
@@ -341,11 +342,19 @@ struct RulesTests {
     @Test("Rule 14: track failed -> skipped with its reason; stopped if none is left")
     func rule14TrackFailed() {
         var store = RuleStore(Given.playing)
-        store.send(.trackFailed(index: 0, failure: .notMPEGAudio, next: 2), commands: []) {
-            $0.queue.index = 2
+        store.send(.trackFailed(index: 0, failure: .notMPEGAudio, failuresInARow: 1),
+                   commands: [.skipFailedTrack(failed: 0, next: 1)]) {
+            $0.queue.index = 1
             $0.lastFailure = FailedTrack(index: 0, failure: .notMPEGAudio)
         }
-        store.send(.trackFailed(index: 2, failure: .decodeFailed, next: nil), commands: []) {
+        store.send(.trackFailed(index: 1, failure: .unreadable, failuresInARow: 2),
+                   commands: [.skipFailedTrack(failed: 1, next: 2)]) {
+            $0.queue.index = 2
+            $0.lastFailure = FailedTrack(index: 1, failure: .unreadable)
+        }
+        // Rule 22: none is left, and leaving playing corks whatever the stream still holds.
+        store.send(.trackFailed(index: 2, failure: .decodeFailed, failuresInARow: 1),
+                   commands: [.skipFailedTrack(failed: 2, next: nil), .cork, .queueEnded]) {
             $0.queue.index = 0
             $0.playback = .stopped
             $0.lastFailure = FailedTrack(index: 2, failure: .decodeFailed)
@@ -355,7 +364,8 @@ struct RulesTests {
     @Test("Rule 14: a FLAC or Ogg file with bad headers is skipped like any failure, its kind kept as badHeaders")
     func rule14BadHeaders() {
         var store = RuleStore(Given.playing)
-        store.send(.trackFailed(index: 0, failure: .badHeaders, next: 1), commands: []) {
+        store.send(.trackFailed(index: 0, failure: .badHeaders, failuresInARow: 1),
+                   commands: [.skipFailedTrack(failed: 0, next: 1)]) {
             $0.queue.index = 1
             $0.lastFailure = FailedTrack(index: 0, failure: .badHeaders)
         }
@@ -365,7 +375,8 @@ struct RulesTests {
     @Test("Rule 14: a later track failing while the current one plays only records the failure")
     func rule14LaterTrackFailed() {
         var store = RuleStore(Given.playing)
-        store.send(.trackFailed(index: 1, failure: .unreadable, next: 2), commands: []) {
+        store.send(.trackFailed(index: 1, failure: .unreadable, failuresInARow: 1),
+                   commands: [.skipFailedTrack(failed: 1, next: 2)]) {
             $0.lastFailure = FailedTrack(index: 1, failure: .unreadable)
         }
         store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
@@ -376,7 +387,7 @@ struct RulesTests {
         var store = RuleStore(Given.playing)
         store.send(.interruptionEnded(Given.corkRequest, resumeAllowed: true, at: Given.at(0)), commands: [])
         store.send(.heardTrack(index: 0), commands: [])
-        store.send(.trackFailed(index: 9, failure: .unreadable, next: nil), commands: [])
+        store.send(.trackFailed(index: 9, failure: .unreadable, failuresInARow: 1), commands: [])
         store.send(.interruptionBegan(Given.call, at: Given.at(1)), commands: [.fadeOutAndCork]) {
             $0.playback = .paused(.interruption)
             $0.interruptions = [Given.call]
