@@ -56,7 +56,15 @@ extension Player {
     /// Notes the heard frame where the stream last started (the first time after `disarmWatchdog`), or whether the
     /// listener has heard past it since (`heardSinceStart`).
     func noteHeardSinceStart() {
-        guard let stream, !heardSinceStart, let frame = stream.heardRingFrame() else { return }
+        guard let stream else { return }
+        // A flushed stream that waits for the decoder to refill it is silent because we hold the audio back (a broken
+        // file skipped on a loaded machine took over a second to fail): it starts again when refilled, and only a
+        // silence after that can be the server's.
+        if stream.isAwaitingRefill {
+            disarmWatchdog()
+            return
+        }
+        guard !heardSinceStart, let frame = stream.heardRingFrame() else { return }
         if let base = watchdogBase {
             if frame > base { heardSinceStart = true }
         } else {
