@@ -46,7 +46,12 @@ extension Player {
         }
         if let index = heard?.trackIndex, index != announcedTrack, let stream, streamOpening == nil {
             announcedTrack = index
-            try? stream.updateMediaName(title(of: index))
+            do {
+                try stream.updateMediaName(title(of: index))
+            } catch {
+                // Only the name the mixer shows is stale; what plays is untouched, so the rules have nothing to decide.
+                log.record("output", ["command": "mediaName", "error": "\(error.code.rawValue)"])
+            }
         }
         // The position while playing on is due every `SaveSchedule.interval`, so that a kill loses at most that.
         saveState()
@@ -262,7 +267,12 @@ extension Player {
         settleAtHeardPosition()
         // Quiet first, before anything that may wait: the log (a client reading it), MPRIS's stop (its bus thread may
         // be waiting for this owner, up to its 10 s timeout).
-        try? stream?.cork()
+        do {
+            try stream?.cork()
+        } catch {
+            // Closing the stream below quiets it all the same.
+            log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])
+        }
         closeStream()
         log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         // Handed to the writer, flushed to disk by it; the service waits for that after the owner has stopped.

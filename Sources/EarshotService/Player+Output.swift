@@ -22,7 +22,13 @@ extension Player {
     func connected(_ server: ConnectedServer, after finished: Reconnection) {
         noteRealtime(of: server)
         // Not waited for: the answer arrives as `.serverInfoChanged`.
-        try? server.connection.requestServerInfo()
+        do {
+            try server.connection.requestServerInfo()
+        } catch {
+            // Status shows no server name until the next answer; a connection that refuses a query is failing, and
+            // its own notice tells the rules so.
+            log.record("server", ["query": "serverInfo", "error": "\(error.code.rawValue)"])
+        }
         let waited = (ContinuousClock.now - finished.since).components
         log.record("server", ["state": "connected", "attempts": "\(finished.attempts)",
                               "afterMs": "\(waited.seconds * 1000 + waited.attoseconds / 1_000_000_000_000_000)"])
