@@ -201,9 +201,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
     }
 
     private func wake() {
-        var byte: UInt8 = 1
-        // A full pipe already holds a wake-up, so a failed write loses nothing.
-        _ = write(wakePipe[1], &byte, 1)
+        BusPoll.wake(writeEnd: wakePipe[1])
     }
 
     // MARK: Connection (bus thread, or `start()` before it)
