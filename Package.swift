@@ -74,7 +74,7 @@ let package = Package(
         // Real-time scheduling of the thread that feeds the sound server: RLIMIT_RTTIME, SCHED_FIFO, else rtkit on the
         // system bus. A target of its own: it is neither sound (PulseOutput stays libpulse only) nor MPRIS (it shares
         // only libsystemd with it), and it keeps the service free of C modules.
-        .target(name: "RealtimeScheduling", dependencies: ["CSystemd", "CThreadShim"]),
+        .target(name: "RealtimeScheduling", dependencies: ["CSystemd", "CThreadShim", "SystemSupport"]),
 
         // JSON trees, read and written by their own code: the control protocol's lines and the files' contents. Pure:
         // no thread, no I/O.

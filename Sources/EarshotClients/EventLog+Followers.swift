@@ -29,16 +29,7 @@ final class FollowerTable: @unchecked Sendable {
     let wakePipe: [Int32]
 
     init() {
-        var descriptors: [Int32] = [-1, -1]
-        if pipe(&descriptors) == 0 {
-            for descriptor in descriptors {
-                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-                _ = fcntl(descriptor, F_SETFL, O_NONBLOCK)
-            }
-        } else {
-            descriptors = [-1, -1]
-        }
-        wakePipe = descriptors
+        wakePipe = BusPoll.makeWakePipe()
     }
 
     deinit {
@@ -47,9 +38,7 @@ final class FollowerTable: @unchecked Sendable {
 
     /// Wakes the writer thread.
     func wake() {
-        var byte: UInt8 = 1
-        // A full pipe already holds a wake-up, so a failed write loses nothing.
-        _ = write(wakePipe[1], &byte, 1)
+        BusPoll.wake(writeEnd: wakePipe[1])
     }
 }
 

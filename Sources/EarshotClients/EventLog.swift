@@ -6,7 +6,8 @@
 // nothing. Each follower has a bounded `FollowerQueue` that `record` fills under a short mutex (appends only: no
 // system call, no I/O under it); one writer thread (EventLog+Followers) drains every queue with non-blocking sends.
 // Standard error is no different: its echo of each line goes through a bounded queue of its own, written by a thread
-// of its own (StandardErrorEcho), so a standard error nobody reads costs the owner nothing either.
+// of its own (StandardStreamWriter), so a standard error nobody reads costs the owner nothing either; and standard
+// output, where the foreground player draws its progress line, goes through another of the same.
 import EarshotService
 import Glibc
 import SystemSupport
@@ -21,26 +22,32 @@ public final class EventLog: EventRecording, Sendable {
     /// Whether lines also go to standard error.
     private let echoToStandardError: Bool
     /// Standard error's queue and writer: the echo of lines, and the messages for the user.
-    let standardError: StandardErrorEcho
+    let standardError: StandardStreamWriter
+    /// Standard output's queue and writer: the progress line.
+    let standardOutput: StandardStreamWriter
     /// The capacity of each follower's queue.
     let followerCapacity: Int
     /// How long a follower may leave a full queue untouched before it is disconnected.
     let stuckLimit: Duration
 
     /// A log that echoes to standard error when `echoToStandardError` is true. Tests shrink `followerCapacity` and
-    /// `stuckLimit`, and hand in their own `standardError`.
+    /// `stuckLimit`, and hand in their own `standardError` and `standardOutput`.
     public convenience init(
         echoToStandardError: Bool = true, followerCapacity: Int = FollowerQueue.defaultCapacity,
         stuckLimit: Duration = FollowerQueue.stuckLimit
     ) {
         self.init(echoToStandardError: echoToStandardError, followerCapacity: followerCapacity, stuckLimit: stuckLimit,
-                  standardError: StandardErrorEcho())
+                  standardError: .standardError(), standardOutput: .standardOutput())
     }
 
-    /// A log echoing to `standardError`.
-    init(echoToStandardError: Bool, followerCapacity: Int, stuckLimit: Duration, standardError: StandardErrorEcho) {
+    /// A log echoing to `standardError`, its progress line on `standardOutput`.
+    init(
+        echoToStandardError: Bool, followerCapacity: Int, stuckLimit: Duration, standardError: StandardStreamWriter,
+        standardOutput: StandardStreamWriter = .standardOutput()
+    ) {
         self.echoToStandardError = echoToStandardError
         self.standardError = standardError
+        self.standardOutput = standardOutput
         self.followerCapacity = followerCapacity
         self.stuckLimit = stuckLimit
     }
@@ -62,9 +69,16 @@ public final class EventLog: EventRecording, Sendable {
         standardError.append(Array(message.utf8))
     }
 
-    /// Waits up to `timeout` until everything queued for standard error is written: the last lines of a stopping
-    /// service. Never call it on the owner.
-    public func flushStandardError(timeout: Duration = .seconds(2)) {
+    /// Queues `text` (a progress line drawn over the last, or the newline that ends it) for standard output;
+    /// never waits.
+    public func showProgress(_ text: String) {
+        standardOutput.append(Array(text.utf8))
+    }
+
+    /// Waits up to `timeout` for each stream until everything queued for standard output and standard error is
+    /// written: the last progress line and log lines of a stopping service. Never call it on the owner.
+    public func flushStandardStreams(timeout: Duration = .seconds(2)) {
+        standardOutput.drain(timeout: timeout)
         standardError.drain(timeout: timeout)
     }
 

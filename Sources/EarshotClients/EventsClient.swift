@@ -47,6 +47,8 @@ extension ControlClient {
         }
         // All that waits in one write: a write per line would make a follower fall behind a burst for nothing.
         while let taken = lines.next() {
+            // In `earshot events`' own process, which has no owner: the check keeps the scan's rule without exception.
+            WaitGuard.check("a blocking write to the follower's standard output")
             write(Array(taken.joined()))
         }
     }

@@ -2,9 +2,9 @@
 // waiting, and that the follower's writer empties at the follower's own pace. A follower that falls behind loses the
 // newest lines, not the owner's time; when it catches up it reads `... N events dropped` where the lines are missing.
 //
-// Used three times: by the service for each `earshot events` connection (EventLog) and for its own standard error
-// (StandardErrorEcho, whose marker reads `... N lines dropped`), and by `earshot events` itself between its socket and
-// its standard output (a pager that stops reading).
+// Used three times: by the service for each `earshot events` connection (EventLog) and for its own standard error and
+// standard output (StandardStreamWriter, whose marker reads `... N lines dropped`), and by `earshot events` itself
+// between its socket and its standard output (a pager that stops reading).
 
 /// A bounded first-in first-out queue of log lines that drops what does not fit and says how much it dropped.
 ///

@@ -48,6 +48,7 @@ public final class ReplySlot<Reply: Sendable>: ReplyReceiver, @unchecked Sendabl
             if state.compareExchange(expected: Self.open, desired: Self.timedOut, ordering: .relaxed).exchanged {
                 return timeoutReply
             }
+            WaitGuard.check("ReplySlot.wait")
             ready.wait()
         }
         // The semaphore alone does not order the write before this read for every tool (ThreadSanitizer does not

@@ -11,8 +11,9 @@
 //   own thread.
 // - "earshot-events" writes the event log to its followers (`earshot events`) with non-blocking sends, from a bounded
 //   `FollowerQueue` each: a follower that falls behind loses lines, marked, or its connection (EventLog+Followers).
-// - "earshot-stderr" writes the log's echo and the player's messages to standard error, with blocking writes, from a
-//   bounded queue: a standard error nobody reads loses lines, marked (StandardErrorEcho).
+// - "earshot-stderr" writes the log's echo and the player's messages to standard error, and "earshot-stdout" the
+//   foreground player's progress line to standard output, each with blocking writes from a bounded queue of its own:
+//   a stream nobody reads (or a terminal stopped with Ctrl-S) loses lines, marked (StandardStreamWriter).
 // - `earshot events` (the client side, EventsClient) reads its socket on "earshot-follow" while the calling thread
 //   writes to its standard output at the output's pace.
 // This target depends on the owner's (for its values and interfaces), never the other way round (LayeringTests).

@@ -4,6 +4,7 @@
 import CSystemd
 import EarshotCore
 import Glibc
+import SystemSupport
 
 /// logind's names on the system bus.
 enum Logind {
@@ -150,6 +151,8 @@ extension LogindWatcher {
         var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
         defer { sd_bus_error_free(&error) }
         var reply: OpaquePointer?
+        // A call waits for logind's answer: on the adapter's own thread only.
+        WaitGuard.check("a call to logind (sd_bus_call)")
         result = sd_bus_call(bus, call, 0, &error, &reply)
         guard result >= 0, let reply else {
             return (nil, error.name.map { String(cString: $0) } ?? "errno \(-result)")

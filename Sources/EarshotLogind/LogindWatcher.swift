@@ -126,13 +126,14 @@ public final class LogindWatcher: @unchecked Sendable {
         lock.unlock()
         guard let running else { return }
         wake()
-        if !SystemThread.isCurrent(running) { finished.wait() }
+        if !SystemThread.isCurrent(running) {
+            WaitGuard.check("LogindWatcher.stop")
+            finished.wait()
+        }
     }
 
     private func wake() {
-        var byte: UInt8 = 1
-        // A full pipe already holds a wake-up, so a failed write loses nothing.
-        _ = write(wakePipe[1], &byte, 1)
+        BusPoll.wake(writeEnd: wakePipe[1])
     }
 
     // MARK: The watcher thread

@@ -8,9 +8,11 @@
 // `sd_bus_process` dispatch one message, and when there is nothing to do, `poll` both the bus socket and a
 // wake-up pipe.
 //
-// - Incoming method calls and property writes call the owner's `handler` ON THE BUS THREAD. The handler may
-//   block briefly (the player answers Pause once the stream is really corked); while it does, the bus thread
-//   serves nothing else. It must not wait for anything that itself waits for the bus thread (`stop()`).
+// - Incoming method calls and property writes call `handler` ON THE BUS THREAD. The service's handler puts the
+//   command in the owner's inbox and waits for the answer (`ReplySlot`, up to 10 s): the owner answers once the
+//   rules have decided and the new state is published (a Pause's cork is then asked for, not yet acknowledged), so
+//   the wait is the owner's handling of one input; while it lasts, the bus thread serves nothing else. The handler
+//   must not wait for anything that itself waits for the bus thread (`stop()`).
 // - Before a Pause, PlayPause, Play or a write of Rate 0 goes to the handler, its sender is identified
 //   (`MPRISSender`): sd-bus asks the bus daemon for the sender's process id, a round trip only the bus thread waits
 //   for. The sender's kind travels with the command; the owner never waits for the bus.
@@ -201,9 +203,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
     }
 
     private func wake() {
-        var byte: UInt8 = 1
-        // A full pipe already holds a wake-up, so a failed write loses nothing.
-        _ = write(wakePipe[1], &byte, 1)
+        BusPoll.wake(writeEnd: wakePipe[1])
     }
 
     // MARK: Connection (bus thread, or `start()` before it)

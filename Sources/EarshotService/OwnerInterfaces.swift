@@ -7,7 +7,7 @@
 // the next. That thread waits on nothing but its inbox and its next timer's deadline: not on a client, not on the disk,
 // not on the sound server, not on the decoder. Whatever may wait lives in other targets, on threads of their own:
 // - EarshotClients: the control socket's threads, the replies they wait for, the event log and its followers' writer,
-//   the standard-error echo of the log;
+//   the standard-error echo of the log, the progress line on standard output;
 // - EarshotStorage: the state writer, the cover pictures' worker, the files the command line reads;
 // - PulseOutput, AudioPipeline, EarshotMPRIS: the adapters' mainloop, decode and bus threads.
 // This target imports neither EarshotClients nor EarshotStorage (LayeringTests checks the sources and Package.swift):
@@ -24,6 +24,9 @@ public protocol EventRecording: Sendable {
     func record(_ kind: String, _ fields: KeyValuePairs<String, String>)
     /// Queues `message` (a whole line, with its newline) for the user on standard error; returns at once.
     func tellUser(_ message: String)
+    /// Queues `text` for the user's terminal on standard output: the foreground player's progress line (drawn over
+    /// the last with a carriage return) or the newline that ends it; returns at once, even on a stopped terminal.
+    func showProgress(_ text: String)
 }
 
 extension EventRecording {

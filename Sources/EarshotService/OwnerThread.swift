@@ -68,6 +68,8 @@ final class OwnerThread: SerialExecutor, TaskExecutor, TimerHost, @unchecked Sen
         let executor = asUnownedSerialExecutor()
         let taskExecutor = asUnownedTaskExecutor()
         while true {
+            // Never waits: this is the owner's own sleep between inputs, not a wait for anyone (see WaitGuard); an
+            // input or the next timer ends it.
             if let earliest = timers.withLock({ $0.earliest }) {
                 _ = wake.wait(timeout: earliest)
             } else {

@@ -192,18 +192,21 @@ extension Player {
         return metadata.title ?? "Earshot"
     }
 
+    /// Draws the progress line over the last. Only queued: a terminal stopped with Ctrl-S holds the log's
+    /// standard-output writer, never the owner (issue 35).
     func showProgress() {
         guard rules.playback != .idle else { return }
         let state = rules.isPlaying ? "playing" : rules.playback.description
         let line = StatusText.progressLine(track: rules.queue.index, of: paths.count, at: positionMilliseconds,
                                            length: durationMilliseconds, state: state)
-        StandardStream.writeOutput(line)
+        log.showProgress(line)
         progressShown = true
         shownPlayback = rules.playback
     }
 
+    /// Ends the progress line, so that what the shell writes next starts a line of its own; queued like the line.
     func finishProgressLine() {
-        if progressShown { StandardStream.writeOutput("\n") }
+        if progressShown { log.showProgress("\n") }
     }
 
     // MARK: Control

@@ -4,6 +4,7 @@
 import Dispatch
 import EarshotCore
 import EarshotMPRIS
+import SystemSupport
 
 /// The owner's inbox: every input of the player, from every thread, in one order. Putting one in never waits.
 public struct PlayerInbox: Sendable {
@@ -89,6 +90,8 @@ public enum PlayerOwner {
             result.code = await player.run(inputs: inbox.inputs)
             done.signal()
         }
+        // The service's main thread, never the owner: it only waits here for the owner to end.
+        WaitGuard.check("PlayerOwner.run")
         done.wait()
         return result.code
     }

@@ -1,6 +1,7 @@
-// ContentHash: SHA-256 (FIPS 180-4), written here from the standard because the product has no crypto library and
-// imports FoundationEssentials only. The cover-art cache names each picture by it, so the same picture in many files
-// is stored once and two pictures never share a name.
+// ContentHash: SHA-256 (FIPS 180-4), written here from the standard because the product links no crypto library and
+// imports neither Foundation nor FoundationEssentials (SystemSupport says why). The cover-art cache names each picture
+// by it, so the same picture in many files is stored once, and two different pictures could share a name only by a
+// SHA-256 collision.
 
 /// SHA-256 of a byte array.
 enum ContentHash {

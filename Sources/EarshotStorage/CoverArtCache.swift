@@ -110,6 +110,7 @@ public final class CoverArtCache: @unchecked Sendable {
         guard descriptor >= 0 else { return "create: " + String(cString: strerror(errno)) }
         var offset = 0
         while offset < bytes.count {
+            WaitGuard.check("a cover picture's write to the disk")
             let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {

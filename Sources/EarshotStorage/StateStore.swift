@@ -368,6 +368,7 @@ public final class StateStore: @unchecked Sendable {
     private func writeAll(_ data: [UInt8], to descriptor: Int32, path: String) throws(StateStoreError) {
         var offset = 0
         while offset < data.count {
+            WaitGuard.check("a state file's write to the disk")
             let count = data.withUnsafeBytes { buffer in
                 write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
             }

@@ -146,14 +146,15 @@ extension PlaybackStream {
         armSilenceAlarmLocked(now: now)
     }
 
-    /// The stall watchdog: true when the stream should be playing (see `requestSilence()`) but the server has asked
-    /// for no data for more than `periods` request periods, and for at least `minimum`.
+    /// The stall watchdog's measure, asked at once: true when the stream should be playing (see `requestSilence()`)
+    /// but the server has asked for no data for more than `periods` request periods, and for at least `minimum`.
     ///
-    /// Intended use: the owner's tick (every 50 ms) turns a true into "output lost" (cork, flush, keep the heard
-    /// position), as for an unplug. The defaults (3 periods, at least 200 ms) stay far above the largest gap between
-    /// requests in normal playback (14 ms on PulseAudio 16.1, 21.5 ms on PipeWire 0.3.65); a frozen server is
-    /// reported 180-200 ms after its last request. When requests come back the server first reports `.underflow`,
-    /// then `.started`.
+    /// The service does not ask it: the silence alarm delivers `.requestsStopped`, the owner measures
+    /// `requestSilence()`, and the rules judge the silence by `StallRule` (3 periods, at least a second, since a
+    /// loaded machine's server was seen to pause for over half a second and carry on). The integration tests ask it
+    /// while they freeze the server: the shorter default minimum (200 ms) stays far above the largest gap between
+    /// requests in normal playback (14 ms on PulseAudio 16.1, 21.5 ms on PipeWire 0.3.65), so a frozen server is
+    /// reported about 200 ms after its last request.
     public func isStalled(periods: Int = StallRule.periods, minimum: Duration = .milliseconds(200)) -> Bool {
         guard let silence = requestSilence() else { return false }
         let period = requestPeriod ?? .milliseconds(max(targetLatencyMilliseconds, 1))

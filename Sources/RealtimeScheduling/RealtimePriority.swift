@@ -25,6 +25,7 @@
 import CSystemd
 import CThreadShim
 import Glibc
+import SystemSupport
 
 /// The scheduling the thread that feeds the sound server runs with, as `earshot status` shows it ("realtime: ...").
 public enum RealtimeOutcome: Sendable, Equatable, CustomStringConvertible {
@@ -144,6 +145,8 @@ public enum RealtimePriority {
             sd_bus_message_append_basic(call, busType(SD_BUS_TYPE_UINT32), &rank) >= 0
         else { return .failed(reason: "rtkit: cannot build the call") }
         var reply: OpaquePointer?
+        // The call waits for rtkit's answer: made on the connecting thread ("earshot-connect"), never the owner.
+        WaitGuard.check("a call to rtkit (sd_bus_call)")
         guard sd_bus_call(bus, call, 0, &error, &reply) >= 0 else {
             return .failed(reason: "rtkit: \(busErrorName(error) ?? "refused")")
         }

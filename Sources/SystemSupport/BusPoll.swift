@@ -1,5 +1,6 @@
 // How a bus thread sleeps (EarshotMPRIS's and EarshotLogind's): in poll(2) on its bus socket and on a pipe other
-// threads write a byte to when they have work for it, until sd-bus's next deadline. One way for both adapters.
+// threads write a byte to when they have work for it, until sd-bus's next deadline. One way for both adapters; the
+// event log's followers' writer is woken through the same kind of pipe.
 import Glibc
 
 /// The sleep of a thread that serves a bus socket and is woken through a pipe.
@@ -14,6 +15,15 @@ public enum BusPoll {
             }
         }
         return descriptors
+    }
+
+    /// Wakes the thread that sleeps on the pipe whose write end is `writeEnd`; returns at once, so any thread may,
+    /// the owner too.
+    public static func wake(writeEnd: Int32) {
+        var byte: UInt8 = 1
+        // Never waits: the write end is non-blocking (`makeWakePipe`), and a write refused because the pipe is full
+        // loses nothing, since a full pipe already holds a wake-up.
+        _ = write(writeEnd, &byte, 1)
     }
 
     /// Polls `descriptor` for `events` (when it is >= 0) and the read end of `wakePipe` for input, for at most

@@ -195,22 +195,25 @@ public enum SystemThread {
     }
 }
 
-/// The standard streams, written at once with no buffer (what FileHandle.standardError.write was).
+/// The standard streams, written at once with no buffer (what FileHandle.standardError.write was). Each write waits
+/// for as long as the stream does (a stopped terminal, a pipe nobody reads): never on the owner, whose lines for the
+/// user go through EarshotClients' `StandardStreamWriter`.
 public enum StandardStream {
     /// Writes `text` to standard error.
     public static func writeError(_ text: String) {
-        write(text, to: STDERR_FILENO)
+        writeAll(Array(text.utf8), to: STDERR_FILENO)
     }
 
     /// Writes `text` to standard output, bypassing `print`'s buffer.
     public static func writeOutput(_ text: String) {
-        write(text, to: STDOUT_FILENO)
+        writeAll(Array(text.utf8), to: STDOUT_FILENO)
     }
 
-    private static func write(_ text: String, to descriptor: Int32) {
-        let bytes = Array(text.utf8)
+    /// Writes all of `bytes` to `descriptor` (a standard stream), waiting as long as it takes; stops at an error.
+    public static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
         var offset = 0
         while offset < bytes.count {
+            WaitGuard.check("a blocking write to a standard stream")
             let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 && errno == EINTR { continue }
             guard written > 0 else { return }

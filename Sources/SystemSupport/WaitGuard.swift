@@ -1,13 +1,16 @@
 // The owner never waits (issue 21), checked where it would: the owner's thread marks itself, and every place in the
 // product that sleeps until another thread, the disk or the sound server acts asks `WaitGuard.check` first: a
 // condition's wait (`Condition`), libpulse's `pa_threaded_mainloop_wait` and the mainloop's stop, an fsync, a reply
-// waited for, a blocking write to a client or to standard error, a thread joined. The marked thread reaching one is a
-// bug: a debug build stops there, naming the wait (every end-to-end test runs the debug service, so the whole suite
-// is the check), and any build counts it (`WaitGuard.violations`).
+// waited for, a blocking write to a client, to a standard stream or to the disk, a call over sd-bus (rtkit, logind), a
+// semaphore's wait, a thread joined. The marked thread reaching one is a bug: a debug build stops there, naming the
+// wait (every end-to-end test runs the debug service, so the whole suite is the check), and any build counts it
+// (`WaitGuard.violations`). WaitGuardTests scan Sources for every such call.
 //
 // The owner's own sleep between inputs (its semaphore, in OwnerThread) is not a wait for anyone: it is what the owner
-// does when it has nothing to do, and it does not ask. Short mutexes (the mainloop lock while libpulse dispatches, the
-// owner's queues) are not checked either: they are held for microseconds, never across a wait for the server.
+// does when it has nothing to do, and it does not ask; nor does a byte written to a non-blocking wake-up pipe
+// (`BusPoll.wake`). Each says so where it is ("Never waits:"), the scan's allow-list. Short mutexes (the mainloop
+// lock while libpulse dispatches, the owner's queues) are not checked either: they are held for microseconds, never
+// across a wait for the server.
 import Glibc
 import Synchronization
 

@@ -91,8 +91,9 @@ enum PlayerService {
         logind?.stop()
         server.shutdown()
         log.record("service", ["state": "stopped", "exit": "\(code)"])
-        // The owner queued its last lines for standard error: written before the process ends, unless it stalls.
-        log.flushStandardError()
+        // The owner queued its last lines for standard error and its progress line's end for standard output: written
+        // before the process ends, unless a stream stalls.
+        log.flushStandardStreams()
         return code
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TrackPaths
 @testable import AudioPipeline
+import EarshotTestSupport
 
 @Suite("DecodeWorker: the buffered notice")
 struct BufferedNoticeTests {
@@ -16,8 +17,8 @@ struct BufferedNoticeTests {
     func announcedOnceWhenBuffered() throws {
         let path = try TestAudio.sine(seconds: 2, frequency: 440)
         let ring = FrameRing(minimumCapacity: 16_384)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
         #expect(eventually { ring.readableFrames == ring.capacity })
@@ -29,22 +30,22 @@ struct BufferedNoticeTests {
         worker.noticeWhenBuffered(frames: 4_000)
         worker.reposition(paths: [TrackPath(path)], trackIndex: 0, frame: 10_000, generation: generation)
         #expect(eventually { log.contains(where: Self.isBuffered) })
-        let announced = log.notices.compactMap { notice -> Int? in
+        let announced = log.all.compactMap { notice -> Int? in
             if case .buffered(let frames) = notice { return frames }
             return nil
         }
         #expect(announced.count == 1 && announced[0] >= 4_000, "\(announced)")
         // Once per request: filling up further announces nothing more.
         #expect(eventually { ring.readableFrames == ring.capacity })
-        #expect(log.notices.filter(Self.isBuffered).count == 1)
+        #expect(log.all.filter(Self.isBuffered).count == 1)
     }
 
     @Test("a withdrawn request is not announced")
     func withdrawnIsNotAnnounced() throws {
         let path = try TestAudio.sine(seconds: 2, frequency: 440)
         let ring = FrameRing(minimumCapacity: 16_384)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         worker.noticeWhenBuffered(frames: 4_000)
         worker.noticeWhenBuffered(frames: nil)

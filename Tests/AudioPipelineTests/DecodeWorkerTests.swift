@@ -8,27 +8,6 @@ import SystemSupport
 import Testing
 import TrackPaths
 
-/// Collects notices from the worker thread for the test thread to inspect.
-final class NoticeLog: Sendable {
-    /// Everything received, in order.
-    private let received = LockedValue<[DecodeNotice]>([])
-
-    /// Appends one notice (called on the worker thread).
-    func append(_ notice: DecodeNotice) {
-        received.withLock { $0.append(notice) }
-    }
-
-    /// A snapshot of what has arrived.
-    var notices: [DecodeNotice] {
-        received.withLock { $0 }
-    }
-
-    /// Whether some notice satisfies `predicate`.
-    func contains(where predicate: (DecodeNotice) -> Bool) -> Bool {
-        received.withLock { $0.contains(where: predicate) }
-    }
-}
-
 /// The voluntary context switches so far of the thread `threadID` of this process (from /proc): one worker's
 /// decode thread, since the whole suite runs side by side with other tests whose decode threads come and go.
 func threadWakeUps(_ threadID: Int32) -> Int? {
@@ -36,18 +15,6 @@ func threadWakeUps(_ threadID: Int32) -> Int? {
           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") })
     else { return nil }
     return Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "")
-}
-
-/// Polls `condition` every millisecond until it holds or `seconds` pass; returns whether it held.
-func eventually(within seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date(timeIntervalSinceNow: seconds)
-    while Date() < deadline {
-        if condition() {
-            return true
-        }
-        usleep(1_000)
-    }
-    return condition()
 }
 
 /// Reads everything readable from `ring` (in chunks of varying size) and returns the samples.
@@ -88,13 +55,13 @@ struct DecodeWorkerTests {
         let lastFrames = lastSamples.count / 2
 
         let ring = FrameRing(minimumCapacity: 8_192)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         worker.load(paths: TrackList([first, corrupt, last].map { TrackPath($0) }), startIndex: 0, startFrame: 0)
 
         var heard: [Int16] = []
-        let finished = eventually(within: 30) {
+        let finished = eventually(timeout: .seconds(30), interval: .milliseconds(1)) {
             heard += drainReadable(ring, chunkFrames: 777)
             // The worker waits for the controller to name the track after a failure (the rules' play order).
             if log.contains(where: { if case .trackFailed = $0 { true } else { false } }) {
@@ -107,7 +74,7 @@ struct DecodeWorkerTests {
         #expect(heard.count == firstSamples.count + lastSamples.count)
         #expect(heard == firstSamples + lastSamples)
 
-        let notices = log.notices
+        let notices = log.all
         guard notices.count == 6 else {
             Issue.record("expected 6 notices, got \(notices)")
             return
@@ -142,8 +109,8 @@ struct DecodeWorkerTests {
         let path = try TestAudio.sine(seconds: 2, frequency: 1_000)
         let reference = try TestAudio.decodeAll(try MP3Decoder(path: path))
         let ring = FrameRing(minimumCapacity: 4_096)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
         #expect(eventually { ring.readableFrames == ring.capacity })
@@ -175,7 +142,7 @@ struct DecodeWorkerTests {
         #expect(afterSeek == Array(reference[100_000..<108_000]))
 
         // `.restarted` comes first, and the track starts at the very ring frame the generation starts at.
-        let notices = log.notices
+        let notices = log.all
         guard let restartedAt = notices.firstIndex(where: { if case .restarted = $0 { true } else { false } }),
               case .restarted(let answered, let start) = notices[restartedAt]
         else {
@@ -199,8 +166,8 @@ struct DecodeWorkerTests {
         let reference = try TestAudio.decodeAll(try MP3Decoder(path: good))
         let queue = TrackList([TrackPath(slow), TrackPath(good)])
         let ring = FrameRing(minimumCapacity: 16_384)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         // While the lease is held, the worker's open(2) of the first track blocks in the kernel. Released before
         // `stop` (declared after it) whatever happens.
@@ -219,7 +186,7 @@ struct DecodeWorkerTests {
         }
         #expect(returned, "the reposition waited for the worker stuck opening a file")
         usleep(100_000)
-        #expect(log.notices.isEmpty, "\(log.notices)")
+        #expect(log.all.isEmpty, "\(log.all)")
         #expect(ring.readableFrames == 0)
 
         lease.release()
@@ -232,7 +199,7 @@ struct DecodeWorkerTests {
         #expect(heard == reference)
         // The step that was blocked finished opening the first track and reported it, before `.restarted` (an owner
         // drops what comes before it); nothing of that track was written.
-        let notices = log.notices
+        let notices = log.all
         guard let restarted = notices.firstIndex(of: .restarted(generation: generation, ringFrame: 0)) else {
             Issue.record("no .restarted: \(notices)")
             return
@@ -249,8 +216,8 @@ struct DecodeWorkerTests {
         let second = try TestAudio.sine(seconds: 0.5, frequency: 660, rate: 48_000)
         let firstFrames = try TestAudio.decodeAll(try MP3Decoder(path: first)).count / 2
         let ring = FrameRing(minimumCapacity: 8_192)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         worker.load(paths: [TrackPath(first), TrackPath(second)], startIndex: 0, startFrame: 0)
 
@@ -265,7 +232,7 @@ struct DecodeWorkerTests {
         // frame or two of rounding), directly after the first track.
         let secondFrames = heard.count / 2 - firstFrames
         #expect(abs(secondFrames - 22_050) <= 64)
-        #expect(log.notices.contains(.trackStarted(index: 1, ringFrame: firstFrames, format: stereo44,
+        #expect(log.all.contains(.trackStarted(index: 1, ringFrame: firstFrames, format: stereo44,
                                                    lengthFrames: secondFrames, metadata: TrackMetadata())))
         let converted = Signal.channel(Array(heard[(firstFrames * 2)...]), 0)
         #expect(abs(Signal.zeroCrossingFrequency(converted, rate: 44_100) - 660) < 10)
@@ -278,14 +245,14 @@ struct DecodeWorkerTests {
         let second = try TestAudio.sine(seconds: 0.3, frequency: 880)
         let firstFrames = try TestAudio.decodeAll(try MP3Decoder(path: first)).count / 2
         let ring = FrameRing(minimumCapacity: 65_536)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         worker.load(paths: [TrackPath(first)], startIndex: 0, startFrame: 0)
         #expect(eventually { log.contains(where: isQueueFinished) })
         worker.append(paths: [TrackPath(second)])
-        #expect(eventually { log.notices.filter(isQueueFinished).count == 2 })
-        #expect(log.notices.contains(.trackStarted(index: 1, ringFrame: firstFrames, format: stereo44,
+        #expect(eventually { log.all.filter(isQueueFinished).count == 2 })
+        #expect(log.all.contains(.trackStarted(index: 1, ringFrame: firstFrames, format: stereo44,
                                                    lengthFrames: firstFrames, metadata: TrackMetadata())))
         #expect(ring.totalFramesWritten == 2 * firstFrames)
     }
@@ -294,8 +261,8 @@ struct DecodeWorkerTests {
     func fillsAheadAndStops() throws {
         let path = try TestAudio.sine(seconds: 2)
         let ring = FrameRing(minimumCapacity: 16_384)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
         #expect(eventually { ring.readableFrames == ring.capacity })
         usleep(50_000)
@@ -327,12 +294,12 @@ struct DecodeWorkerTests {
     func sleepsUntilNeeded() throws {
         let path = try TestAudio.sine(seconds: 2)
         let ring = FrameRing(minimumCapacity: 16_384)
-        let log = NoticeLog()
+        let log = NoticeRecorder<DecodeNotice>()
         // Notices are sent on the decode thread: the first one names it.
         let decodeThread = LockedValue<Int32?>(nil)
         let worker = DecodeWorker(ring: ring) { notice in
             decodeThread.withLock { $0 = $0 ?? earshot_thread_id() }
-            log.append(notice)
+            log.record(notice)
         }
         defer { worker.stop() }
         worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
@@ -350,7 +317,7 @@ struct DecodeWorkerTests {
         let generation = ring.beginGeneration()
         _ = ring.discardReadable()
         worker.reposition(paths: [TrackPath(path)], trackIndex: 0, frame: 0, generation: generation)
-        #expect(eventually { log.notices.filter { if case .trackStarted = $0 { true } else { false } }.count == 2 })
+        #expect(eventually { log.all.filter { if case .trackStarted = $0 { true } else { false } }.count == 2 })
     }
 
     @Test("a seek in the track being decoded seeks in its open decoder; the same index of another file opens that")
@@ -363,8 +330,8 @@ struct DecodeWorkerTests {
         let path = TestAudio.folder + "/seek-in-open-\(UUID().uuidString).mp3"
         try FileManager.default.copyItem(atPath: source, toPath: path)
         let ring = FrameRing(minimumCapacity: 4_096)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         worker.load(paths: [TrackPath(path)], startIndex: 0, startFrame: 0)
         #expect(eventually { ring.readableFrames == ring.capacity })
@@ -374,7 +341,7 @@ struct DecodeWorkerTests {
         func read(_ frames: Int) -> [Int16] {
             var samples: [Int16] = []
             var chunk = [Int16](repeating: 0, count: 1_000 * 2)
-            _ = eventually {
+            _ = eventually(interval: .milliseconds(1)) {
                 let wanted = min(1_000, frames - samples.count / 2)
                 let got = chunk.withUnsafeMutableBytes { ring.copyOut(to: $0.baseAddress!, maxFrames: wanted) }
                 samples += chunk.prefix(got * 2)
@@ -386,8 +353,8 @@ struct DecodeWorkerTests {
         _ = ring.discardReadable()
         worker.reposition(paths: [TrackPath(path)], trackIndex: 0, frame: 50_000, generation: generation)
         #expect(read(4_000) == Array(reference[100_000..<108_000]))
-        #expect(!log.contains { if case .trackFailed = $0 { true } else { false } }, "\(log.notices)")
-        #expect(log.notices.filter { if case .trackStarted = $0 { true } else { false } }.count == 2)
+        #expect(!log.contains { if case .trackFailed = $0 { true } else { false } }, "\(log.all)")
+        #expect(log.all.filter { if case .trackStarted = $0 { true } else { false } }.count == 2)
 
         // A new queue with another file at the same index: that file is opened, from its start.
         generation = ring.beginGeneration()
@@ -399,14 +366,14 @@ struct DecodeWorkerTests {
     @Test("resuming beyond the queue, or loading an empty queue, finishes the queue")
     func emptyAndOutOfRange() throws {
         let ring = FrameRing(minimumCapacity: 1_024)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         worker.load(paths: [], startIndex: 0, startFrame: 0)
-        #expect(eventually { log.notices == [.queueFinished(ringFrame: 0)] })
+        #expect(eventually { log.all == [.queueFinished(ringFrame: 0)] })
         worker.load(paths: [TrackPath(try TestAudio.sine(seconds: 0.5))], startIndex: 3, startFrame: 0)
-        #expect(eventually { log.notices.count == 2 })
-        #expect(log.notices.last == .queueFinished(ringFrame: 0))
+        #expect(eventually { log.all.count == 2 })
+        #expect(log.all.last == .queueFinished(ringFrame: 0))
         #expect(worker.currentFormat == nil)
         #expect(worker.locate(ringFrame: 0) == nil)
     }

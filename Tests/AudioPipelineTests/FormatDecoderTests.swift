@@ -177,15 +177,15 @@ struct FormatDecoderTests {
         let frequencies = [440.0, 550.0, 660.0, 880.0]
         let files = try zip(formats, frequencies).map { try Fixtures.tone($0, frequency: $1, seconds: 0.5) }
         let ring = FrameRing(minimumCapacity: 8_192)
-        let log = NoticeLog()
+        let log = NoticeRecorder<DecodeNotice>()
         let worker = DecodeWorker(ring: ring) { notice in
-            log.append(notice)
+            log.record(notice)
         }
         defer { worker.stop() }
         worker.load(paths: TrackList(files.map { TrackPath($0.path) }))
         var heard: [Int16] = []
         var continued = false
-        let finished = eventually(within: 30) {
+        let finished = eventually(timeout: .seconds(30), interval: .milliseconds(1)) {
             heard += drainReadable(ring)
             if !continued, log.contains(where: { if case .formatChange = $0 { return true }; return false }) {
                 // The consumer has played the ring out (drained it) and re-made its stream at the new rate.
@@ -196,13 +196,13 @@ struct FormatDecoderTests {
             return log.contains(where: isQueueFinished) && ring.readableFrames == 0
         }
         #expect(finished)
-        let started = log.notices.compactMap { notice -> (Int, AudioFormat)? in
+        let started = log.all.compactMap { notice -> (Int, AudioFormat)? in
             if case .trackStarted(let index, _, let format, _, _) = notice { return (index, format) }
             return nil
         }
         #expect(started.map(\.0) == [0, 1, 2, 3])
         #expect(started.map(\.1.sampleRate) == [44_100, 44_100, 44_100, 48_000])
-        #expect(log.notices.contains(.formatChange(from: AudioFormat(sampleRate: 44_100),
+        #expect(log.all.contains(.formatChange(from: AudioFormat(sampleRate: 44_100),
                                                    to: AudioFormat(sampleRate: 48_000), ringFrame: 3 * 22_050)))
         #expect(heard.count / 2 == 3 * 22_050 + 24_000)
         // Each track's tone, in order.

@@ -407,13 +407,3 @@ struct DBusMonitorLog {
         }
     }
 }
-
-/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(5), _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        usleep(10_000)
-    }
-    return try condition()
-}

@@ -53,18 +53,38 @@ struct HandlingRecordTests {
 
     @Test("the owner thread's usage over a handling: its CPU time and its switches off the CPU")
     func threadUsage() {
+        // The kernel's own count of this thread's switches, read around the sample: the sample's must fit inside it.
+        // (RUSAGE_SELF would count every thread of the test process, and its switches would not fit.)
+        let before = Self.kernelSwitches()
         let start = ThreadUsage.now()
-        // Work on this thread, then a wait: a sleep is a voluntary switch.
+        // Work on this thread, then a wait: a sleep is a voluntary switch. A preemption cannot be made to happen
+        // here; the bound below is what can be checked of it.
         var sum = 0
         for value in 0..<2_000_000 { sum &+= value &* value }
         #expect(sum != 0)
         var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
         nanosleep(&pause, nil)
         let sample = ThreadUsage.sample(since: start)
+        let after = Self.kernelSwitches()
         #expect(sample.micros >= 2_000)
         #expect(sample.cpuMicros > 0 && sample.cpuMicros <= sample.micros + 1_000, "\(sample)")
-        #expect(sample.waits >= 1, "\(sample)")
-        #expect(sample.preemptions >= 0)
+        #expect(sample.waits >= 1 && sample.waits <= after.voluntary - before.voluntary, "\(sample)")
+        #expect(sample.preemptions <= after.involuntary - before.involuntary, "\(sample)")
+    }
+
+    /// The calling thread's context switches as /proc counts them (not `getrusage`, which `ThreadUsage` reads).
+    static func kernelSwitches() -> (voluntary: Int, involuntary: Int) {
+        guard let file = fopen("/proc/thread-self/status", "r") else { return (0, 0) }
+        defer { fclose(file) }
+        var counts = (voluntary: 0, involuntary: 0)
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let value = Int(text.split(separator: "\t").last?.filter(\.isNumber) ?? "") ?? 0
+            if text.hasPrefix("voluntary_ctxt_switches:") { counts.voluntary = value }
+            if text.hasPrefix("nonvoluntary_ctxt_switches:") { counts.involuntary = value }
+        }
+        return counts
     }
 
     @Test("a handling's CPU time is its own: never more than the clock measured it, even across a scheduler tick")

@@ -9,10 +9,6 @@ import TrackPaths
 
 @Suite("Saved repeat and shuffle")
 struct SavedPlayModesTests {
-    private func freshStore() throws -> StateStore {
-        StateStore(directory: try TemporaryDirectory.make() + "/state/earshot")
-    }
-
     @Test("repeat and a shuffled order with its generator's full 64 bits load back the same")
     func roundTrip() throws {
         let store = try freshStore()

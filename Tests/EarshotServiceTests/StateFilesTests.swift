@@ -14,10 +14,6 @@ struct StateFilesTests {
         queue: ["/music/a.mp3", "/music/b.mp3", "/music/c.mp3"], trackIndex: 0, positionMilliseconds: 1_000,
         volumePercent: 100, queueId: 7)
 
-    private func freshStore() throws -> StateStore {
-        StateStore(directory: try TemporaryDirectory.make() + "/state/earshot")
-    }
-
     private func inode(of path: String) -> ino_t {
         var status = stat()
         guard stat(path, &status) == 0 else { return 0 }

@@ -6,16 +6,17 @@ import TrackPaths
 @testable import EarshotService
 @testable import EarshotStorage
 
+/// A store in a directory that does not exist yet, two levels down, as on a first start: the state files' tests
+/// (this file's, StateFilesTests, StateWriterTests, SavedPlayModesTests) each start from one.
+func freshStore() throws -> StateStore {
+    StateStore(directory: try TemporaryDirectory.make() + "/state/earshot")
+}
+
 @Suite("State store")
 struct StateStoreTests {
     private let sample = PersistedState(
         queue: ["/music/a b.mp3", "/music/ünïcödé.mp3", "/music/c.mp3"], trackIndex: 1,
         positionMilliseconds: 30_250, volumePercent: 85)
-
-    private func freshStore() throws -> StateStore {
-        // A directory that does not exist yet, two levels down, as on a first start.
-        StateStore(directory: try TemporaryDirectory.make() + "/state/earshot")
-    }
 
     private func names(in store: StateStore) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: store.directory).sorted()

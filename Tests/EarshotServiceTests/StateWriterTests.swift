@@ -17,10 +17,6 @@ struct StateWriterTests {
         let files = LockedValue<[String]>([])
     }
 
-    private func freshStore() throws -> StateStore {
-        StateStore(directory: try TemporaryDirectory.make() + "/state/earshot")
-    }
-
     private func state(_ count: Int, id: Int) -> PersistedState {
         PersistedState(queue: TrackList((0..<count).map { TrackPath(stringLiteral: "/music/track \($0).mp3") }),
                        trackIndex: 0, positionMilliseconds: 0, volumePercent: 100, queueId: id)
@@ -80,8 +76,9 @@ struct StateWriterTests {
         let writer = StateWriter(store: store) { file, _ in failures.files.withLock { $0.append(file) } }
         writer.save(state: nil, position: SavedPosition(queueId: 1, trackIndex: 0, positionMilliseconds: 1,
                                                         volumePercent: 100))
-        // Give the thread the time to reach the blocking open.
-        Thread.sleep(forTimeInterval: 0.2)
+        // Waits until the writer's thread is in the blocking open (the kernel's `wait_for_partner`, a named pipe's open
+        // waiting for the other end), rather than for a time it may take longer than on a loaded machine.
+        #expect(eventually { Self.storeThreadsWaitingForAPipe() > 0 }, "the writer never reached the pipe's open")
         // Were a hand-over to wait for the writer, these would not return: the thread stays stuck until the pipe is
         // read below.
         let queue = state(500, id: 2)
@@ -120,7 +117,7 @@ struct StateWriterTests {
         let failures = Failures()
         let writer = StateWriter(store: store) { file, _ in failures.files.withLock { $0.append(file) } }
         writer.save(state: state(4, id: 21), position: nil)
-        try waitFor { failures.files.withLock { $0 } == ["state"] }
+        #expect(eventually { failures.files.withLock { $0 } == ["state"] }, "the failed save was not reported")
         unlink(base + "/blocked")
         writer.save(state: nil, position: SavedPosition(queueId: 21, trackIndex: 3, positionMilliseconds: 9,
                                                         volumePercent: 100))
@@ -133,15 +130,15 @@ struct StateWriterTests {
         #expect(loaded.queueId == 21 && loaded.trackIndex == 3)
     }
 
-    /// Polls `condition` for up to 10 s.
-    private func waitFor(_ condition: () -> Bool) throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out")
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+    /// How many of this process's "earshot-store" threads are waiting in a named pipe's open for its other end. Other
+    /// tests' writers run beside this one, but none of them opens a pipe.
+    private static func storeThreadsWaitingForAPipe() -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { task in
+            let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
+            let waiting = try? String(contentsOfFile: "/proc/self/task/\(task)/wchan", encoding: .utf8)
+            return name?.hasPrefix("earshot-store") == true
+                && waiting?.trimmingCharacters(in: .whitespacesAndNewlines) == "wait_for_partner"
+        }.count
     }
 }

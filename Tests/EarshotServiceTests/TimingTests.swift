@@ -1,5 +1,6 @@
 // The player's timer and the position MPRIS reads: a one-shot that fires once and only while armed, and a position
 // carried forward to the moment it is read while playing.
+import EarshotTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -15,6 +16,21 @@ private final class FiredCount: Sendable {
 /// The thread that keeps these tests' timers, as the owner's thread keeps the player's.
 let timerHost = OwnerThread(name: "test-timers")
 
+/// Waits until `fired` counts a first firing.
+private func waitForFiring(_ fired: FiredCount, of what: String) async throws {
+    try await waitUntil("\(what) went off", timeout: .seconds(10)) { fired.value.load(ordering: .relaxed) > 0 }
+}
+
+/// Arms a second timer on the same thread for `delay` and waits until it goes off: by then every timer due before it
+/// on that thread has had its turn (the thread fires what is due in one pass, earliest first), so a test that a timer
+/// did not go off (again) waits for this event, not for a time a loaded machine may overrun.
+private func waitForLaterTimer(after delay: Duration) async throws {
+    let fired = FiredCount()
+    let later = TickTimer(on: timerHost) { _ in fired.value.add(1, ordering: .relaxed) }
+    later.arm(after: delay)
+    try await waitForFiring(fired, of: "the later timer")
+}
+
 struct TimingTests {
     @Test("the timer goes off once, after its delay")
     func firesOnce() async throws {
@@ -24,7 +40,8 @@ struct TimingTests {
             fired.value.add(1, ordering: .relaxed)
         }
         timer.arm(after: .milliseconds(20))
-        try await Task.sleep(for: .milliseconds(300))
+        try await waitForFiring(fired, of: "the timer")
+        try await waitForLaterTimer(after: .milliseconds(100))
         #expect(fired.value.load(ordering: .relaxed) == 1)
     }
 
@@ -37,14 +54,15 @@ struct TimingTests {
         }
         timer.arm(after: .milliseconds(30))
         timer.arm(after: .seconds(30))
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(fired.value.load(ordering: .relaxed) == 1, "the later arming replaced the earlier moment")
+        // Within 10 s only if the later arming kept the earlier moment.
+        try await waitForFiring(fired, of: "the timer armed for 30 ms, then for 30 s")
+        #expect(fired.value.load(ordering: .relaxed) == 1)
         let first = fired.lastArming.load(ordering: .relaxed)
         #expect(timer.wentOff(arming: first))
         #expect(!timer.wentOff(arming: first), "the same arming went off twice")
         timer.arm(after: .milliseconds(50))
         timer.disarm()
-        try await Task.sleep(for: .milliseconds(300))
+        try await waitForLaterTimer(after: .milliseconds(100))
         #expect(fired.value.load(ordering: .relaxed) == 1, "a disarmed timer went off")
         #expect(!timer.wentOff(arming: first + 1), "a disarmed arming counted as current")
     }

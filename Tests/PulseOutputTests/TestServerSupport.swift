@@ -1,6 +1,7 @@
 // Helpers for the integration tests: reaching the private server that scripts/test starts (PulseAudio or PipeWire,
-// EARSHOT_TEST_SERVER), recording notices, and feeding a sine into a FrameRing from a producer thread. Recording a
-// sink's monitor and driving the server with pactl / paplay and scripts/lib/soundserver-ctl are EarshotTestSupport's.
+// EARSHOT_TEST_SERVER), and feeding a sine into a FrameRing from a producer thread. Recording notices
+// (`NoticeRecorder`), a sink's monitor and driving the server with pactl / paplay and scripts/lib/soundserver-ctl are
+// EarshotTestSupport's.
 import AudioPipeline
 import EarshotTestSupport
 import Foundation
@@ -30,55 +31,6 @@ func connectToTestServer(
         throw error
     }
     return connection
-}
-
-/// Collects notices from the libpulse thread, with the moment each arrived, for tests to wait on.
-final class NoticeRecorder<Notice: Sendable & Equatable>: Sendable {
-    private let entries = LockedValue<[(notice: Notice, at: ContinuousClock.Instant)]>([])
-
-    /// Records one notice; called on the libpulse thread, so it only appends.
-    func record(_ notice: Notice) {
-        let now = ContinuousClock.now
-        entries.withLock { $0.append((notice, now)) }
-    }
-
-    /// Every notice so far, in arrival order.
-    var all: [Notice] {
-        entries.withLock { $0.map(\.notice) }
-    }
-
-    /// Notices with their arrival moments.
-    var timed: [(notice: Notice, at: ContinuousClock.Instant)] {
-        entries.withLock { $0 }
-    }
-
-    /// Waits until a notice matching `predicate` has arrived (at or after position `from`); returns it and its
-    /// moment, or nil after `timeout`.
-    func waitFor(
-        _ timeout: Duration = .seconds(5),
-        from start: Int = 0,
-        where predicate: (Notice) -> Bool
-    ) async -> (notice: Notice, at: ContinuousClock.Instant)? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let found = entries.withLock { list in
-                list.dropFirst(start).first { predicate($0.notice) }
-            }
-            if let found { return found }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return nil
-    }
-
-    /// Waits for exactly `notice`.
-    func waitFor(_ notice: Notice, timeout: Duration = .seconds(5), from start: Int = 0) async -> Bool {
-        await waitFor(timeout, from: start) { $0 == notice } != nil
-    }
-
-    /// How many notices have arrived so far (a starting point for later waits).
-    var count: Int {
-        entries.withLock { $0.count }
-    }
 }
 
 /// A producer thread that keeps a FrameRing full of a 440 Hz sine until stopped (or until `limitFrames`).

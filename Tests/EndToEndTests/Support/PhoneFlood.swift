@@ -89,7 +89,7 @@ enum PhoneFlood {
         try connection.connect(applicationName: "Earshot test phone")
         let ring = FrameRing(minimumCapacity: sampleRate)
         _ = dialTone.withUnsafeBufferPointer { ring.write($0) }
-        let notices = NoticeLatch()
+        let notices = NoticeRecorder<StreamNotice>()
         let stream = try PlaybackStream(
             connection: connection, sampleRate: sampleRate, ring: ring,
             properties: StreamProperties(mediaRole: "phone", applicationName: "Earshot test phone",
@@ -129,28 +129,17 @@ extension Duration {
     var milliseconds: Int { Int(seconds * 1000) }
 }
 
-/// The notices of one call's stream, for the call's own thread to wait on (a test may wait; the product does not).
-private final class NoticeLatch: Sendable {
-    private let seen = LockedValue<[StreamNotice]>([])
-
-    /// Records a notice; called on libpulse's thread, so it only appends.
-    func record(_ notice: StreamNotice) {
-        seen.withLock { $0.append(notice) }
-    }
-
-    /// Blocks (polling every millisecond, up to 20 s, the calls' operation timeout) until a notice matching
-    /// `predicate` has arrived; throws when the stream failed or a command was refused first, or on timeout.
-    func wait(for step: String, until predicate: (StreamNotice) -> Bool) throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
-            let arrived = seen.withLock { $0 }
-            if arrived.contains(where: predicate) { return }
-            if let failure = arrived.first(where: Self.isFailure) {
-                throw CallFailed(description: "\(step): \(failure)")
-            }
-            Thread.sleep(forTimeInterval: 0.001)
+extension NoticeRecorder<StreamNotice> {
+    /// Blocks the call's own thread (a test may wait; the product does not), up to 20 s, the calls' operation
+    /// timeout, until a notice matching `predicate` has arrived; throws when the stream failed or a command was
+    /// refused first, or on timeout.
+    fileprivate func wait(for step: String, until predicate: (StreamNotice) -> Bool) throws {
+        guard let found = waitBlocking(.seconds(20), where: { predicate($0) || Self.isFailure($0) }) else {
+            throw CallFailed(description: "\(step): no answer within 20 s")
         }
-        throw CallFailed(description: "\(step): no answer within 20 s")
+        if !predicate(found.notice) && !contains(where: predicate) {
+            throw CallFailed(description: "\(step): \(found.notice)")
+        }
     }
 
     private static func isFailure(_ notice: StreamNotice) -> Bool {

@@ -1,8 +1,10 @@
-// The event log's echo on standard error (issue 21): recording a line never waits for standard error. A write that
-// stalls (a pipe nobody reads) holds only the echo's own thread; lines beyond its bound are dropped and marked with
+// The standard streams the service writes for its user: recording a line never waits for standard error (issue 21),
+// nor drawing the progress line for standard output (issue 35). A write that stalls (a pipe nobody reads, a terminal
+// stopped with Ctrl-S) holds only the stream's own writer thread; lines beyond its bound are dropped and marked with
 // `... N lines dropped`, and every line is either written or counted in a marker.
 import Dispatch
 import Foundation
+import Glibc
 import Synchronization
 import Testing
 
@@ -10,8 +12,8 @@ import Testing
 import EarshotService
 import EarshotTestSupport
 
-@Suite("Standard error's echo")
-struct StandardErrorEchoTests {
+@Suite("The standard streams' writers")
+struct StandardStreamWriterTests {
     /// Bytes written to the stand-in for standard error.
     private final class Written: Sendable {
         let bytes = Mutex<[UInt8]>([])
@@ -21,15 +23,15 @@ struct StandardErrorEchoTests {
     /// An echo of `capacity` lines whose writes each wait for a turn of `gate`, as a standard error nobody reads.
     private static func stalledEcho(
         capacity: Int, gate: DispatchSemaphore, into written: Written
-    ) -> StandardErrorEcho {
-        StandardErrorEcho(capacity: capacity) { bytes in
+    ) -> StandardStreamWriter {
+        .standardError(capacity: capacity) { bytes in
             gate.wait()
             written.bytes.withLock { $0 += bytes }
         }
     }
 
     /// A log echoing (or not) to `echo`, with no followers.
-    private static func log(echoing: Bool, to echo: StandardErrorEcho) -> EventLog {
+    private static func log(echoing: Bool, to echo: StandardStreamWriter) -> EventLog {
         EventLog(echoToStandardError: echoing, followerCapacity: 16, stuckLimit: .seconds(30), standardError: echo)
     }
 
@@ -67,7 +69,7 @@ struct StandardErrorEchoTests {
     @Test("a standard error that keeps up loses nothing, in order, and the user's messages come in between")
     func keepingUpLosesNothing() throws {
         let written = Written()
-        let echo = StandardErrorEcho(capacity: 8) { bytes in written.bytes.withLock { $0 += bytes } }
+        let echo = StandardStreamWriter.standardError(capacity: 8) { bytes in written.bytes.withLock { $0 += bytes } }
         let log = Self.log(echoing: true, to: echo)
         for number in 0..<5 {
             log.record("test", ["line": "\(number)"])
@@ -87,11 +89,56 @@ struct StandardErrorEchoTests {
     @Test("with the echo off, log lines stay off standard error and the user's messages still reach it")
     func echoOff() throws {
         let written = Written()
-        let echo = StandardErrorEcho(capacity: 8) { bytes in written.bytes.withLock { $0 += bytes } }
+        let echo = StandardStreamWriter.standardError(capacity: 8) { bytes in written.bytes.withLock { $0 += bytes } }
         let log = Self.log(echoing: false, to: echo)
         log.record("test", ["line": "0"])
         log.tellUser("a message\n")
         #expect(echo.drain(timeout: .seconds(10)))
         #expect(written.text == "a message\n")
+    }
+
+    @Test("a terminal stopped with Ctrl-S: the progress line returns at once, and is drawn when the terminal goes on")
+    func stoppedTerminalHoldsOnlyTheWriter() throws {
+        // A pseudo-terminal as `earshot play`'s standard output, stopped as Ctrl-S stops one: tcflow's TCOOFF is the
+        // kernel's same stop of the terminal's output, made at once rather than when the typed input is processed.
+        // From then on a write(2) to it waits until the output goes on (Ctrl-Q, TCOON).
+        let controller = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        try #require(controller >= 0)
+        defer { close(controller) }
+        // posix_openpt's steps, which Swift's Glibc module leaves out: unlock the terminal and ask its number
+        // (TIOCSPTLCK and TIOCGPTN, the same on every Linux architecture with the generic ioctl numbers).
+        var locked: Int32 = 0
+        var number: UInt32 = 0
+        try #require(ioctl(controller, 0x4004_5431, &locked) == 0 && ioctl(controller, 0x8004_5430, &number) == 0)
+        let terminal = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+        try #require(terminal >= 0)
+        defer { close(terminal) }
+        try #require(tcflow(terminal, TCOOFF) == 0)
+
+        let output = StandardStreamWriter(descriptor: terminal, threadName: "test-stdout", capacity: 8)
+        let log = EventLog(echoToStandardError: false, followerCapacity: 16, stuckLimit: .seconds(30),
+                           standardError: .standardError(capacity: 8) { _ in }, standardOutput: output)
+        // Four minutes of progress lines at the player's 4 Hz: a draw that waited for the terminal would not return.
+        #expect(returnsWhileStuck {
+            for second in 0..<1_000 { log.showProgress("\r[1/1] \(second) playing\u{1B}[K") }
+            log.showProgress("\n")
+        }, "the progress line waited for a stopped terminal")
+        #expect(!output.drain(timeout: .milliseconds(200)), "the stopped terminal took the progress line")
+
+        try #require(tcflow(terminal, TCOON) == 0)
+        // The terminal takes what waited once it goes on; read it as the user's terminal would show it.
+        var shown: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !String(decoding: shown, as: UTF8.self).contains("dropped"), ContinuousClock.now < deadline {
+            var ready = pollfd(fd: controller, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 100) > 0 else { continue }
+            let count = read(controller, &buffer, buffer.count)
+            if count > 0 { shown += buffer.prefix(count) }
+        }
+        #expect(output.drain(timeout: .seconds(10)))
+        let text = String(decoding: shown, as: UTF8.self)
+        #expect(text.contains("[1/1] 0 playing"), "the first line, queued while stopped: \(text.suffix(200))")
+        #expect(text.contains(" lines dropped"), "what did not fit is marked: \(text.suffix(200))")
     }
 }
