@@ -4,7 +4,8 @@
 // -------------------
 // - Whoever records a line (the owner above all, but also client threads and the MPRIS bus thread) only appends it
 //   to each follower's `FollowerQueue` under `FollowerTable.lock`, then writes a byte to the wake-up pipe
-//   (non-blocking: a full pipe already holds a wake-up) if a queue had nothing for the writer. The lock is held for
+//   (non-blocking: a full pipe already holds a wake-up) if a queue had nothing for the writer, or has just started
+//   dropping lines (its stuck deadline is new to the writer). The lock is held for
 //   appends and takes only, never across a system call, by anyone.
 // - The writer thread ("earshot-events") runs while there are followers, and only then. It polls the wake-up pipe and
 //   every follower, takes lines out of a queue under the lock, and sends them with MSG_DONTWAIT outside it: a
@@ -78,7 +79,8 @@ extension EventLog {
         }
     }
 
-    /// Appends `line` to every follower's queue, without waiting; wakes the writer when a queue had nothing for it.
+    /// Appends `line` to every follower's queue, without waiting; wakes the writer when a queue had nothing for it or
+    /// has just begun to drop lines.
     func queueForFollowers(_ line: [UInt8]) {
         let table = followers
         let now = ContinuousClock.now
@@ -91,9 +93,15 @@ extension EventLog {
             var index = table.queues.values.startIndex
             while index != table.queues.values.endIndex {
                 let wasIdle = !table.queues.values[index].hasWork
+                let wasOverflowing = table.queues.values[index].stuckDeadline() != nil
                 let appended = table.queues.values[index].append(line, now: now)
                 if case .queuedAfterDrops(let dropped) = appended { caughtUp.append(dropped) }
                 if wasIdle { wake = true }
+                // The first drop starts the queue's stuck clock, and the writer must learn its deadline: it may be
+                // asleep in poll with none, waiting for a full socket to take bytes. Without this wake-up a follower
+                // that read nothing was never disconnected while no other queue went from idle to busy (under load,
+                // when the writer's last round began before the first drop: issue 41).
+                if case .dropped = appended, !wasOverflowing { wake = true }
                 table.queues.values.formIndex(after: &index)
             }
             return wake

@@ -210,6 +210,22 @@ public final class MonitorRecorder: Sendable {
     /// The number of bytes parec has written so far.
     public var bytesRecorded: Int { timing.bytes }
 
+    /// Waits until what parec has written reaches `instant` (by this recorder's estimate of its sample 0), so that a
+    /// recording stopped then has room after `instant`. A monitor delivers in the server's blocks (a graph period on
+    /// PipeWire), later still on a loaded machine: stopping as soon as a status answered can leave the recording
+    /// short of a moment the test took before. Throws when it does not get there within `timeout`.
+    public func waitUntilRecorded(
+        past instant: ContinuousClock.Instant, timeout: Duration = .seconds(20)
+    ) async throws {
+        let timing = self.timing
+        try await waitUntil("\(sink).monitor is recorded past the moment asked for", timeout: timeout,
+                            interval: .milliseconds(5)) {
+            guard let sampleZero = timing.sampleZeroEstimate else { return false }
+            let recorded = Double(timing.bytes / Self.bytesPerFrame) / Double(Fixtures.sampleRate)
+            return sampleZero + .seconds(recorded) > instant
+        }
+    }
+
     /// Whether parec is still running (on PulseAudio it goes on, recording silence, after its sink is unloaded).
     public var isRecording: Bool { parec.isRunning }
 

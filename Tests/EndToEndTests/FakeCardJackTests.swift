@@ -52,34 +52,15 @@ struct FakeCardJackTests {
     }
 
     /// Unplugs the headphones and waits until the player says the output is lost; returns the instant the command
-    /// was sent (the port change happens after it), the instant Earshot decided the loss (see `lossDecided`) and that
-    /// status.
+    /// was sent (the port change happens after it), the instant Earshot decided the loss
+    /// (`EarshotPlayer.lossDecided`) and that status.
     func unplug(
         _ card: FakeCard, _ player: EarshotPlayer
     ) async throws -> (sent: ContinuousClock.Instant, decided: ContinuousClock.Instant, lost: EarshotStatus) {
         let (sent, sentDate) = (ContinuousClock.now, Date())
         try await card.send("unplug")
         let lost = try await player.waitForStatus("paused for the unplugged jack") { $0.pauseReason == "outputLost" }
-        return (sent, try await lossDecided(by: player, sent: sent, sentDate: sentDate), lost)
-    }
-
-    /// The instant Earshot decided an output loss: its event log's time of `outputLost`, brought onto the monotonic
-    /// clock through the two clocks read together (`sent`, `sentDate`) before the command that caused it.
-    func lossDecided(
-        by player: EarshotPlayer, sent: ContinuousClock.Instant, sentDate: Date
-    ) async throws -> ContinuousClock.Instant {
-        // The status can be read before the event's line reaches the log file (seen once on 0.3.65 under load).
-        var found: Substring?
-        _ = try? await waitUntil("the output loss is in the log", timeout: .seconds(2)) {
-            found = player.standardError.split(separator: "\n").first { $0.contains("event kind=outputLost(") }
-            return found != nil
-        }
-        let line = try #require(found, "no output loss in the log:\n\(player.standardError)")
-        let stamp = try #require(line.split(separator: " ").first)
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let date = try #require(formatter.date(from: String(stamp)), "not a time: \(stamp)")
-        return sent + .milliseconds(Int64((date.timeIntervalSince(sentDate) * 1000).rounded()))
+        return (sent, try await player.lossDecided(sent: sent, sentDate: sentDate), lost)
     }
 
     @Test("jack unplugged while playing: paused (portUnplugged), corked, at most 10 ms after the port change")
@@ -209,7 +190,7 @@ struct FakeCardJackTests {
                 let lost = try await player.waitForStatus("paused for the route with no devices") {
                     $0.pauseReason == "outputLost"
                 }
-                let decided = try await lossDecided(by: player, sent: sent, sentDate: sentDate)
+                let decided = try await player.lossDecided(sent: sent, sentDate: sentDate)
                 try await Task.sleep(for: .milliseconds(1000))
                 let asked = ContinuousClock.now
                 let settled = try player.status()

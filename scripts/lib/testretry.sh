@@ -25,6 +25,21 @@ testretry_failed_tests() {
     ' "$1"
 }
 
+# testretry_outcomes XUNIT: prints "passed Module.Type/function" or "failed Module.Type/function" for each test case
+# in XUNIT (a Swift Testing file, as for testretry_failed_tests), in the file's order; scripts/ci-repeat counts them.
+testretry_outcomes() {
+    awk '
+        /<testcase / {
+            current = ""
+            if (match($0, /classname="[^"]*"/)) { cls = substr($0, RSTART + 11, RLENGTH - 12) }
+            if (match($0, / name="[^"(]*/)) { current = cls "/" substr($0, RSTART + 7, RLENGTH - 7) }
+            if (current != "" && !(current in seen)) { seen[current] = 1; order[++count] = current }
+        }
+        /<failure/ && current != "" { failed[current] = 1 }
+        END { for (i = 1; i <= count; i++) print (order[i] in failed ? "failed " : "passed ") order[i] }
+    ' "$1"
+}
+
 # testretry_again XUNIT COMMAND...: XUNIT is the path the failed run gave --xunit-output. When 1 to $TESTRETRY_MAX
 # tests failed there, runs COMMAND (a `swift test` command line, possibly behind `env`) with a --filter for each,
 # its output on standard error, and returns 0 if they all passed then, with their names in TESTRETRY_NAMES.
