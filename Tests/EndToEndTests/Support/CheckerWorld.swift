@@ -63,7 +63,9 @@ final class CheckerWorld: @unchecked Sendable {
         for follower in [eventLog, client].compactMap({ $0 }) where follower.isRunning {
             _ = await follower.terminate(grace: .seconds(2))
         }
-        if (try? ServerControl.sinkExists(Self.usb)) == true, let index = try? ServerControl.sinkModuleIndex(name: Self.usb) {
+        if (try? ServerControl.sinkExists(Self.usb)) == true,
+           let index = try? ServerControl.sinkModuleIndex(name: Self.usb)
+        {
             _ = try? ServerControl.pactl(["unload-module", "\(index)"])
         }
         try? ServerControl.restoreStandardLayout()
