@@ -226,6 +226,25 @@ public final class MonitorRecorder: Sendable {
         }
     }
 
+    /// What was recorded from the wall-clock `instant` until now, without stopping: the file's tail, read anew.
+    ///
+    /// For a driver that listens after every step of a long run (the randomized checker): stopping and starting
+    /// recorders would cost a second or two each time. Timing as for `Recording.time(of:)`. Empty (starting now)
+    /// before the first data.
+    public func recorded(since instant: ContinuousClock.Instant) throws -> Recording {
+        guard let zero = timing.sampleZeroEstimate else {
+            return Recording(sink: sink, sampleRate: Fixtures.sampleRate, left: [], right: [], startInstant: .now)
+        }
+        let firstFrame = max(0, Int(((instant - zero) / .seconds(1)) * Double(Fixtures.sampleRate)))
+        let handle = try FileHandle(forReadingFrom: rawFile)
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(firstFrame * Self.bytesPerFrame))
+        let data = try handle.readToEnd() ?? Data()
+        return Recording(
+            sink: sink, sampleRate: Fixtures.sampleRate, interleavedS16LE: data,
+            startInstant: zero + .seconds(Double(firstFrame) / Double(Fixtures.sampleRate)))
+    }
+
     /// Whether parec is still running (on PulseAudio it goes on, recording silence, after its sink is unloaded).
     public var isRecording: Bool { parec.isRunning }
 

@@ -1,0 +1,47 @@
+// The randomized end-to-end checker (issue 35 item 4): random sequences of user commands, server events and client
+// faults played against `earshot serve` on the private server, every step judged from the server and the sinks'
+// monitors (Support/CheckerOracle.swift). The steps are the table in Support/CheckerCatalogue.swift.
+//
+// `EARSHOT_CHECKER_SEED` replays a seed, `EARSHOT_CHECKER_STEPS` sets the steps (CI: `CheckerRun.ciSteps`), and
+// `EARSHOT_CHECKER_MINUTES` runs seed after seed for that long (`scripts/soak --checker`). Every run prints its seed;
+// a failing one is shrunk and printed as a test for this file. Sequences found so far are kept below as fixed tests:
+// each passes once what it found is fixed. Runs on PulseAudio 16.1 and PipeWire 1.4.2 only (scripts/test:
+// CHECKER_ONLY_ON).
+
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@Suite("Randomized end-to-end checker", .serialized)
+struct RandomizedCheckerTests {
+    @Test("random sequences of commands, server events and client faults keep what Earshot says true")
+    func randomSequences() async throws {
+        let deadline = CheckerRun.minutes().map { ContinuousClock.now + .seconds($0 * 60) }
+        var seed = CheckerRun.seed()
+        var runs = 0
+        repeat {
+            let steps = CheckerCatalogue.sequence(seed: seed, count: CheckerRun.stepCount())
+            print("[checker] seed \(seed), \(steps.count) steps (EARSHOT_CHECKER_SEED=\(seed) "
+                  + "EARSHOT_CHECKER_STEPS=\(steps.count) replays it)")
+            runs += 1
+            if let failure = try await CheckerRun.play(steps) {
+                let shrunk = try await CheckerRun.shrink(steps, failure: failure)
+                let test = CheckerRun.regressionTest(shrunk, seed: seed, failure: failure)
+                print("[checker] seed \(seed) failed \(failure)\n[checker] shrunk to \(shrunk.count) steps; "
+                      + "as a test for RandomizedCheckerTests.swift:\n\(test)")
+                Issue.record("seed \(seed): \(failure); shrunk to \(shrunk.map(\.description))")
+                return
+            }
+            seed = UInt64.random(in: 1...UInt64(UInt32.max))
+        } while deadline.map { ContinuousClock.now < $0 } ?? false
+        print("[checker] \(runs) run(s) passed")
+    }
+
+    // Sequences the checker found, shrunk, kept as they were printed.
+
+    /// Replays `steps` and records the finding, if any.
+    static func expectNoFinding(_ steps: [String]) async throws {
+        let failure = try await CheckerRun.play(steps.map(CheckerStep.init))
+        #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
+    }
+}
