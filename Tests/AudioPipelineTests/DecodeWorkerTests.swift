@@ -383,40 +383,40 @@ struct DecodeWorkerTests {
         let good = try TestAudio.sine(seconds: 0.2, frequency: 440)
         let broken = try TestAudio.bytesFile("broken-waits.mp3", TestAudio.randomBytes(count: 20_000, seed: 3))
         let ring = FrameRing(minimumCapacity: 65_536)
-        let log = NoticeLog()
-        let worker = DecodeWorker(ring: ring) { log.append($0) }
+        let log = NoticeRecorder<DecodeNotice>()
+        let worker = DecodeWorker(ring: ring) { log.record($0) }
         defer { worker.stop() }
         let queue = TrackList([broken, broken, good].map { TrackPath($0) })
         worker.load(paths: queue, startIndex: 0, startFrame: 0)
-        #expect(eventually { log.notices.count == 1 })
-        guard case .trackFailed(0, _, 1) = log.notices[0] else {
-            Issue.record("expected the first track's failure, got \(log.notices)")
+        #expect(eventually { log.all.count == 1 })
+        guard case .trackFailed(0, _, 1) = log.all[0] else {
+            Issue.record("expected the first track's failure, got \(log.all)")
             return
         }
         // A skip for another track is not the one awaited: the worker goes on waiting.
         worker.skipFailedTrack(1, next: 2)
         // The next broken track, named by the controller, is the second failure in a row.
         worker.skipFailedTrack(0, next: 1)
-        #expect(eventually { log.notices.count == 2 })
-        guard case .trackFailed(1, _, 2) = log.notices[1] else {
-            Issue.record("expected the second track's failure, two in a row, got \(log.notices)")
+        #expect(eventually { log.all.count == 2 })
+        guard case .trackFailed(1, _, 2) = log.all[1] else {
+            Issue.record("expected the second track's failure, two in a row, got \(log.all)")
             return
         }
         // None: the queue is finished, though a good track is left (the rules' verdict, not the worker's).
         worker.skipFailedTrack(1, next: nil)
         #expect(eventually { log.contains(where: isQueueFinished) })
-        #expect(!log.contains { if case .trackStarted = $0 { true } else { false } }, "\(log.notices)")
+        #expect(!log.contains { if case .trackStarted = $0 { true } else { false } }, "\(log.all)")
         // A new start point takes the place of an awaited skip; the late skip is ignored.
         worker.load(paths: queue, startIndex: 0, startFrame: 0)
-        #expect(eventually { log.notices.count == 4 })
+        #expect(eventually { log.all.count == 4 })
         worker.load(paths: queue, startIndex: 2, startFrame: 0)
         worker.skipFailedTrack(0, next: 1)
-        #expect(eventually { log.notices.filter(isQueueFinished).count == 2 })
-        let started = log.notices.compactMap { notice -> Int? in
+        #expect(eventually { log.all.filter(isQueueFinished).count == 2 })
+        let started = log.all.compactMap { notice -> Int? in
             if case .trackStarted(let index, _, _, _, _) = notice { index } else { nil }
         }
-        #expect(started == [2], "\(log.notices)")
+        #expect(started == [2], "\(log.all)")
         // The ignored skip opened nothing: the second track failed once only, when it was named.
-        #expect(log.notices.filter { if case .trackFailed(1, _, _) = $0 { true } else { false } }.count == 1)
+        #expect(log.all.filter { if case .trackFailed(1, _, _) = $0 { true } else { false } }.count == 1)
     }
 }

@@ -145,7 +145,7 @@ struct EventLogFollowerTests {
         // disconnected as stuck too, before the line it waited for. The echo has no limit of that kind, so the test
         // waits only for the events it is about: the line, then the stuck follower's hang-up.
         let echoed = LockedTexts()
-        let echo = StandardErrorEcho(capacity: 100_000) { bytes in
+        let echo = StandardStreamWriter.standardError(capacity: 100_000) { bytes in
             echoed.append(0, String(decoding: bytes, as: UTF8.self))
         }
         let log = EventLog(echoToStandardError: true, followerCapacity: 16, stuckLimit: .milliseconds(300),

@@ -39,6 +39,11 @@ struct RandomizedCheckerTests {
 
     // Sequences the checker found, shrunk, kept as they were printed.
 
+    @Test("issue 35's case as reported: repeat queue, a good and an undecodable file, play, next")
+    func issue35AsReported() async throws {
+        try await Self.expectNoFinding(["repeat queue", "add good.mp3 notaudio.mp3", "play", "next", "pause", "unplug"])
+    }
+
     /// Replays `steps` and records the finding, if any.
     static func expectNoFinding(_ steps: [String]) async throws {
         let failure = try await CheckerRun.play(steps.map(CheckerStep.init))

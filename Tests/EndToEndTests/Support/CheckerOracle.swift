@@ -140,26 +140,28 @@ struct CheckerOracle {
 
     /// MPRIS and the event log say what the status says; the status's sink and cork are the server's.
     private func checkAgreement(_ observation: CheckerObservation) async throws {
-        let status = observation.status
-        let mpris = switch status.playback {
-        case "playing": "Playing"
-        case "paused": "Paused"
-        default: "Stopped"
-        }
-        let saidByMPRIS = try await world.harness.settle(mpris, timeout: .seconds(2)) {
-            (try? world.harness.playerctl(["-p", "earshot", "status"]).standardOutput.trimmed) ?? "no answer"
-        }
-        if saidByMPRIS != mpris {
-            throw CheckerFinding(check: "MPRIS agrees", detail: "MPRIS says \(saidByMPRIS), status \(status)")
-        }
-        let normalized = status.playback == "idle" ? "stopped" : status.playback
-        let logged = try await world.harness.settle(Optional(normalized), timeout: .seconds(2)) {
-            world.eventLogPlayback().map { $0 == "idle" ? "stopped" : $0 } ?? normalized
-        }
-        if logged != normalized {
-            throw CheckerFinding(
-                check: "event log agrees",
-                detail: "the event log's last state is \(logged ?? "none"), status \(status)")
+        // Each is read against a status read with it: the state may change meanwhile (a stall found, a track
+        // ended), and every reader then follows within a moment.
+        var status = observation.status
+        var saidByMPRIS = ""
+        var logged: String?
+        let deadline = ContinuousClock.now + .seconds(2)
+        while true {
+            let normalized = status.playback == "idle" ? "stopped" : status.playback
+            saidByMPRIS = (try? world.harness.playerctl(["-p", "earshot", "status"]).standardOutput.trimmed)
+                ?? "no answer"
+            logged = world.eventLogPlayback().map { $0 == "idle" ? "stopped" : $0 }
+            if saidByMPRIS == Self.mprisPlayback(status.playback), logged == nil || logged == normalized { break }
+            guard ContinuousClock.now < deadline else {
+                if saidByMPRIS != Self.mprisPlayback(status.playback) {
+                    throw CheckerFinding(check: "MPRIS agrees", detail: "MPRIS says \(saidByMPRIS), status \(status)")
+                }
+                throw CheckerFinding(
+                    check: "event log agrees",
+                    detail: "the event log's last state is \(logged ?? "none"), status \(status)")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            status = try observe().status
         }
         let streams = try world.ourStreams()
         guard streams.count == 1, let stream = streams.first, let sink = stream.sinkName else { return }
@@ -175,6 +177,15 @@ struct CheckerOracle {
                     detail: "status \(again); the server has our stream on \(streamNow.sinkName ?? "none"), "
                         + "corked \(streamNow.corked)")
             }
+        }
+    }
+
+    /// What MPRIS's `PlaybackStatus` says for a status's `playback`.
+    private static func mprisPlayback(_ playback: String) -> String {
+        switch playback {
+        case "playing": "Playing"
+        case "paused": "Paused"
+        default: "Stopped"
         }
     }
 
