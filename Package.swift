@@ -71,6 +71,10 @@ let package = Package(
         // into rulebook events; and the sleep's delay lock, released when the rules say so.
         .target(name: "EarshotLogind", dependencies: ["CSystemd", "EarshotCore", "SystemSupport"]),
 
+        // The desktop's idle suspend held off while playing (rule 23): sd-bus on the session bus, asking the desktop
+        // portal, GNOME's session manager or the freedesktop power management, on its own thread.
+        .target(name: "EarshotIdleInhibitor", dependencies: ["CSystemd", "SystemSupport"]),
+
         // Real-time scheduling of the thread that feeds the sound server: RLIMIT_RTTIME, SCHED_FIFO, else rtkit on the
         // system bus. A target of its own: it is neither sound (PulseOutput stays libpulse only) nor MPRIS (it shares
         // only libsystemd with it), and it keeps the service free of C modules.
@@ -109,7 +113,7 @@ let package = Package(
             name: "earshot",
             dependencies: [
                 "EarshotService", "EarshotClients", "EarshotStorage", "EarshotJSON", "EarshotCore", "EarshotMPRIS",
-                "EarshotLogind", "AudioPipeline", "TrackPaths", "SystemSupport",
+                "EarshotLogind", "EarshotIdleInhibitor", "AudioPipeline", "TrackPaths", "SystemSupport",
             ]
         ),
 

@@ -53,6 +53,11 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Let an announced sleep go ahead: release the delay lock logind waits for, now that the stream is quiet
     /// (rule 19). The logind adapter performs it.
     case releaseSleepDelay
+    /// Ask the desktop not to suspend for idleness (rule 23): the player started playing. The idle-inhibitor adapter
+    /// performs it; only the suspend is held off, never the screen saver.
+    case holdIdleInhibitor
+    /// Give the desktop's idle suspend back (rule 23): the player left playing.
+    case releaseIdleInhibitor
 
     /// The command's name, e.g. `cork` or `playTrack(2)`.
     public var description: String {
@@ -76,6 +81,8 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .drain(let boundary): return "drain(\(boundary))"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"
         case .releaseSleepDelay: return "releaseSleepDelay"
+        case .holdIdleInhibitor: return "holdIdleInhibitor"
+        case .releaseIdleInhibitor: return "releaseIdleInhibitor"
         }
     }
 }

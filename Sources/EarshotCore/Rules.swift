@@ -8,8 +8,10 @@ extension PlayerState {
     /// a stale track notice) changes nothing and returns no commands (rule 15); the executor logs it.
     public mutating func apply(_ event: Event) -> [Command] {
         // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
-        // may go ahead then.
+        // may go ahead then; the sleep's release stays last.
         var commands = decide(event)
+        // Rule 23: the idle-suspend inhibitor follows the playback, whichever event moved it.
+        if let inhibitor = idleInhibitorFollowingPlayback() { commands.append(inhibitor) }
         if let release = releaseSleepDelayWhenQuiet() { commands.append(release) }
         return commands
     }

@@ -126,15 +126,21 @@ public struct ResumePolicy: Hashable, Sendable {
     public var resumeWindowMilliseconds: Int64
     /// Whether a screen lock leaves the session as sleep does (rule 19; configuration `pauseOnLock`).
     public var pauseOnLock: Bool
+    /// Whether the desktop's idle suspend is held off while playing (rule 23; configuration `inhibitIdleSuspend`).
+    /// Off in a bare policy, so that the rules' tests of other rows see only their own commands; the configuration's
+    /// default turns it on.
+    public var inhibitIdleSuspend: Bool
 
-    /// A policy; the defaults are to resume, within 30 minutes, and to play on through a screen lock.
+    /// A policy; the defaults are to resume, within 30 minutes, to play on through a screen lock, and to leave the
+    /// idle suspend alone.
     public init(
         resumeAfterInterruption: Bool = true, resumeWindowMilliseconds: Int64 = 30 * 60 * 1000,
-        pauseOnLock: Bool = false
+        pauseOnLock: Bool = false, inhibitIdleSuspend: Bool = false
     ) {
         self.resumeAfterInterruption = resumeAfterInterruption
         self.resumeWindowMilliseconds = resumeWindowMilliseconds
         self.pauseOnLock = pauseOnLock
+        self.inhibitIdleSuspend = inhibitIdleSuspend
     }
 }
 
@@ -190,6 +196,9 @@ public struct PlayerState: Hashable, Sendable {
     public var orderChangedAhead: Bool
     /// The duck-role streams playing now, by server index (rule 20): while there is one, the volume is ducked.
     public var duckingStreams: Set<UInt32> = []
+    /// The rules asked for the desktop's idle-suspend inhibitor and have not released it (rule 23): after every
+    /// event, playing with `inhibitIdleSuspend` on.
+    public var idleInhibitorHeld = false
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(

@@ -87,6 +87,17 @@ public protocol SleepDelayReleasing: Sendable {
     func releaseSleepDelay()
 }
 
+/// What holds the desktop's idle suspend off while the rules say playing (EarshotIdleInhibitor's `IdleInhibitor`,
+/// rule 23). Asking happens on the adapter's thread; every call returns at once.
+public protocol IdleSuspendInhibiting: Sendable {
+    /// Asks for the idle suspend to be held off (`holdIdleInhibitor`).
+    func hold()
+    /// Gives it back (`releaseIdleInhibitor`).
+    func release()
+    /// The service that holds it off for Earshot now, or nil when none does (read under the adapter's lock).
+    var heldThrough: String? { get }
+}
+
 /// Where the owner puts its answer to a client's request (EarshotClients' `ReplySlot`, which a client's thread waits
 /// on). Filling it never waits.
 public protocol ReplyReceiver<Reply>: Sendable {

@@ -261,7 +261,8 @@ extension Player {
             output: PlayerReport.Output(
                 sinkName: stream?.sinkName, streamOpen: stream != nil,
                 underruns: link.underruns, serverUnderflows: link.serverUnderflows, serverName: link.serverName,
-                realtime: link.realtime?.outcome, realtimeThread: link.realtime?.threadID),
+                realtime: link.realtime?.outcome, realtimeThread: link.realtime?.threadID,
+                idleInhibitorService: idleInhibitor?.heldThrough),
             handling: handling)
     }
 

@@ -33,6 +33,9 @@ actor Player {
     let mpris: (any MPRISPublishing)?
     /// The logind adapter, which performs `releaseSleepDelay` (nil: `earshot play`, which follows no session).
     let logind: (any SleepDelayReleasing)?
+    /// The idle-suspend inhibitor's adapter, which performs `holdIdleInhibitor` and `releaseIdleInhibitor` (nil:
+    /// `earshot play`).
+    let idleInhibitor: (any IdleSuspendInhibiting)?
     let positionCell: PositionCell
     let log: any EventRecording
     let inbox: AsyncStream<Input>.Continuation
@@ -140,6 +143,7 @@ actor Player {
         self.stateWriter = parts.stateSaver
         self.mpris = parts.mpris
         self.logind = parts.sleepDelay
+        self.idleInhibitor = parts.idleInhibitor
         self.positionCell = parts.positionCell
         self.log = parts.log
         self.inbox = inbox
@@ -361,6 +365,11 @@ actor Player {
         case .releaseSleepDelay:
             // Handed over, not waited for: the adapter closes the lock on its own thread.
             logind?.releaseSleepDelay()
+        case .holdIdleInhibitor:
+            // Rule 23, handed over: the adapter asks the desktop on its own thread.
+            idleInhibitor?.hold()
+        case .releaseIdleInhibitor:
+            idleInhibitor?.release()
         case .drain(let boundary):
             startDrain(for: boundary)
         }

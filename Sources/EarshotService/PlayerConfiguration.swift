@@ -36,8 +36,9 @@ public struct PlayerConfiguration: Sendable {
     /// How long the duck's ramp lasts, each way, in milliseconds: short enough that a screen reader's first word is
     /// heard over lowered music, long enough not to click.
     public var duckRampMilliseconds = 80
-    /// Whether and when to resume after an interruption.
-    public var policy = ResumePolicy()
+    /// Whether and when to resume after an interruption; whether a lock pauses; and the idle suspend held off while
+    /// playing (rule 23), which the product does by default (configuration `inhibitIdleSuspend`).
+    public var policy = ResumePolicy(inhibitIdleSuspend: true)
     /// Show a progress line on standard output (only when it is a terminal).
     public var showsProgress = false
     /// Log at debug level (still never user content).

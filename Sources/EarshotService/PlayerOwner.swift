@@ -59,12 +59,14 @@ public struct OwnerParts: Sendable {
     public var makeCoverStore: CoverStoreMaker
     /// Releases logind's delay lock for a sleep; nil when the player follows no session (`earshot play`).
     public var sleepDelay: (any SleepDelayReleasing)?
+    /// Holds the desktop's idle suspend off while playing (rule 23); nil when the player does not ask for it.
+    public var idleInhibitor: (any IdleSuspendInhibiting)?
 
     /// The parts the owner is given.
     public init(
         log: any EventRecording, stateSaver: (any StateSaving)?, mpris: (any MPRISPublishing)?,
         positionCell: PositionCell, makeCoverStore: @escaping CoverStoreMaker,
-        sleepDelay: (any SleepDelayReleasing)? = nil
+        sleepDelay: (any SleepDelayReleasing)? = nil, idleInhibitor: (any IdleSuspendInhibiting)? = nil
     ) {
         self.log = log
         self.stateSaver = stateSaver
@@ -72,6 +74,7 @@ public struct OwnerParts: Sendable {
         self.positionCell = positionCell
         self.makeCoverStore = makeCoverStore
         self.sleepDelay = sleepDelay
+        self.idleInhibitor = idleInhibitor
     }
 }
 

@@ -26,6 +26,8 @@ struct PlayerReport {
         var realtime: RealtimeOutcome?
         /// That thread's kernel id, when found.
         var realtimeThread: Int32?
+        /// The service holding the desktop's idle suspend off for us (rule 23), as its adapter reports it.
+        var idleInhibitorService: String? = nil
     }
 
     /// The rulebook's state.
@@ -102,6 +104,9 @@ struct PlayerReport {
             "server": output.serverName.map { $0 as Any } ?? JSONNull(),
             "realtime": (output.realtime ?? .none(reason: "not connected")).description,
             "realtimeThread": output.realtimeThread.map { Int($0) as Any } ?? JSONNull(),
+            // Rule 23: whether the rules want the idle suspend held off, and which service holds it (null: none).
+            "idleInhibitorWanted": rules.idleInhibitorHeld,
+            "idleInhibitorHeldBy": output.idleInhibitorService.map { $0 as Any } ?? JSONNull(),
             "volume": rules.volumePercent,
             "repeat": rules.repeatMode.rawValue,
             "shuffle": rules.shuffle != nil,

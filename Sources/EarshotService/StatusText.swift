@@ -21,6 +21,11 @@ public enum StatusText {
         let server = status["server"] as? String ?? "not connected"
         lines.append("output: \(sink) (\(corked)) on \(server)")
         if let realtime = status["realtime"] as? String { lines.append("realtime: \(realtime)") }
+        if let holder = status["idleInhibitorHeldBy"] as? String {
+            lines.append("idle suspend: held off (\(holder))")
+        } else if status["idleInhibitorWanted"] as? Bool == true {
+            lines.append("idle suspend: not held off (no service took it)")
+        }
         if let interruptions = status["activeInterruptions"] as? [String], !interruptions.isEmpty {
             lines.append("interruptions: \(byKind(interruptions))")
         }

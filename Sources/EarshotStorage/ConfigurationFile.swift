@@ -78,7 +78,7 @@ public enum ConfigurationFile {
     public static let knownKeys = [
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
-        "fadeMs", "duckRoles", "duckLevel",
+        "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -192,6 +192,8 @@ struct ConfigurationContents {
     var callIgnoreApplications: [String]?
     /// `pauseOnLock`: whether a screen lock pauses as sleep does.
     var pauseOnLock: Bool?
+    /// `inhibitIdleSuspend`: whether the desktop's idle suspend is held off while playing.
+    var inhibitIdleSuspend: Bool?
     /// `fadeMs`: how long a fade lasts (0...500, 0: none).
     var fadeMilliseconds: Int?
     /// `duckRoles`: stream roles that duck Earshot.
@@ -273,6 +275,9 @@ struct ConfigurationContents {
             throw .outOfRange(key: "callIgnoreApplications", allowed: "an array of non-empty application names")
         }
         pauseOnLock = try Self.value("pauseOnLock", in: object, expected: "a boolean (true or false)") { $0 as? Bool }
+        inhibitIdleSuspend = try Self.value("inhibitIdleSuspend", in: object, expected: "a boolean (true or false)") {
+            $0 as? Bool
+        }
         try readEdges(object)
     }
 
@@ -333,6 +338,7 @@ struct ConfigurationContents {
         if let callDetection { configuration.callDetection = callDetection }
         if let callIgnoreApplications { configuration.callIgnoreApplications = Set(callIgnoreApplications) }
         if let pauseOnLock { configuration.policy.pauseOnLock = pauseOnLock }
+        if let inhibitIdleSuspend { configuration.policy.inhibitIdleSuspend = inhibitIdleSuspend }
         if let fadeMilliseconds { configuration.fadeMilliseconds = fadeMilliseconds }
         if let duckRoles { configuration.duckRoles = Set(duckRoles) }
         if let duckLevel { configuration.duckLevelDecibels = duckLevel }

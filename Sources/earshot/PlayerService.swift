@@ -3,6 +3,7 @@
 // signals. The owner only knows them by the interfaces it defines (`OwnerParts`, `PlayerInbox`).
 import AudioPipeline
 import EarshotClients
+import EarshotIdleInhibitor
 import EarshotLogind
 import EarshotMPRIS
 import EarshotService
@@ -79,16 +80,21 @@ enum PlayerService {
             sessionID: ProcessEnvironment.value(named: "XDG_SESSION_ID"), userID: getuid(),
             report: { report in log.record(report) }, emit: { event in inbox.session(event) }) : nil
         logind?.start()
+        // Rule 23: the idle suspend held off while playing, asked of the session bus on a thread of its own.
+        let idleInhibitor = withMPRIS && configuration.policy.inhibitIdleSuspend
+            ? IdleInhibitor(report: { report in log.record(report) }) : nil
+        idleInhibitor?.start()
         let parts = OwnerParts(
             log: log, stateSaver: stateWriter, mpris: mpris, positionCell: positionCell,
             makeCoverStore: { report in
                 CoverArtWorker(cache: CoverArtCache(environment: ProcessEnvironment.current), report: report)
-            }, sleepDelay: logind)
+            }, sleepDelay: logind, idleInhibitor: idleInhibitor)
         if case .service = mode { log.record("service", ["state": "started"]) }
         let code = PlayerOwner.run(configuration: configuration, mode: mode, inbox: inbox, parts: parts)
         // The owner handed its last state over (`shutdown`): on disk before the process ends.
         stateWriter?.finish()
         logind?.stop()
+        idleInhibitor?.stop()
         server.shutdown()
         log.record("service", ["state": "stopped", "exit": "\(code)"])
         // The owner queued its last lines for standard error and its progress line's end for standard output: written
@@ -148,3 +154,21 @@ extension EventLog {
 }
 
 extension LogindWatcher: SleepDelayReleasing {}
+
+extension EventLog {
+    /// Records what the idle inhibitor reports: services and causes only.
+    func record(_ report: IdleInhibitorReport) {
+        switch report {
+        case .held(let service): record("idleInhibitor", ["state": "held", "service": service])
+        case .released(let service): record("idleInhibitor", ["state": "released", "service": service])
+        case .releaseRefused(let service, let reason):
+            record("idleInhibitor", ["state": "releaseRefused", "service": service, "reason": reason])
+        case .noService(let reasons):
+            record("idleInhibitor", ["state": "noService", "reason": reasons.joined(separator: "; ")])
+        case .unavailable(let reason): record("idleInhibitor", ["state": "unavailable", "reason": reason])
+        case .lost(let reason): record("idleInhibitor", ["state": "lost", "reason": reason])
+        }
+    }
+}
+
+extension IdleInhibitor: IdleSuspendInhibiting {}

@@ -160,15 +160,17 @@ private enum Alphabet {
     static var starts: [PlayerState] {
         let queue = QueueCursor(trackCount: 2, index: 0)
         var states: [PlayerState] = []
-        // `pauseOnLock` both ways, paired with the resume setting rather than crossed with it: the two are consulted
-        // by different rules, and crossing them would double the search.
+        // `pauseOnLock` and `inhibitIdleSuspend` both ways, paired with the resume setting rather than crossed with it:
+        // they are consulted by different rules, and crossing them would double the search.
         for resume in [true, false] {
-            let policy = ResumePolicy(resumeAfterInterruption: resume, pauseOnLock: !resume)
+            let policy = ResumePolicy(resumeAfterInterruption: resume, pauseOnLock: !resume, inhibitIdleSuspend: resume)
             states.append(PlayerState(policy: policy))
             states.append(PlayerState(policy: policy, playback: .stopped, queue: queue))
             states.append(PlayerState(policy: policy, playback: .paused(.user), queue: queue))
-            states.append(PlayerState(policy: policy, playback: .playing, queue: queue,
-                                      stream: StreamCondition(isOpen: true, isCorked: false)))
+            var playing = PlayerState(policy: policy, playback: .playing, queue: queue,
+                                      stream: StreamCondition(isOpen: true, isCorked: false))
+            playing.idleInhibitorHeld = policy.inhibitIdleSuspend
+            states.append(playing)
         }
         return states
     }
@@ -245,9 +247,11 @@ struct ExhaustiveRulesTests {
     private func step(_ node: Node, _ event: Event) -> (Node, [String]) {
         var after = node
         let before = node.state
-        let commands = after.state.apply(event)
+        let allCommands = after.state.apply(event)
         let state = after.state
-        var problems: [String] = []
+        var problems = Self.idleInhibitorProblems(allCommands, before: before, after: state)
+        // The other invariants speak of the output and the sleep: rule 23's commands, checked above, are left out.
+        let commands = allCommands.filter { $0 != .holdIdleInhibitor && $0 != .releaseIdleInhibitor }
 
         // A sender's Play or PlayPause with no Pause of its own to answer is the user's, relayed (rule 21).
         let userEvent = node.outside.userEvent(for: event)
@@ -461,6 +465,28 @@ struct ExhaustiveRulesTests {
         if index == before.queue.index, expected == nil, state.playback != .stopped {
             problems.append("(x) nothing left to play, but \(state.playback)")
         }
+        return problems
+    }
+
+    /// Rule 23's invariant (y): the rules hold the idle-suspend inhibitor exactly while playing with
+    /// `inhibitIdleSuspend` on, ask for it once on entering playing and give it back once on leaving, and never
+    /// otherwise; with the key off, never at all.
+    private static func idleInhibitorProblems(
+        _ commands: [Command], before: PlayerState, after state: PlayerState
+    ) -> [String] {
+        var problems: [String] = []
+        let holds = commands.filter { $0 == .holdIdleInhibitor }.count
+        let releases = commands.filter { $0 == .releaseIdleInhibitor }.count
+        if state.idleInhibitorHeld != (state.isPlaying && state.policy.inhibitIdleSuspend) {
+            problems.append("(y) inhibitor held \(state.idleInhibitorHeld) while \(state.playback)")
+        }
+        let entered = !before.idleInhibitorHeld && state.idleInhibitorHeld
+        let left = before.idleInhibitorHeld && !state.idleInhibitorHeld
+        if holds != (entered ? 1 : 0) || releases != (left ? 1 : 0) {
+            problems.append(
+                "(y) \(holds) holds and \(releases) releases for playing \(before.isPlaying)->\(state.isPlaying)")
+        }
+        if !state.policy.inhibitIdleSuspend && holds > 0 { problems.append("(y) held with inhibitIdleSuspend off") }
         return problems
     }
 

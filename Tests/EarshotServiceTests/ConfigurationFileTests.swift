@@ -46,7 +46,8 @@ struct ConfigurationFileTests {
         #expect(configuration.triggerRoles == ["phone"])
         #expect(configuration.interruptionScope == .session)
         #expect(configuration.policy == ResumePolicy(resumeAfterInterruption: true,
-                                                     resumeWindowMilliseconds: 30 * 60 * 1000))
+                                                     resumeWindowMilliseconds: 30 * 60 * 1000,
+                                                     inhibitIdleSuspend: true))
         #expect(configuration.debugLogging == false)
         #expect(configuration.callDetection == .microphone)
         #expect(configuration.callIgnoreApplications.isEmpty)
@@ -142,8 +143,10 @@ struct ConfigurationFileTests {
         #expect(try load(#"{"targetLatencyMilliseconds": 2000}"#).targetLatencyMilliseconds == 2000)
         #expect(try load(#"{"logLevel": "info"}"#).debugLogging == false)
         let pausingOnLock = try load(#"{"pauseOnLock": true}"#)
-        #expect(pausingOnLock.policy == ResumePolicy(pauseOnLock: true))
-        #expect(try load(#"{"pauseOnLock": false}"#).policy == ResumePolicy())
+        #expect(pausingOnLock.policy == ResumePolicy(pauseOnLock: true, inhibitIdleSuspend: true))
+        #expect(try load(#"{"pauseOnLock": false}"#).policy == ResumePolicy(inhibitIdleSuspend: true))
+        // Rule 23: on by default; off when the key says so.
+        #expect(try load(#"{"inhibitIdleSuspend": false}"#).policy == ResumePolicy())
         #expect(try load(#"{"sink": null}"#).sinkName == nil)
         let onlySink = try load(#"{"sink": "speakers"}"#)
         #expect(onlySink.sinkName == "speakers")
@@ -172,6 +175,7 @@ struct ConfigurationFileTests {
         (#"{"resumeAfterInterruption": 1}"#, "resumeAfterInterruption"),
         (#"{"pauseOnLock": "yes"}"#, "pauseOnLock"),
         (#"{"pauseOnLock": 1}"#, "pauseOnLock"),
+        (#"{"inhibitIdleSuspend": "no"}"#, "inhibitIdleSuspend"),
         (#"{"pauseOnLock": null}"#, "pauseOnLock"),
         (#"{"resumeWindowMinutes": "30"}"#, "resumeWindowMinutes"),
         (#"{"resumeWindowMinutes": true}"#, "resumeWindowMinutes"),

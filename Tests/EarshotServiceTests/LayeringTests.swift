@@ -71,7 +71,7 @@ struct LayeringTests {
     /// The targets linked into `earshot` (Package.swift), whose sources must not import Foundation in any form.
     static let productTargets = [
         "EarshotCore", "TrackPaths", "SystemSupport", "AudioPipeline", "PulseOutput", "EarshotMPRIS",
-        "EarshotLogind", "RealtimeScheduling", "EarshotService", "EarshotJSON", "EarshotClients", "EarshotStorage",
+        "EarshotLogind", "EarshotIdleInhibitor", "RealtimeScheduling", "EarshotService", "EarshotJSON", "EarshotClients", "EarshotStorage",
         "earshot",
     ]
 
