@@ -24,6 +24,10 @@ struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {
     let trackCount: Int
     /// The stream volume in percent.
     let volume: Int
+    /// Rule 23: the rules want the desktop's idle suspend held off (playing, `inhibitIdleSuspend` on).
+    let idleInhibitorWanted: Bool
+    /// The service that holds it off for Earshot (`portal`, `gnomeSessionManager`, `powerManagement`), nil: none.
+    let idleInhibitorHeldBy: String?
     /// The last track that failed, and the kind of failure (never more), or `nil`.
     let lastError: TrackError?
     /// The sound server's name while connected, `nil` while there is none.
