@@ -1,5 +1,6 @@
 // Who sent an MPRIS request. The session's sound policy manager (WirePlumber) and the phone bridges (KDE Connect,
-// GSConnect) pause players for events of their own, and RULES.md rule 21 treats their pauses apart from the user's.
+// GSConnect) pause players for events of their own, and RULES.md rule 21 treats their pauses apart from the user's;
+// KDE's power daemon pauses every player as the machine goes to sleep, which is rule 19's departure, not the user's.
 // They are told apart by the sending process: the bus daemon names the connection's process id
 // (`GetConnectionCredentials`, which sd-bus asks for us), and the kernel names the process (`/proc/PID/comm`).
 //
@@ -8,6 +9,10 @@
 // GSConnect's daemon is `service/daemon.js` in its extension folder (`gsconnect@andyholmes.github.io`), started
 // through its `#!/usr/bin/env gjs` line (newer ones `gjs -m`), so the kernel names it `gjs` and its command line
 // names the script; `GLib.set_prgname("gsconnect")` changes neither.
+// KDE's power daemon, PowerDevil, runs as `org_kde_powerdevil` (its executable under libexec), which the kernel cuts to
+// 15 bytes, `org_kde_powerde`: its command line's first word says the rest. Before sleep (`Core::onAboutToSuspend`,
+// with `pausePlayersOnSuspend`, on by default since Plasma 5.11) it calls `Pause` on every `org.mpris.MediaPlayer2.*`
+// name but KDE Connect's; it sends nothing else to players (daemon/powerdevilcore.cpp, PowerDevil 6.7.80).
 // Any other process (playerctl, a desktop shell, the media keys' daemon) is the user's.
 import CSystemd
 import Glibc
@@ -23,6 +28,8 @@ public enum MPRISSender: Hashable, Sendable, CustomStringConvertible {
     /// A phone bridge: KDE Connect (`kdeconnectd`), Valent (`valent`) or GSConnect (a `gjs` process running
     /// GSConnect's daemon).
     case phoneBridge
+    /// The session's power manager, KDE's PowerDevil (`org_kde_powerdevil`): its `Pause` announces a sleep.
+    case powerManager
 
     /// `user`, `sessionManager` or `phoneBridge`.
     public var description: String {
@@ -30,11 +37,13 @@ public enum MPRISSender: Hashable, Sendable, CustomStringConvertible {
         case .user: return "user"
         case .sessionManager: return "sessionManager"
         case .phoneBridge: return "phoneBridge"
+        case .powerManager: return "powerManager"
         }
     }
 
     /// The kind of a process whose kernel name (`comm`, at most 15 bytes) is `processName`. `commandLine` gives its
-    /// arguments (argv[0] first) and is asked only for a `gjs` process, which may be GSConnect's daemon.
+    /// arguments (argv[0] first) and is asked only for a `gjs` process, which may be GSConnect's daemon, and for a name
+    /// the kernel cut from PowerDevil's.
     static func classify(processName: String, commandLine: () -> [String]) -> MPRISSender {
         switch processName {
         case "wireplumber":
@@ -44,10 +53,17 @@ public enum MPRISSender: Hashable, Sendable, CustomStringConvertible {
         case "gjs", "gjs-console":
             // Other GNOME programs are gjs scripts too: only GSConnect's own daemon is a phone bridge.
             return commandLine().contains { $0.lowercased().contains("gsconnect") } ? .phoneBridge : .user
+        case powerDevil, "org_kde_powerde":
+            // The kernel keeps 15 bytes of the name: the command line's first word has all of it.
+            let program = commandLine().first?.split(separator: "/").last.map(String.init)
+            return program == powerDevil ? .powerManager : .user
         default:
             return .user
         }
     }
+
+    /// PowerDevil's executable name.
+    static let powerDevil = "org_kde_powerdevil"
 
     /// The sender of the method call `message` (an `sd_bus_message *`), on the bus thread. sd-bus asks the bus
     /// daemon for the sender's process id (one round trip, which only the bus thread waits for); the name is read

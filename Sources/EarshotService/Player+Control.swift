@@ -413,6 +413,9 @@ extension Player {
     /// Carries out an MPRIS request through the same rules as every other command.
     func answer(_ command: MPRISCommand) -> MPRISReply {
         switch command {
+        // Rule 19: KDE's power daemon pauses players only as the machine goes to sleep (it sends nothing else), so its
+        // Pause announces the sleep, as logind's PrepareForSleep does.
+        case .pause(.powerManager): dispatch(.sessionLeft(.sleep))
         // Rule 21: the session manager's and the phone bridges' requests are theirs, not the user's.
         case .play(let sender): dispatch(sender.outsideSender.map(Event.externalPlay) ?? .userPlay)
         case .pause(let sender): dispatch(sender.outsideSender.map(Event.externalPause) ?? .userPause)
@@ -443,10 +446,11 @@ extension Player {
 }
 
 extension MPRISSender {
-    /// The rules' name for a sender that pauses for an event of its own (rule 21); nil for the user.
+    /// The rules' name for a sender that pauses for an event of its own (rule 21); nil for the user, and for the power
+    /// manager, whose only request, Pause, is rule 19's sleep (any other would be relayed as the user's).
     fileprivate var outsideSender: ExternalSender? {
         switch self {
-        case .user: return nil
+        case .user, .powerManager: return nil
         case .sessionManager: return .sessionManager
         case .phoneBridge: return .phoneBridge
         }

@@ -9,7 +9,7 @@ import EarshotTestSupport
 
 @Suite("MPRIS senders told apart by their process", .serialized)
 struct MPRISSenderTests {
-    @Test("process names: WirePlumber, KDE Connect, Valent, GSConnect's gjs daemon; everything else is the user")
+    @Test("process names: WirePlumber, KDE Connect, Valent, GSConnect's gjs daemon, PowerDevil; the rest is the user")
     func classification() {
         let gsconnect = ["gjs", "/usr/share/gnome-shell/extensions/gsconnect@andyholmes.github.io/service/daemon.js"]
         let rows: [(String, [String], MPRISSender)] = [
@@ -21,6 +21,10 @@ struct MPRISSenderTests {
                         + "gsconnect@andyholmes.github.io/service/daemon.js"], .phoneBridge),
             // Other gjs programs (GNOME's own apps are gjs scripts too) are the user's.
             ("gjs", ["gjs", "/usr/share/org.gnome.Weather/org.gnome.Weather"], .user),
+            // KDE's power daemon: the kernel keeps 15 bytes of its name, the command line has the rest.
+            ("org_kde_powerde", ["/usr/lib/x86_64-linux-gnu/libexec/org_kde_powerdevil"], .powerManager),
+            ("org_kde_powerdevil", ["org_kde_powerdevil"], .powerManager),
+            ("org_kde_powerde", ["/usr/bin/org_kde_powerdevil_helper"], .user),
             ("playerctl", [], .user),
             ("gnome-shell", [], .user),
             ("gsd-media-keys", [], .user),
@@ -35,8 +39,8 @@ struct MPRISSenderTests {
                 return commandLine
             }
             #expect(kind == expected, "\(name) \(commandLine)")
-            // The command line is read only for gjs.
-            #expect(asked == (name == "gjs"), "\(name)")
+            // The command line is read only for gjs and PowerDevil's name.
+            #expect(asked == (name == "gjs" || name.hasPrefix("org_kde_powerde")), "\(name)")
         }
     }
 
@@ -54,9 +58,11 @@ struct MPRISSenderTests {
         let gsConnect = try NamedBusClient(processName: "gjs", in: folder,
                                            subfolder: "gsconnect@andyholmes.github.io", checkingOn: bus.address)
         let otherGjs = try NamedBusClient(processName: "gjs", in: folder, checkingOn: bus.address)
+        let powerDevil = try NamedBusClient(processName: "org_kde_powerdevil", in: folder, checkingOn: bus.address)
 
         for (client, method) in [(wirePlumber, "Pause"), (kdeConnect, "Pause"), (kdeConnect, "PlayPause"),
-                                 (gsConnect, "Pause"), (gsConnect, "Play"), (otherGjs, "Pause")] {
+                                 (gsConnect, "Pause"), (gsConnect, "Play"), (otherGjs, "Pause"),
+                                 (powerDevil, "Pause")] {
             let result = try client.callPlayer(method, address: bus.address)
             #expect(result.succeeded, "\(client.processName) \(method): \(result.standardError)")
         }
@@ -71,7 +77,7 @@ struct MPRISSenderTests {
 
         #expect(player.received == [
             .pause(.sessionManager), .pause(.phoneBridge), .playPause(.phoneBridge), .pause(.phoneBridge),
-            .play(.phoneBridge), .pause(.user), .pause(.user), .pause(.sessionManager),
+            .play(.phoneBridge), .pause(.user), .pause(.powerManager), .pause(.user), .pause(.sessionManager),
         ])
     }
 }

@@ -133,7 +133,8 @@ public struct NamedBusClient: Sendable {
         while ContinuousClock.now < deadline {
             name = ((try? String(contentsOfFile: "\(procFolder)/comm", encoding: .utf8)) ?? "").trimmed
             commandLine = (try? String(contentsOfFile: "\(procFolder)/cmdline", encoding: .utf8)) ?? ""
-            if name == processName && monitor.isRunning { return }
+            // The kernel keeps 15 bytes of a process's name.
+            if name == String(decoding: processName.utf8.prefix(15), as: UTF8.self) && monitor.isRunning { return }
             usleep(10_000)
         }
         throw ToolkitError("a copy of busctl named \(processName) runs as `\(name)` (command line "

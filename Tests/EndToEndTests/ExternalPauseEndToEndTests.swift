@@ -1,7 +1,8 @@
 // RULES.md rule 21 end to end: MPRIS `Pause` from the session manager (WirePlumber) or a phone bridge (KDE Connect)
 // is told apart from the user's by the sending process, and neither overwrites an output loss nor cancels the
-// resume after a call. The senders are real D-Bus clients whose processes the kernel names `wireplumber` and
-// `kdeconnectd` (copies of busctl, `NamedBusClient`); the user is playerctl. Status, MPRIS and the event log are read
+// resume after a call; KDE's power daemon's Pause is rule 19's sleep. The senders are real D-Bus clients whose
+// processes the kernel names `wireplumber`, `kdeconnectd` and `org_kde_powerde` (copies of busctl named as the
+// programs, `NamedBusClient`); the user is playerctl. Status, MPRIS and the event log are read
 // after each request returns: the player answers only once the rules have decided and MPRIS has been told.
 import EarshotTestSupport
 import Foundation
@@ -27,7 +28,8 @@ struct ExternalPauseEndToEndTests {
             try await body(harness, service, senders)
             // The log names senders by kind only, never by process.
             let log = service.standardError()
-            #expect(!log.contains("wireplumber") && !log.contains("kdeconnectd"), "\(log)")
+            #expect(!log.contains("wireplumber") && !log.contains("kdeconnectd") && !log.contains("powerdevil"),
+                    "\(log)")
             #expect(await harness.stopService(service) == 0)
         }
     }
@@ -129,6 +131,33 @@ struct ExternalPauseEndToEndTests {
         }
     }
 
+    @Test("KDE's power daemon's Pause before sleep: paused (sessionLeft), corked at once; KDE Connect cannot resume it")
+    func powerManagerPauseIsTheSleep() async throws {
+        try await playing { harness, service, senders in
+            try senders.call(senders.powerDevil, "Pause")
+            let paused = try harness.status()
+            #expect(paused.playback == "paused" && paused.pauseReason == "sessionLeft", "\(paused)")
+            #expect(try harness.playerctlEarshot(["status"]) == "Paused")
+            try await harness.waitForStatus(of: service, "corked for the sleep") { $0.corked }
+            // The phone rings after the wake: KDE Connect's Pause finds the music paused, and its PlayPause after the
+            // call starts nothing (rule 21: it resumes only what it paused).
+            try senders.call(senders.kdeConnect, "Pause")
+            try senders.call(senders.kdeConnect, "PlayPause")
+            for _ in 0..<4 {
+                let status = try harness.status()
+                #expect(status.playback == "paused" && status.pauseReason == "sessionLeft" && status.corked,
+                        "\(status)")
+                try await Task.sleep(for: .milliseconds(150))
+            }
+            let log = service.standardError()
+            // No fade: a sleep corks at once.
+            #expect(log.contains("event kind=sessionLeft(sleep) playback=paused(sessionLeft) commands=cork"), "\(log)")
+            #expect(log.contains(
+                "event kind=externalPlayPause(phoneBridge) playback=paused(sessionLeft) commands=none"), "\(log)")
+            #expect(!log.contains("playback=paused(user)"), "\(log)")
+        }
+    }
+
     @Test("playerctl's Pause is the user's: paused (user), and a phone bridge's PlayPause does not undo it")
     func userPauseStaysTheUsers() async throws {
         try await playing { harness, service, senders in
@@ -148,12 +177,14 @@ struct ExternalPauseEndToEndTests {
     }
 }
 
-/// The two outside senders of a harness, on its bus: `wireplumber` and `kdeconnectd`.
+/// The outside senders of a harness, on its bus: `wireplumber`, `kdeconnectd` and `org_kde_powerdevil`.
 private struct Senders {
     /// The session manager's stand-in.
     let wirePlumber: NamedBusClient
     /// The phone bridge's stand-in.
     let kdeConnect: NamedBusClient
+    /// KDE's power daemon's stand-in.
+    let powerDevil: NamedBusClient
     /// The harness's bus address.
     let address: String
 
@@ -162,6 +193,7 @@ private struct Senders {
         let folder = harness.root.appendingPathComponent("clients", isDirectory: true)
         wirePlumber = try NamedBusClient(processName: "wireplumber", in: folder, checkingOn: address)
         kdeConnect = try NamedBusClient(processName: "kdeconnectd", in: folder, checkingOn: address)
+        powerDevil = try NamedBusClient(processName: "org_kde_powerdevil", in: folder, checkingOn: address)
     }
 
     /// Calls `method` on Earshot's player interface as `client`, and throws unless the reply says it succeeded.
