@@ -394,7 +394,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
                 return invalidArguments(error, "OpenUri needs a URI (s)")
             }
             switch MPRISURI.localFile(uri) {
-            case .file(let path): command = .openUri(path: path)
+            case .file(let path): command = .openUri(paths: [path])
             case .refused(let reason): return invalidArguments(error, reason)
             }
         default:

@@ -24,9 +24,11 @@ public enum MPRISCommand: Hashable, Sendable {
     /// that `trackId` is the current track's and the position is not negative (the MPRIS rules); the
     /// position may still be past the end if the length is unknown.
     case setPosition(trackId: String, positionMicroseconds: Int64)
-    /// `OpenUri`: play this file. The adapter has already checked that the URI is a `file://` URI naming a
-    /// readable regular file; `path` is its decoded absolute path (any bytes, as percent-escapes allow).
-    case openUri(path: TrackPath)
+    /// `OpenUri`: play these files in place of the queue. The adapter has already checked that the URI is a `file://`
+    /// URI naming a readable regular file, and hands its decoded absolute path (any bytes, as percent-escapes allow)
+    /// as the only one; a playlist's tracks take its place before the player sees it (the `earshot` executable's
+    /// wiring reads it, off the owner, as `earshot add` does).
+    case openUri(paths: [TrackPath])
     /// A write of the `Volume` property (1.0 is 100%; never negative, never NaN).
     case setVolume(Double)
     /// `LoopStatus` written: repeat nothing, the track, or the whole queue.

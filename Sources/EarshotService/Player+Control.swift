@@ -430,8 +430,8 @@ extension Player {
         case .setPosition(let trackId, let position):
             guard trackId == report().currentTrackId else { return .done }
             dispatch(.userSeek(milliseconds: Int(position / 1000)))
-        case .openUri(let path):
-            replaceQueue(with: [path], play: true)
+        case .openUri(let paths):
+            replaceQueue(with: paths, play: true)
         case .setVolume(let volume):
             dispatch(.userVolume(percent: Int((volume * 100).rounded())))
         case .setLoopStatus(let loop):

@@ -1,5 +1,5 @@
 // Turning what a user names on the command line into queue entries: files as they are, directories
-// recursively in natural order, and M3U playlists line by line. Paths become absolute, since the service
+// recursively in natural order, and M3U and PLS playlists entry by entry. Paths become absolute, since the service
 // runs in another working directory.
 //
 // Everything here works on bytes (TrackPath), never on Strings: a file name need not be UTF-8, and
@@ -32,13 +32,32 @@ public enum QueueInput {
                 let found = audioFiles(under: path)
                 if found.isEmpty { expansion.problems.append("\(name.displayText): no music files in this directory") }
                 expansion.paths += found
-            case .other where hasSuffix(path, ".m3u") || hasSuffix(path, ".m3u8"):
+            case .other where PlaylistFormat.of(path) != nil:
                 let listed = playlist(at: path)
                 expansion.paths += listed.paths
                 expansion.problems += listed.problems
             case .other:
                 expansion.paths.append(path)
             }
+        }
+        return expansion
+    }
+
+    /// Expands the playlists among `names` (`.m3u`, `.m3u8`, `.pls`) into their tracks, as `expand` does, and keeps
+    /// every other name as it is, made absolute: what `earshot play` without a service and MPRIS `OpenUri` queue,
+    /// where a file that does not play is the player's to report.
+    public static func expandPlaylists(_ names: [TrackPath], relativeTo directory: TrackPath? = nil) -> Expansion {
+        let base = directory ?? workingDirectory()
+        var expansion = Expansion(paths: [], problems: [])
+        for name in names {
+            let path = absolute(name, relativeTo: base)
+            guard PlaylistFormat.of(path) != nil, kind(of: path) == .other else {
+                expansion.paths.append(path)
+                continue
+            }
+            let listed = playlist(at: path)
+            expansion.paths += listed.paths
+            expansion.problems += listed.problems
         }
         return expansion
     }
@@ -153,10 +172,10 @@ public enum QueueInput {
     /// The most problems reported for one playlist; the rest are counted in one last line.
     static let maximumPlaylistProblems = 20
 
-    /// The entries of an M3U playlist (`M3UReader`: comment lines skipped, `file://` entries percent-decoded to
+    /// The entries of an M3U or PLS playlist (`M3UReader`: comment lines skipped, `file://` entries percent-decoded to
     /// bytes), relative entries taken from its directory, each checked to exist.
     ///
-    /// A playlist never brings in another playlist: an entry naming the playlist itself, or any other `.m3u`, is
+    /// A playlist never brings in another playlist: an entry naming the playlist itself, or any other playlist, is
     /// reported and skipped, so no playlist can loop or multiply. The file is read in chunks, and what is kept is
     /// bounded: at most `maximumPlaylistEntries` paths and `maximumPlaylistProblems` problem lines.
     static func playlist(at path: TrackPath) -> Expansion {
@@ -170,7 +189,7 @@ public enum QueueInput {
             problemCount += 1
             if problemCount <= maximumPlaylistProblems { expansion.problems.append(problem()) }
         }
-        var reader = M3UReader()
+        var reader = M3UReader(format: PlaylistFormat.of(path) ?? .m3u)
         let take = { (entry: M3UEntry) in
             guard case .path(let entryPath) = entry else {
                 switch entry {
@@ -188,7 +207,7 @@ public enum QueueInput {
             let resolved = absolute(entryPath, relativeTo: base)
             if resolved == path {
                 report("\(shownName) names itself: that entry is skipped")
-            } else if hasSuffix(resolved, ".m3u") || hasSuffix(resolved, ".m3u8") {
+            } else if PlaylistFormat.of(resolved) != nil {
                 report("\(entryPath.displayText) (in \(shownName)): a playlist inside a playlist is not followed")
             } else if kind(of: resolved) != nil {
                 expansion.paths.append(resolved)

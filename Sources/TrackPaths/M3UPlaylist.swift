@@ -1,8 +1,42 @@
-// Reading an M3U playlist's lines into the names they give, without touching the file system (QueueInput resolves
-// and checks them; Tests/Fuzz/URIPlaylistFuzz.swift feeds it arbitrary bytes). A playlist is whatever a user or a
+// Reading an M3U playlist's lines (or a PLS playlist's `FileN=` lines) into the names they give, without touching the
+// file system (QueueInput resolves and checks them; Tests/Fuzz/URIPlaylistFuzz.swift feeds it arbitrary bytes). A playlist is whatever a user or a
 // program wrote, so nothing here trusts it: the text is read as bytes (an old playlist's Latin-1 names stay their
 // bytes), in chunks as they come from the file, and what is kept between chunks is one line, at most
 // `maximumLineBytes` long. A playlist of a million lines costs the entries the caller keeps, not the file's size.
+
+/// The playlist formats Earshot expands into their tracks, told by the file's name.
+public enum PlaylistFormat: Equatable, Sendable, CaseIterable {
+    /// M3U and M3U8 (`.m3u`, `.m3u8`): one name per line, `#` lines are comments and `#EXTINF` tags.
+    case m3u
+    /// PLS (`.pls`): an INI-like `[playlist]` section whose `File1=`, `File2=`, ... lines name the tracks.
+    case pls
+
+    /// The MIME types of the playlists Earshot opens (the desktop entry's and MPRIS's lists, beside the audio types):
+    /// `.m3u` and `.m3u8` as shared-mime-info names them (and its older alias), and `.pls`.
+    public static let mimeTypes = ["audio/x-mpegurl", "audio/mpegurl", "application/vnd.apple.mpegurl", "audio/x-scpls"]
+
+    /// The format of the playlist at `path` by its name's ending, ASCII case ignored; nil for anything else.
+    public static func of(_ path: TrackPath) -> PlaylistFormat? {
+        if hasSuffix(path.bytes, ".m3u") || hasSuffix(path.bytes, ".m3u8") { return .m3u }
+        return hasSuffix(path.bytes, ".pls") ? .pls : nil
+    }
+
+    /// Whether `bytes` end in `suffix` (lowercase ASCII), ignoring ASCII case. Index arithmetic: this runs for every
+    /// entry of a playlist, in debug builds too.
+    private static func hasSuffix(_ bytes: [UInt8], _ suffix: StaticString) -> Bool {
+        let count = suffix.utf8CodeUnitCount
+        guard bytes.count >= count else { return false }
+        let offset = bytes.count - count
+        return suffix.withUTF8Buffer { tail in
+            for index in 0..<count {
+                var byte = bytes[offset + index]
+                if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { byte += 32 }
+                if byte != tail[index] { return false }
+            }
+            return true
+        }
+    }
+}
 
 /// What one entry line of an M3U playlist gives: the name it holds, or why it holds none.
 public enum M3UEntry: Equatable, Sendable {
@@ -19,7 +53,8 @@ public enum M3UEntry: Equatable, Sendable {
 
 /// Splits an M3U (or M3U8) playlist fed in chunks into its entries: blank lines and `#` lines (comments, `#EXTINF`)
 /// are skipped, blanks around a line are not part of its name, and a byte-order mark before the first line is
-/// dropped. Lines end at `\n`, `\r` or both.
+/// dropped. Lines end at `\n`, `\r` or both. Reading a PLS playlist (`format: .pls`), only `FileN=` lines are entries
+/// (the key in any case), in the order they come; their value is read as an M3U line is.
 public struct M3UReader {
     /// The longest line read: a path is at most PATH_MAX (4096) bytes, and as a `file://` URI with every byte
     /// escaped three times that; a longer line is no name, and is not kept while it goes by.
@@ -31,9 +66,13 @@ public struct M3UReader {
     private var skippingLongLine = false
     /// Whether nothing has been read yet (a byte-order mark may come).
     private var atStart = true
+    /// The format read.
+    private let format: PlaylistFormat
 
-    /// A reader at the start of a playlist.
-    public init() {}
+    /// A reader at the start of a playlist of `format`.
+    public init(format: PlaylistFormat = .m3u) {
+        self.format = format
+    }
 
     /// Reads `chunk`, the next bytes of the playlist, calling `entry` for each entry line it completes.
     public mutating func feed(_ chunk: UnsafeBufferPointer<UInt8>, _ entry: (M3UEntry) -> Void) {
@@ -70,9 +109,9 @@ public struct M3UReader {
         pending = []
     }
 
-    /// Every entry of a whole playlist held in memory, in order.
-    public static func entries(in contents: [UInt8]) -> [M3UEntry] {
-        var reader = M3UReader()
+    /// Every entry of a whole playlist of `format` held in memory, in order.
+    public static func entries(in contents: [UInt8], format: PlaylistFormat = .m3u) -> [M3UEntry] {
+        var reader = M3UReader(format: format)
         var entries: [M3UEntry] = []
         reader.feed(contents) { entries.append($0) }
         reader.finish { entries.append($0) }
@@ -115,7 +154,31 @@ public struct M3UReader {
                 line = UnsafeBufferPointer(rebasing: line[3...])
             }
         }
-        Self.interpret(line, entry)
+        switch format {
+        case .m3u: Self.interpret(line, entry)
+        case .pls: Self.interpretPLS(line, entry)
+        }
+    }
+
+    /// Calls `entry` with what a PLS line names when it is a `FileN=` line; other lines (the section, `TitleN`,
+    /// `LengthN`, `NumberOfEntries`, `Version`, comments) name nothing.
+    private static func interpretPLS(_ line: UnsafeBufferPointer<UInt8>, _ entry: (M3UEntry) -> Void) {
+        var start = 0
+        while start < line.count && (line[start] == space || line[start] == tab) { start += 1 }
+        let key = Array("file".utf8)
+        guard line.count - start > key.count else { return }
+        for index in key.indices {
+            var byte = line[start + index]
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { byte += 32 }
+            guard byte == key[index] else { return }
+        }
+        var cursor = start + key.count
+        let digitsStart = cursor
+        while cursor < line.count && line[cursor] >= UInt8(ascii: "0") && line[cursor] <= UInt8(ascii: "9") {
+            cursor += 1
+        }
+        guard cursor > digitsStart, cursor < line.count, line[cursor] == UInt8(ascii: "=") else { return }
+        interpret(UnsafeBufferPointer(rebasing: line[(cursor + 1)...]), entry)
     }
 
     /// Calls `entry` with what `line` names, unless it is blank or a comment.

@@ -57,9 +57,12 @@ enum PlayerService {
         var mpris: MPRISServer?
         if withMPRIS {
             let candidate = MPRISServer(
-                supportedMimeTypes: AudioFileKind.mimeTypes, connectionChanged: { change in log.record(change) },
-                positionProvider: { positionCell.load() }
-            ) { command in
+                supportedMimeTypes: AudioFileKind.mimeTypes + PlaylistFormat.mimeTypes,
+                connectionChanged: { change in log.record(change) }, positionProvider: { positionCell.load() }
+            ) { asked in
+                // On the bus thread, which may wait: a playlist given to OpenUri is read here, never on the owner.
+                let (command, refusal) = expandingPlaylists(asked, log: log)
+                if let refusal { return refusal }
                 let slot = ReplySlot(timeoutReply: MPRISReply.refused("the player did not answer in time"))
                 inbox.mpris(command, replyTo: slot)
                 return slot.wait(timeout: .seconds(10))
@@ -125,6 +128,30 @@ extension PlayerService {
         StateWriter(store: StateStore(environment: ProcessEnvironment.current)) { file, error in
             log.record("state", ["saved": "failed", "file": file, "step": error.operation, "errno": "\(error.code)"])
         }
+    }
+}
+
+extension PlayerService {
+    /// MPRIS `OpenUri` given a playlist (`.m3u`, `.m3u8`, `.pls`) asks for its tracks, with the limits and the checks
+    /// of `earshot add` (`QueueInput`); any other command is as asked. A playlist with nothing to play is refused with
+    /// what was wrong (the caller's own message: names included); otherwise the problems are only counted in the log,
+    /// which never names files.
+    static func expandingPlaylists(
+        _ command: MPRISCommand, log: EventLog
+    ) -> (command: MPRISCommand, refusal: MPRISReply?) {
+        guard case .openUri(let paths) = command, paths.contains(where: { PlaylistFormat.of($0) != nil }) else {
+            return (command, nil)
+        }
+        let expansion = QueueInput.expandPlaylists(paths)
+        guard !expansion.paths.isEmpty else {
+            let reasons = expansion.problems.isEmpty ? "the playlist names no file" : expansion.problems
+                .joined(separator: "; ")
+            return (command, .refused("OpenUri: nothing to play: \(reasons)"))
+        }
+        if !expansion.problems.isEmpty {
+            log.record("mpris", ["openUri": "playlist", "problems": "\(expansion.problems.count)"])
+        }
+        return (.openUri(paths: expansion.paths), nil)
     }
 }
 

@@ -223,7 +223,12 @@ case "play":
         guard !expansion.paths.isEmpty else { fail("nothing to play", code: ExitStatus.failure) }
         control(.load(paths: expansion.paths, play: true))
     }
-    exit(PlayerService.runForeground(files: files, configuration: configuration))
+    // Without a service, in the foreground: a playlist's tracks take its place, as `add` reads them; other files go as
+    // named, and the player reports any that does not play.
+    let expansion = QueueInput.expandPlaylists(files)
+    for problem in expansion.problems { StandardStream.writeError("earshot: \(problem)\n") }
+    guard !expansion.paths.isEmpty else { fail("nothing to play", code: ExitStatus.failure) }
+    exit(PlayerService.runForeground(files: expansion.paths, configuration: configuration))
 case "add":
     let given = operands(of: verb, arguments).operands
     guard !given.isEmpty else { usageError("add needs at least one FILE, DIR or PLAYLIST", verb: verb) }

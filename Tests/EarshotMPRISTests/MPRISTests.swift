@@ -152,7 +152,7 @@ struct MPRISTests {
         let uri = "file://" + file.replacingOccurrences(of: " ", with: "%20")
 
         #expect(try bus.run(playerctl, ["-p", "earshot", "open", uri]).status == 0)
-        #expect(player.received == [.openUri(path: TrackPath(file))])
+        #expect(player.received == [.openUri(paths: [TrackPath(file)])])
 
         let web = try bus.run(playerctl, ["-p", "earshot", "open", "http://x"])
         #expect(web.status != 0)
@@ -163,7 +163,7 @@ struct MPRISTests {
         let directory = try bus.run(playerctl, ["-p", "earshot", "open", "file://" + bus.directory.path])
         #expect(directory.status != 0)
         #expect(directory.standardError.contains("not a regular file"))
-        #expect(player.received == [.openUri(path: TrackPath(file))])
+        #expect(player.received == [.openUri(paths: [TrackPath(file)])])
     }
 
     @Test("a refusal from the player reaches the client as a D-Bus error")

@@ -29,6 +29,51 @@ struct PlaylistInputTests {
             + ["other.m3u (in loop.m3u): a playlist inside a playlist is not followed"])
     }
 
+    @Test("M3U, M3U8 and PLS: relative entries from the playlist's folder, absolute ones as written, missing reported")
+    func everyKind() throws {
+        let folder = try Self.folder("kinds-playlist")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let music = folder.appendingPathComponent("music", isDirectory: true)
+        try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
+        for name in ["a.mp3", "b.flac"] { try Data([1]).write(to: music.appendingPathComponent(name)) }
+        let lists = folder.appendingPathComponent("lists", isDirectory: true)
+        try FileManager.default.createDirectory(at: lists, withIntermediateDirectories: true)
+        let absolute = music.path + "/b.flac"
+        let contents = [
+            "one.m3u": "#EXTM3U\n../music/a.mp3\n\(absolute)\nmissing.mp3\n",
+            "two.m3u8": "#EXTM3U\n#EXTINF:1,A\nfile://\(music.path)/a.mp3\n../music/b.flac\n",
+            "three.pls": "[playlist]\nFile1=../music/a.mp3\nTitle1=A\nFile2=\(absolute)\nFile3=three.pls\n"
+                + "File4=one.m3u\nNumberOfEntries=4\nVersion=2\n",
+        ]
+        for (name, text) in contents { try Data(text.utf8).write(to: lists.appendingPathComponent(name)) }
+        let a = TrackPath(music.path + "/a.mp3"), b = TrackPath(absolute)
+
+        let m3u = QueueInput.expand([TrackPath(lists.path + "/one.m3u")])
+        #expect(m3u.paths == [a, b])
+        #expect(m3u.problems == ["missing.mp3 (in one.m3u): no such file"])
+        #expect(QueueInput.expand([TrackPath(lists.path + "/two.m3u8")]) == .init(paths: [a, b], problems: []))
+        let pls = QueueInput.expand([TrackPath(lists.path + "/three.pls")])
+        #expect(pls.paths == [a, b])
+        #expect(pls.problems == ["three.pls names itself: that entry is skipped",
+                                 "one.m3u (in three.pls): a playlist inside a playlist is not followed"])
+        // A name relative to the working directory (here `lists`) reaches the same files.
+        #expect(QueueInput.expand(["three.pls"], relativeTo: TrackPath(lists.path)).paths == [a, b])
+    }
+
+    @Test("expandPlaylists: playlists become their tracks, every other name stays as given, made absolute")
+    func onlyPlaylistsExpand() throws {
+        let folder = try Self.folder("only-playlists")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data([1]).write(to: folder.appendingPathComponent("a.mp3"))
+        try Data("[playlist]\nFile1=a.mp3\n".utf8).write(to: folder.appendingPathComponent("p.pls"))
+        try Data("".utf8).write(to: folder.appendingPathComponent("empty.m3u"))
+        let base = TrackPath(folder.path)
+        let expansion = QueueInput.expandPlaylists(["p.pls", "gone.mp3", "a.mp3", "empty.m3u"], relativeTo: base)
+        let a = TrackPath(folder.path + "/a.mp3")
+        // A missing file is the player's to report; an empty playlist adds nothing.
+        #expect(expansion == .init(paths: [a, TrackPath(folder.path + "/gone.mp3"), a], problems: []))
+    }
+
     @Test("a playlist of 1 000 000 lines queues its first entries, counts the rest, and keeps bounded memory")
     func millionLines() throws {
         let folder = try Self.folder("million-playlist")

@@ -6,6 +6,7 @@ import AudioPipeline
 import EarshotTestSupport
 import Foundation
 import Testing
+import TrackPaths
 
 @Suite("The desktop entry", .serialized)
 struct DesktopEntryTests {
@@ -33,11 +34,11 @@ struct DesktopEntryTests {
         #expect((result.standardOutput + result.standardError).trimmed.isEmpty, "it printed something")
     }
 
-    @Test("its MimeType is AudioFileKind.mimeTypes, its name and icon are Earshot's")
+    @Test("its MimeType is AudioFileKind.mimeTypes and PlaylistFormat.mimeTypes, its name and icon are Earshot's")
     func typesAreTheDecoders() throws {
         let keys = try Self.keys()
         let types = keys["MimeType"]?.split(separator: ";").map(String.init)
-        #expect(types == AudioFileKind.mimeTypes)
+        #expect(types == AudioFileKind.mimeTypes + PlaylistFormat.mimeTypes)
         #expect(keys["Name"] == "Earshot")
         #expect(keys["Icon"] == "earshot")
         let icon = TestEnvironment.packageRoot.appendingPathComponent("Config/icons/earshot.svg")

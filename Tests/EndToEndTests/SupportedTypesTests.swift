@@ -6,6 +6,7 @@ import AudioPipeline
 import EarshotTestSupport
 import Foundation
 import Testing
+import TrackPaths
 
 @Suite("SupportedMimeTypes lists what plays", .serialized)
 struct SupportedTypesTests {
@@ -31,7 +32,7 @@ struct SupportedTypesTests {
             for type in Self.required {
                 #expect(advertised.contains(type), "SupportedMimeTypes lacks \(type): \(advertised)")
             }
-            #expect(advertised == AudioFileKind.mimeTypes, "the service lists \(advertised)")
+            #expect(advertised == AudioFileKind.mimeTypes + PlaylistFormat.mimeTypes, "the service lists \(advertised)")
             #expect(Set(advertised).count == advertised.count, "a type listed twice: \(advertised)")
 
             // One track per listed type, each a tone 300 Hz above the one before (10 ms windows tell them apart).

@@ -47,5 +47,25 @@ struct M3UReaderTests {
         #expect(M3UReader.entries(in: latin1) == [.path(latin1Path)])
         #expect(M3UReader.entries(in: Array("file:///a%00".utf8)) == [.nulByte])
     }
-}
 
+    @Test("PLS: only FileN= lines are entries, the key in any case, in the order they come; values read as M3U lines")
+    func readsPLS() {
+        let text = "\u{FEFF}[playlist]\r\nFile1=a song.mp3\r\nTitle1=A song\r\nLength1=-1\r\n; a comment\n"
+            + "file2=/abs/b.mp3\nFILE10=file:///c%20d.mp3\nFile=nope.mp3\nFileX=nope.mp3\nFile3=\n"
+            + "NumberOfEntries=3\nVersion=2\n  File4 = spaced.mp3"
+        #expect(M3UReader.entries(in: Array(text.utf8), format: .pls)
+                    == [.path("a song.mp3"), .path("/abs/b.mp3"), .path("/c d.mp3")])
+        // The same text read as M3U takes every line but the comments.
+        #expect(M3UReader.entries(in: Array("File1=a.mp3\n#x\n".utf8)) == [.path("File1=a.mp3")])
+    }
+
+    @Test("the playlist formats are told by the name's ending, in any case")
+    func formatsByName() {
+        #expect(PlaylistFormat.of("/m/a.m3u") == .m3u)
+        #expect(PlaylistFormat.of("/m/a.M3U8") == .m3u)
+        #expect(PlaylistFormat.of("b.Pls") == .pls)
+        #expect(PlaylistFormat.of("/m/a.mp3") == nil)
+        #expect(PlaylistFormat.of("/m/pls") == nil)
+        #expect(PlaylistFormat.of("m3u") == nil)
+    }
+}
