@@ -1,8 +1,9 @@
 // Reading an M3U playlist's lines (or a PLS playlist's `FileN=` lines) into the names they give, without touching the
-// file system (QueueInput resolves and checks them; Tests/Fuzz/URIPlaylistFuzz.swift feeds it arbitrary bytes). A playlist is whatever a user or a
-// program wrote, so nothing here trusts it: the text is read as bytes (an old playlist's Latin-1 names stay their
-// bytes), in chunks as they come from the file, and what is kept between chunks is one line, at most
-// `maximumLineBytes` long. A playlist of a million lines costs the entries the caller keeps, not the file's size.
+// file system (QueueInput resolves and checks them; Tests/Fuzz/URIPlaylistFuzz.swift feeds it arbitrary bytes). A
+// playlist is whatever a user or a program wrote, so nothing here trusts it: the text is read as bytes (an old
+// playlist's Latin-1 names stay their bytes), in chunks as they come from the file, and what is kept between chunks is
+// one line, at most `maximumLineBytes` long. A playlist of a million lines costs the entries the caller keeps, not the
+// file's size.
 
 /// The playlist formats Earshot expands into their tracks, told by the file's name.
 public enum PlaylistFormat: Equatable, Sendable, CaseIterable {
