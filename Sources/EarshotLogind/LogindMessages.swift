@@ -203,6 +203,16 @@ extension LogindWatcher {
         return path
     }
 
+    /// Whether `name` has an owner on `bus` (asked of the bus daemon, which answers at once; no activation).
+    static func hasOwner(_ name: String, on bus: OpaquePointer) -> Bool {
+        var credentials: OpaquePointer?
+        // Waits for the bus daemon's reply: on the adapter's own thread only.
+        WaitGuard.check("a call to the bus daemon (sd_bus_get_name_creds)")
+        guard sd_bus_get_name_creds(bus, name, 0, &credentials) >= 0 else { return false }
+        sd_bus_creds_unref(credentials)
+        return true
+    }
+
     /// A boolean property of the session at `path`, or nil when it cannot be read.
     static func sessionBoolean(_ name: String, on bus: OpaquePointer, path: String) -> Bool? {
         var error = sd_bus_error(name: nil, message: nil, _need_free: 0)

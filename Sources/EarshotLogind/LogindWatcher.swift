@@ -21,8 +21,11 @@
 // - `releaseSleepDelay()` and `stop()` may be called from any thread: they set a flag under `lock`, write a byte to
 //   the wake-up pipe, and return (`stop` then waits for the thread, unless called on it).
 // - No system bus (a container, a bare server), or logind missing on it: reported once (`unavailable`), and the
-//   thread ends; Earshot works on without it. A bus lost later is reported (`lost`) and not reconnected: the system
-//   bus does not restart while a session runs.
+//   thread ends; Earshot works on without it. A bus lost later (dbus-daemon or dbus-broker restarted by an upgrade,
+//   or crashed) is reported once (`lost`); the thread then tries again, after 100 ms and then at most every 5 s,
+//   sleeping in `poll` on the wake-up pipe alone, and says once that it is back (`reconnected`): the matches, the
+//   session and the delay lock are taken again on the new connection, and what the session did meanwhile is read
+//   from its properties.
 import CSystemd
 import Dispatch
 import EarshotCore
@@ -41,8 +44,10 @@ public enum LogindReport: Sendable, Equatable {
     case sleepDelayRefused(reason: String)
     /// The delay lock was released for an announced sleep.
     case sleepDelayReleased
-    /// The connection to the system bus was lost.
+    /// The connection to the system bus was lost; the watcher tries again until it is back.
     case lost(reason: String)
+    /// Connected again after a loss; `session` as for `connected`.
+    case reconnected(session: Bool)
 }
 
 /// Follows logind for the session Earshot plays in, and turns what it announces into rulebook events.
@@ -139,43 +144,75 @@ public final class LogindWatcher: @unchecked Sendable {
     // MARK: The watcher thread
 
     private func run() {
-        guard let connected = connect() else { return }
-        bus = connected
-        defer {
+        guard var connected = connect() else { return }
+        report(.connected(session: sessionPath != nil))
+        while true {
+            bus = connected
+            let lost = serve(connected)
             if case .held(let descriptor) = delayLock { close(descriptor) }
             delayLock = .none
+            sleepInProgress = false
             sd_bus_flush_close_unref(connected)
             bus = nil
+            guard let lost else { return }
+            report(.lost(reason: lost))
+            guard let again = reconnect() else { return }
+            connected = again
+            report(.reconnected(session: sessionPath != nil))
         }
-        report(.connected(session: sessionPath != nil))
+    }
+
+    /// Connects again after a loss, waiting between attempts on the wake-up pipe (so `stop` is heard at once); nil
+    /// when stopped first. Failed attempts are not reported: the loss was, once.
+    private func reconnect() -> OpaquePointer? {
+        var delayMilliseconds: Int32 = 100
+        while !isStopRequested() {
+            BusPoll.wait(wakePipe: wakePipe[0], descriptor: -1, events: 0, timeoutMilliseconds: delayMilliseconds)
+            if isStopRequested() { return nil }
+            if let connected = connect(reconnecting: true) { return connected }
+            delayMilliseconds = min(delayMilliseconds * 2, 5000)
+        }
+        return nil
+    }
+
+    /// Serves the connection until a stop (nil) or its loss (the reason).
+    private func serve(_ connected: OpaquePointer) -> String? {
         takeDelayLock(on: connected)
         while !isStopRequested() {
             carryOutRelease()
             let processed = sd_bus_process(connected, nil)
             if processed < 0 || sd_bus_is_open(connected) <= 0 {
-                report(.lost(reason: processed < 0 ? "errno \(-processed)" : "closed"))
-                return
+                return processed < 0 ? "errno \(-processed)" : "closed"
             }
             // After a wake, the next sleep waits for us again.
             if !sleepInProgress && delayLock == .none { takeDelayLock(on: connected) }
             if processed > 0 { continue }
             var deadline: UInt64 = 0
             let events = sd_bus_get_events(connected)
-            guard events >= 0, sd_bus_get_timeout(connected, &deadline) >= 0 else { return }
+            guard events >= 0, sd_bus_get_timeout(connected, &deadline) >= 0 else { return "cannot poll the bus" }
             BusPoll.wait(
                 wakePipe: wakePipe[0], descriptor: sd_bus_get_fd(connected), events: Int16(truncatingIfNeeded: events),
                 timeoutMilliseconds: BusPoll.relativeMilliseconds(untilMonotonicMicroseconds: deadline))
         }
+        return nil
     }
 
-    /// Connects, subscribes to logind's signals and finds the session; nil (reported once) when that fails.
-    private func connect() -> OpaquePointer? {
+    /// Connects, subscribes to logind's signals and finds the session; nil when that fails (reported, unless
+    /// `reconnecting`: the loss was reported, and its attempts are not).
+    private func connect(reconnecting: Bool = false) -> OpaquePointer? {
+        let quiet: @Sendable (LogindReport) -> Void = { _ in }
+        let report = reconnecting ? quiet : self.report
         var opened: OpaquePointer?
         var result: Int32
-        if let busAddress {
+        // Again after a loss: the new daemon has another guid than an address may name.
+        var address = busAddress
+        if reconnecting, let given = busAddress ?? ProcessEnvironment.value(named: "DBUS_SYSTEM_BUS_ADDRESS") {
+            address = BusAddress.forgettingServer(given)
+        }
+        if let address {
             result = sd_bus_new(&opened)
             if result >= 0, let opened {
-                result = sd_bus_set_address(opened, busAddress)
+                result = sd_bus_set_address(opened, address)
                 if result >= 0 { result = sd_bus_set_bus_client(opened, 1) }
                 if result >= 0 { result = sd_bus_start(opened) }
             }
@@ -185,6 +222,12 @@ public final class LogindWatcher: @unchecked Sendable {
         guard result >= 0, let opened else {
             if let opened { sd_bus_unref(opened) }
             report(.unavailable(reason: "no system bus (errno \(-result))"))
+            return nil
+        }
+        // A bus that came back before logind did: not connected yet (the next attempt asks again), or the session and
+        // the delay lock would be missed until the next wake.
+        if reconnecting && !Self.hasOwner(Logind.busName, on: opened) {
+            sd_bus_flush_close_unref(opened)
             return nil
         }
         // logind answers at once; a hung one must not keep the thread from its signals for long.
@@ -221,10 +264,12 @@ public final class LogindWatcher: @unchecked Sendable {
                     Unmanaged<LogindWatcher>.fromOpaque(owner).takeUnretainedValue().sessionChanged(message)
                     return 0
                 }, userdata)
-            // The starting values, against which later changes are told.
-            _ = session.update(SessionProperties(
+            // The starting values, against which later changes are told; after a reconnection, what changed while
+            // the bus was away.
+            let changed = session.update(SessionProperties(
                 active: Self.sessionBoolean("Active", on: opened, path: sessionPath),
                 locked: Self.sessionBoolean("LockedHint", on: opened, path: sessionPath)))
+            for event in changed { emit(event) }
         }
         return opened
     }

@@ -256,12 +256,7 @@ public final class MPRISServer: MPRISPublishing, @unchecked Sendable {
     /// `address` (a D-Bus address: `transport:key=value,...;...`) without its `guid` keys. A GUID pins the
     /// address to one daemon; once that daemon is gone, the session's bus is whichever listens there now.
     static func addressForgettingServer(_ address: String) -> String {
-        address.split(separator: ";", omittingEmptySubsequences: false).map { entry -> String in
-            guard let colon = entry.firstIndex(of: ":") else { return String(entry) }
-            let keys = entry[entry.index(after: colon)...].split(separator: ",", omittingEmptySubsequences: false)
-                .filter { !$0.hasPrefix("guid=") }
-            return entry[...colon] + keys.joined(separator: ",")
-        }.joined(separator: ";")
+        BusAddress.forgettingServer(address)
     }
 
     private func disconnect() {

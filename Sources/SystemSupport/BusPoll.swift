@@ -1,6 +1,7 @@
-// How a bus thread sleeps (EarshotMPRIS's and EarshotLogind's): in poll(2) on its bus socket and on a pipe other
-// threads write a byte to when they have work for it, until sd-bus's next deadline. One way for both adapters; the
-// event log's followers' writer is woken through the same kind of pipe.
+// How a bus thread sleeps (EarshotMPRIS's, EarshotLogind's and EarshotIdleInhibitor's): in poll(2) on its bus socket
+// and on a pipe other threads write a byte to when they have work for it, until sd-bus's next deadline; and the address
+// it connects to again after its bus went away. One way for every adapter; the event log's followers' writer is woken
+// through the same kind of pipe.
 import Glibc
 
 /// The sleep of a thread that serves a bus socket and is woken through a pipe.
@@ -49,5 +50,19 @@ public enum BusPoll {
         let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
         guard deadline > nowMicroseconds else { return 0 }
         return Int32(clamping: (deadline - nowMicroseconds + 999) / 1000)
+    }
+}
+
+/// D-Bus addresses as the bus adapters reconnect with them.
+public enum BusAddress {
+    /// `address` without its `guid=` keys: a bus daemon started again at the same place has a new guid, and sd-bus
+    /// refuses a server whose guid differs from the address's.
+    public static func forgettingServer(_ address: String) -> String {
+        address.split(separator: ";", omittingEmptySubsequences: false).map { entry -> String in
+            guard let colon = entry.firstIndex(of: ":") else { return String(entry) }
+            let keys = entry[entry.index(after: colon)...].split(separator: ",", omittingEmptySubsequences: false)
+                .filter { !$0.hasPrefix("guid=") }
+            return entry[...colon] + keys.joined(separator: ",")
+        }.joined(separator: ";")
     }
 }

@@ -176,6 +176,8 @@ extension EventLog {
         case .sleepDelayRefused(let reason): record("logind", ["sleepDelay": "refused", "reason": reason])
         case .sleepDelayReleased: record("logind", ["sleepDelay": "released"])
         case .lost(let reason): record("logind", ["state": "lost", "reason": reason])
+        case .reconnected(let session):
+            record("logind", ["state": "reconnected", "session": session ? "found" : "none"])
         }
     }
 }

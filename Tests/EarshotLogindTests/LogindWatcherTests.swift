@@ -66,6 +66,40 @@ struct LogindWatcherTests {
         #expect(reports.withLock { $0 }.filter { $0 == .sleepDelayReleased }.count == 1)
     }
 
+    @Test("The system bus restarts: the loss and the return said once each, the lock taken again, signals heard again")
+    func reconnectsAfterTheBusRestarts() async throws {
+        let logind = try FakeLogind()
+        defer { logind.stop() }
+        let events = LockedValue<[Event]>([])
+        let reports = LockedValue<[LogindReport]>([])
+        // The address with the daemon's guid, as a session's environment has it: the new daemon has another.
+        let watcher = LogindWatcher(
+            busAddress: logind.bus.printedAddress, sessionID: nil, userID: getuid(),
+            report: { report in reports.withLock { $0.append(report) } },
+            emit: { event in events.withLock { $0.append(event) } })
+        watcher.start()
+        defer { watcher.stop() }
+        try await waitUntil("the watcher holds its lock", timeout: .seconds(10)) {
+            try logind.inhibitorHolders() == ["Earshot"]
+        }
+        try logind.restartBus()
+        try await waitUntil("the watcher is back and holds its lock again", timeout: .seconds(20)) {
+            let back = reports.withLock { $0 }.contains { if case .reconnected = $0 { true } else { false } }
+            return try back && logind.inhibitorHolders() == ["Earshot"]
+        }
+        try logind.prepareForSleep(true)
+        try await waitUntil("the sleep's event on the new connection", timeout: .seconds(10)) {
+            events.withLock { $0 } == [.sessionLeft(.sleep)]
+        }
+        watcher.releaseSleepDelay()
+        try await waitUntil("the new lock released", timeout: .seconds(10)) { try logind.inhibitorHolders().isEmpty }
+        let said = reports.withLock { $0 }
+        #expect(said.filter { if case .lost = $0 { true } else { false } }.count == 1, "\(said)")
+        #expect(said.filter { if case .reconnected = $0 { true } else { false } }.count == 1, "\(said)")
+        #expect(!said.contains { if case .unavailable = $0 { true } else { false } }, "\(said)")
+        #expect(said.filter { $0 == .sleepDelayTaken }.count == 2, "\(said)")
+    }
+
     @Test("No bus at the address: unavailable, reported once, and the thread ends")
     func noBus() async throws {
         let reports = LockedValue<[LogindReport]>([])

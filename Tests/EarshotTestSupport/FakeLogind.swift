@@ -19,7 +19,8 @@ public final class FakeLogind: Sendable {
     public static let sessionPath = "/org/freedesktop/login1/session/c1"
     private static let manager = "/org/freedesktop/login1"
     private let busctl: String
-    private let mock: ChildProcess
+    /// The mock running now (a restart starts another).
+    private let mock: LockedValue<ChildProcess>
 
     /// Starts the bus and the mock, waits until logind answers on it, and adds the session.
     ///
@@ -31,18 +32,32 @@ public final class FakeLogind: Sendable {
             throw ToolkitError("/usr/bin/python3 is needed for the fake logind: apt-get install python3-dbusmock")
         }
         bus = try PrivateSessionBus()
-        // /usr/bin/python3 by name: Debian's dbusmock lives in its dist-packages, which another python3 on PATH lacks.
-        mock = try ChildProcess(
+        mock = LockedValue(try Self.launchMock(on: bus))
+        do {
+            try setUp()
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// Starts python3-dbusmock's logind template on `bus` (/usr/bin/python3 by name: Debian's dbusmock lives in its
+    /// dist-packages, which another python3 on PATH lacks).
+    private static func launchMock(on bus: PrivateSessionBus) throws -> ChildProcess {
+        try ChildProcess(
             "/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "logind"],
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PATH": "/usr/bin:/bin", "HOME": bus.directory.path],
             inheritsEnvironment: false)
+    }
+
+    /// Waits until the mock answers, then adds the session of the current user as its display session.
+    private func setUp() throws {
+        let running = mock.withLock { $0 }
         let deadline = ContinuousClock.now + .seconds(10)
         while (try? manager("ListInhibitors").succeeded) != true {
-            guard mock.isRunning, ContinuousClock.now < deadline else {
-                mock.kill()
-                bus.stop()
+            guard running.isRunning, ContinuousClock.now < deadline else {
                 throw ToolkitError("python3-dbusmock's logind did not come up (apt-get install python3-dbusmock): "
-                    + mock.standardError().trimmed)
+                    + running.standardError().trimmed)
             }
             usleep(20_000)
         }
@@ -61,8 +76,18 @@ public final class FakeLogind: Sendable {
 
     /// Stops the mock and its bus.
     public func stop() {
-        mock.kill()
+        mock.withLock { $0 }.kill()
         bus.stop()
+    }
+
+    /// Restarts the bus standing in for the system bus (killed, as a crash would, and started at the same address)
+    /// and the mock on it, with the same session: what a client sees when the system bus goes away and comes back.
+    public func restartBus() throws {
+        mock.withLock { $0 }.kill()
+        try bus.restart()
+        let fresh = try Self.launchMock(on: bus)
+        mock.withLock { $0 = fresh }
+        try setUp()
     }
 
     /// Emits `PrepareForSleep(starting)` from the manager: `true` announces a sleep, `false` the wake.
