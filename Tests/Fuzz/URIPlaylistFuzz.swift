@@ -1,6 +1,6 @@
 // libFuzzer target for what session clients and playlists hand Earshot as names: an MPRIS OpenUri string
-// (`URIParts`, `TrackPath.percentDecodedBytes`), a path's `file://` form (`TrackPath.fileURI`) and an M3U playlist
-// (`M3UReader`). Not a SwiftPM target: scripts/fuzz compiles it together with Sources/TrackPaths.
+// (`URIParts`, `TrackPath.percentDecodedBytes`), a path's `file://` form (`TrackPath.fileURI`) and an M3U or PLS
+// playlist (`M3UReader`). Not a SwiftPM target: scripts/fuzz compiles it together with Sources/TrackPaths.
 //
 // Besides "never crash", it checks four properties on every input:
 // - URIParts reads a text given as a String and as its UTF-8 bytes alike (OpenUri gives the one, playlists the other);
@@ -44,11 +44,15 @@ private func checkRoundTrip(_ bytes: [UInt8]) {
             "a path does not survive its own file:// URI")
 }
 
-/// The input as a playlist, read whole and in two chunks split where its first byte says.
+/// The input as a playlist of each format, read whole and in two chunks split where its first byte says.
 private func checkPlaylist(_ bytes: [UInt8]) {
-    let whole = M3UReader.entries(in: bytes)
+    for format in PlaylistFormat.allCases { checkPlaylist(bytes, format) }
+}
+
+private func checkPlaylist(_ bytes: [UInt8], _ format: PlaylistFormat) {
+    let whole = M3UReader.entries(in: bytes, format: format)
     let split = bytes.isEmpty ? 0 : Int(bytes[0]) * bytes.count / 256
-    var reader = M3UReader()
+    var reader = M3UReader(format: format)
     var chunked: [M3UEntry] = []
     reader.feed(Array(bytes[..<split])) { chunked.append($0) }
     reader.feed(Array(bytes[split...])) { chunked.append($0) }
