@@ -14,8 +14,9 @@
 //   the wake-up pipe, and return (`stop` then waits for the thread, unless called on it). `heldThrough` reads under
 //   `lock`.
 // - No session bus: reported once (`unavailable`), and the thread ends. A bus with none of the three services:
-//   reported once (`noService`), and asked again only at the next `hold()`, quietly. The bus lost later: reported
-//   (`lost`); whatever was held went with the connection.
+//   reported once (`noService`), and asked again only at the next `hold()`, quietly. The bus lost later (the session
+//   bus restarted): reported once (`lost`), whatever was held went with the connection; the thread tries again as
+//   the logind adapter does, says once that it is back (`reconnected`), and asks again if still wanted.
 import CSystemd
 import Dispatch
 import Glibc
@@ -33,8 +34,11 @@ public enum IdleInhibitorReport: Sendable, Equatable {
     case noService(reasons: [String])
     /// No session bus: the idle suspend is not held off.
     case unavailable(reason: String)
-    /// The connection to the session bus was lost, and with it anything held.
+    /// The connection to the session bus was lost, and with it anything held; the adapter tries again until it is
+    /// back.
     case lost(reason: String)
+    /// Connected again after a loss (an inhibitor still wanted is asked for again).
+    case reconnected
 }
 
 /// Holds the desktop's idle suspend off while asked to, through whichever service the session bus has.
@@ -62,6 +66,9 @@ public final class IdleInhibitor: @unchecked Sendable {
     /// The `holdRequests` last answered by asking the services (successfully or not).
     private var answeredHoldRequest = 0
     private var noServiceReported = false
+    /// One of the three services took its name on the bus since the last answer (NameOwnerChanged): a session whose
+    /// services start after Earshot, or come back after the bus did, is asked again.
+    private var serviceAppeared = false
 
     /// An inhibitor on the session bus at `busAddress`, or when nil the user's session bus
     /// (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`). `report` receives what the service logs.
@@ -138,38 +145,92 @@ public final class IdleInhibitor: @unchecked Sendable {
     // MARK: The inhibitor thread
 
     private func run() {
-        guard let connected = connect() else { return }
-        defer { sd_bus_flush_close_unref(connected) }
+        guard var connected = connect() else { return }
+        while true {
+            let lost = serve(connected)
+            sd_bus_flush_close_unref(connected)
+            guard let lost else { return }
+            // What was held went with the connection (the services drop a client that leaves).
+            setHeld(nil)
+            report(.lost(reason: lost))
+            guard let again = reconnect() else { return }
+            connected = again
+            report(.reconnected)
+            // Asked again on the new bus if the owner still wants it, whatever the last answer was.
+            answeredHoldRequest = -1
+        }
+    }
+
+    /// Serves the connection until a stop (nil, anything held given back) or its loss (the reason).
+    private func serve(_ connected: OpaquePointer) -> String? {
         // The services answer at once; a hung one must not keep a release waiting for long.
         _ = sd_bus_set_method_call_timeout(connected, 2_000_000)
+        followServiceNames(on: connected)
         let calls = InhibitorCalls(bus: connected)
         while true {
             let (stopping, wantedNow, request) = requested()
             if stopping {
                 if let held { _ = calls.giveBack(held) }
-                return
+                return nil
             }
             follow(wanted: wantedNow, request: request, calls: calls)
             let processed = sd_bus_process(connected, nil)
             if processed < 0 || sd_bus_is_open(connected) <= 0 {
-                report(.lost(reason: processed < 0 ? "errno \(-processed)" : "closed"))
-                setHeld(nil)
-                return
+                return processed < 0 ? "errno \(-processed)" : "closed"
             }
             if processed > 0 { continue }
             var deadline: UInt64 = 0
             let events = sd_bus_get_events(connected)
-            guard events >= 0, sd_bus_get_timeout(connected, &deadline) >= 0 else { return }
+            guard events >= 0, sd_bus_get_timeout(connected, &deadline) >= 0 else { return "cannot poll the bus" }
             BusPoll.wait(
                 wakePipe: wakePipe[0], descriptor: sd_bus_get_fd(connected), events: Int16(truncatingIfNeeded: events),
                 timeoutMilliseconds: BusPoll.relativeMilliseconds(untilMonotonicMicroseconds: deadline))
         }
     }
 
+    /// Connects again after a loss, waiting between attempts on the wake-up pipe (so `stop` is heard at once): after
+    /// 100 ms, then at most every 5 s. Nil when stopped first. Failed attempts are not reported: the loss was, once.
+    private func reconnect() -> OpaquePointer? {
+        var delayMilliseconds: Int32 = 100
+        while !requested().stop {
+            BusPoll.wait(wakePipe: wakePipe[0], descriptor: -1, events: 0, timeoutMilliseconds: delayMilliseconds)
+            if requested().stop { return nil }
+            if let connected = connect(reconnecting: true) { return connected }
+            delayMilliseconds = min(delayMilliseconds * 2, 5000)
+        }
+        return nil
+    }
+
+    /// Asks the bus daemon for `NameOwnerChanged` of the three services' names. No slots kept: the matches live
+    /// exactly as long as the connection, and the thread holds `self` meanwhile.
+    private func followServiceNames(on bus: OpaquePointer) {
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        for name in [InhibitorService.portalName, InhibitorService.gnomeName, InhibitorService.powerManagementName] {
+            let match = "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'"
+            _ = sd_bus_add_match(bus, nil, match, { message, owner, _ in
+                guard let message, let owner else { return 0 }
+                Unmanaged<IdleInhibitor>.fromOpaque(owner).takeUnretainedValue().nameOwnerChanged(message)
+                return 0
+            }, userdata)
+        }
+    }
+
+    /// `NameOwnerChanged(s name, s old, s new)` for one of the services (inside `sd_bus_process`): a new owner.
+    private func nameOwnerChanged(_ message: OpaquePointer) {
+        var name: UnsafePointer<CChar>?, old: UnsafePointer<CChar>?, new: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, InhibitorType.string, &name) > 0,
+              sd_bus_message_read_basic(message, InhibitorType.string, &old) > 0,
+              sd_bus_message_read_basic(message, InhibitorType.string, &new) > 0,
+              let new, new.pointee != 0 else { return }
+        serviceAppeared = true
+    }
+
     /// Takes or gives back the inhibitor as the owner last asked.
     private func follow(wanted: Bool, request: Int, calls: InhibitorCalls) {
-        if wanted, held == nil, request != answeredHoldRequest {
+        if wanted, held == nil, request != answeredHoldRequest || serviceAppeared {
             answeredHoldRequest = request
+            serviceAppeared = false
             let (taken, refusals) = calls.take()
             if let taken {
                 setHeld(taken)
@@ -202,14 +263,19 @@ public final class IdleInhibitor: @unchecked Sendable {
         lock.unlock()
     }
 
-    /// Connects to the session bus; nil (reported once) when that fails.
-    private func connect() -> OpaquePointer? {
+    /// Connects to the session bus; nil when that fails (reported, unless `reconnecting`: the loss was).
+    private func connect(reconnecting: Bool = false) -> OpaquePointer? {
         var opened: OpaquePointer?
         var result: Int32
-        if let busAddress {
+        // Again after a loss: the new daemon has another guid than the address may name.
+        var address = busAddress
+        if reconnecting, let given = busAddress ?? ProcessEnvironment.value(named: "DBUS_SESSION_BUS_ADDRESS") {
+            address = BusAddress.forgettingServer(given)
+        }
+        if let address {
             result = sd_bus_new(&opened)
             if result >= 0, let opened {
-                result = sd_bus_set_address(opened, busAddress)
+                result = sd_bus_set_address(opened, address)
                 if result >= 0 { result = sd_bus_set_bus_client(opened, 1) }
                 if result >= 0 { result = sd_bus_start(opened) }
             }
@@ -218,7 +284,7 @@ public final class IdleInhibitor: @unchecked Sendable {
         }
         guard result >= 0, let opened else {
             if let opened { sd_bus_unref(opened) }
-            report(.unavailable(reason: "no session bus (errno \(-result))"))
+            if !reconnecting { report(.unavailable(reason: "no session bus (errno \(-result))")) }
             return nil
         }
         return opened

@@ -196,6 +196,7 @@ extension EventLog {
             record("idleInhibitor", ["state": "noService", "reason": reasons.joined(separator: "; ")])
         case .unavailable(let reason): record("idleInhibitor", ["state": "unavailable", "reason": reason])
         case .lost(let reason): record("idleInhibitor", ["state": "lost", "reason": reason])
+        case .reconnected: record("idleInhibitor", ["state": "reconnected"])
         }
     }
 }

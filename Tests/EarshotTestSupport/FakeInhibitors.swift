@@ -3,7 +3,9 @@
 // `org.freedesktop.PowerManagement.Inhibit` (KDE's PowerDevil). Each is python3-dbusmock with the service's methods
 // added, which keeps the inhibitors it handed out and has not been given back; a test reads them (`held()`) and the
 // flags of every request (`requestedFlags()`). Run by /usr/bin/python3 like `FakeLogind`; missing tools are failures,
-// never skips.
+// never skips. As a real service does, a fake takes the service's name only once its methods answer: it starts under
+// a name of its own, gets its methods, then claims the service's name, so a client that asks as soon as the name
+// appears (Earshot follows NameOwnerChanged) finds them.
 
 import Foundation
 import Glibc
@@ -35,6 +37,9 @@ public final class FakeInhibitor: Sendable {
             case .powerManagement: return "/org/freedesktop/PowerManagement/Inhibit"
             }
         }
+
+        /// The name the fake starts under, before it claims `busName`.
+        var stagingName: String { "org.earshot.TestFake.\(rawValue)" }
 
         var interface: String {
             switch self {
@@ -87,11 +92,11 @@ public final class FakeInhibitor: Sendable {
             throw ToolkitError("/usr/bin/python3 is needed for the fake inhibitors: apt-get install python3-dbusmock")
         }
         mock = try ChildProcess(
-            "/usr/bin/python3", ["-m", "dbusmock", kind.busName, kind.path, kind.interface],
+            "/usr/bin/python3", ["-m", "dbusmock", kind.stagingName, kind.path, kind.interface],
             environment: ["DBUS_SESSION_BUS_ADDRESS": address, "PATH": "/usr/bin:/bin", "HOME": home.path],
             inheritsEnvironment: false)
         let deadline = ContinuousClock.now + .seconds(10)
-        while (try? mockCall("GetCalls", "", []).succeeded) != true {
+        while (try? mockCall("GetCalls", "", [], on: kind.stagingName).succeeded) != true {
             guard mock.isRunning, ContinuousClock.now < deadline else {
                 mock.kill()
                 throw ToolkitError("python3-dbusmock did not come up as \(kind.busName) (apt-get install "
@@ -100,12 +105,17 @@ public final class FakeInhibitor: Sendable {
             usleep(20_000)
         }
         for (name, input, output, code) in kind.methods {
-            try mockCall("AddMethod", "sssss", [kind.interface, name, input, output, code]).requireSuccess()
+            try mockCall("AddMethod", "sssss", [kind.interface, name, input, output, code], on: kind.stagingName)
+                .requireSuccess()
         }
-        // What a test reads: how many inhibitors are held now.
+        // What a test reads: how many inhibitors are held now; and the claim of the service's own name.
         try mockCall("AddMethod", "sssss", [
             "org.earshot.Test", "Held", "", "u", "ret = dbus.UInt32(len(getattr(self, 'held', set())))",
-        ]).requireSuccess()
+        ], on: kind.stagingName).requireSuccess()
+        let claim = "self.claimed = dbus.service.BusName('\(kind.busName)', self.connection)"
+        try mockCall("AddMethod", "sssss", ["org.earshot.Test", "Claim", "", "", claim], on: kind.stagingName)
+            .requireSuccess()
+        try run(["call", kind.stagingName, kind.path, "org.earshot.Test", "Claim"]).requireSuccess()
     }
 
     deinit {
@@ -146,8 +156,10 @@ public final class FakeInhibitor: Sendable {
         }
     }
 
-    private func mockCall(_ method: String, _ signature: String, _ arguments: [String]) throws -> CommandResult {
-        try run(["call", kind.busName, kind.path, "org.freedesktop.DBus.Mock", method]
+    private func mockCall(
+        _ method: String, _ signature: String, _ arguments: [String], on name: String
+    ) throws -> CommandResult {
+        try run(["call", name, kind.path, "org.freedesktop.DBus.Mock", method]
             + (signature.isEmpty ? [] : [signature]) + arguments)
     }
 

@@ -113,6 +113,31 @@ struct IdleInhibitorTests {
         }
     }
 
+    @Test("The session bus restarts while playing: the loss and the return said once each, held again on the new bus")
+    func heldAgainAfterTheBusRestarts() async throws {
+        try await ServiceHarness.run { harness in
+            let (fakes, service) = try await start(harness, [.gnomeSessionManager])
+            defer { fakes.forEach { $0.stop() } }
+            try harness.earshotChecked(["play", try harness.privatePositionTrack().path])
+            try await waitUntilHeld(fakes[0], 1, "play")
+            // The daemon killed and started again at the same address; the service on it went with it.
+            try harness.bus.restart()
+            fakes[0].stop()
+            let again = try FakeInhibitor(.gnomeSessionManager, busAddress: harness.bus.address,
+                                          home: harness.bus.directory)
+            defer { again.stop() }
+            try await waitUntil("held again on the new bus", timeout: Self.wait) { try again.held() == 1 }
+            let status = try harness.status()
+            #expect(status.playback == "playing" && status.idleInhibitorHeldBy == "gnomeSessionManager", "\(status)")
+            try harness.earshotChecked(["pause"])
+            try await waitUntilHeld(again, 0, "pause on the new bus")
+            let lines = service.standardError().components(separatedBy: "\n").filter { $0.contains("idleInhibitor") }
+            #expect(lines.filter { $0.contains("state=lost") }.count == 1, "\(lines)")
+            #expect(lines.filter { $0.contains("state=reconnected") }.count == 1, "\(lines)")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
     @Test("inhibitIdleSuspend off: nothing asked while playing")
     func keyOffAsksNothing() async throws {
         try await ServiceHarness.run { harness in
