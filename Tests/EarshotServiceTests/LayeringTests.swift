@@ -71,8 +71,8 @@ struct LayeringTests {
     /// The targets linked into `earshot` (Package.swift), whose sources must not import Foundation in any form.
     static let productTargets = [
         "EarshotCore", "TrackPaths", "SystemSupport", "AudioPipeline", "PulseOutput", "EarshotMPRIS",
-        "EarshotLogind", "EarshotIdleInhibitor", "RealtimeScheduling", "EarshotService", "EarshotJSON", "EarshotClients", "EarshotStorage",
-        "earshot",
+        "EarshotLogind", "EarshotIdleInhibitor", "RealtimeScheduling", "EarshotService", "EarshotJSON", "EarshotClients",
+        "EarshotStorage", "earshot",
     ]
 
     @Test("no target of the earshot product imports Foundation or FoundationEssentials (issue 14)")

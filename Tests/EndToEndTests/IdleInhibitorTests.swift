@@ -15,7 +15,9 @@ struct IdleInhibitorTests {
     /// Starts `kinds` on the harness's bus, then `earshot serve`.
     private func start(_ harness: ServiceHarness, _ kinds: [FakeInhibitor.Kind]) async throws
         -> ([FakeInhibitor], ChildProcess) {
-        let fakes = try kinds.map { try FakeInhibitor($0, busAddress: harness.bus.address, home: harness.bus.directory) }
+        let fakes = try kinds.map {
+            try FakeInhibitor($0, busAddress: harness.bus.address, home: harness.bus.directory)
+        }
         let service = try await harness.startService()
         return (fakes, service)
     }
