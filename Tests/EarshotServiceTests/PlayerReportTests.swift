@@ -114,4 +114,27 @@ struct PlayerReportTests {
         #expect(report.mprisSnapshot == MPRISSnapshot(playbackStatus: .stopped, volume: 1.0))
         #expect(report.lengthMicroseconds == nil)
     }
+
+    @Test("rule 23: status says whether the rules want the idle suspend held off, and which service holds it")
+    func idleInhibitor() {
+        var rules = PlayerState(
+            policy: ResumePolicy(inhibitIdleSuspend: true), playback: .playing,
+            queue: QueueCursor(trackCount: 2, index: 0), stream: StreamCondition(isOpen: true, isCorked: false))
+        rules.idleInhibitorHeld = true
+        var held = Self.report(rules)
+        held.output.idleInhibitorService = "portal"
+        #expect(held.status["idleInhibitorWanted"] as? Bool == true)
+        #expect(held.status["idleInhibitorHeldBy"] as? String == "portal")
+        #expect(StatusText.render(held.status).contains("idle suspend: held off (portal)"))
+        // Wanted, but no service took it (a bus with none of the three).
+        let unheld = Self.report(rules)
+        #expect(unheld.status["idleInhibitorHeldBy"] is JSONNull)
+        #expect(StatusText.render(unheld.status).contains("idle suspend: not held off (no service took it)"))
+        // Not playing: nothing wanted, nothing said.
+        rules.playback = .paused(.user)
+        rules.idleInhibitorHeld = false
+        let paused = Self.report(rules)
+        #expect(paused.status["idleInhibitorWanted"] as? Bool == false)
+        #expect(!StatusText.render(paused.status).contains("idle suspend"))
+    }
 }
