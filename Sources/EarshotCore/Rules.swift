@@ -83,8 +83,8 @@ extension PlayerState {
                 tracksAdded(from: first)
             }
             return []
-        case .queueRestored(let trackCount, let index):
-            return restoreQueue(trackCount: trackCount, index: index)
+        case .queueRestored(let trackCount, let index, let milliseconds):
+            return restoreQueue(trackCount: trackCount, index: index, milliseconds: milliseconds)
         case .trackFailed(let index, let failure, let inARow):
             return trackFailed(index, failure, failuresInARow: inARow)
         case .streamCorked:
@@ -277,7 +277,8 @@ extension PlayerState {
             queue = .empty
             reshuffleForNewQueue()
             resumeIntent = .none
-            return wasPlaying ? [.cork] : []
+            // The decoder lets go of the old queue: nothing decoded from it is queued or reported as the new one's.
+            return (wasPlaying ? [.cork] : []) + [.cue(index: 0, milliseconds: 0)]
         }
         queue = QueueCursor(trackCount: trackCount, index: min(max(startIndex, 0), trackCount - 1))
         reshuffleForNewQueue()
@@ -285,20 +286,21 @@ extension PlayerState {
             // Playing (or waiting to play) carries on with the new queue.
             return [.playTrack(index: queue.index)]
         }
-        // A new queue is ready but never starts by itself.
+        // A new queue is ready but never starts by itself; the decoder moves to its first track.
         playback = .stopped
         resumeIntent = .none
-        return []
+        return [.cue(index: queue.index, milliseconds: 0)]
     }
 
-    private mutating func restoreQueue(trackCount: Int, index: Int) -> [Command] {
+    private mutating func restoreQueue(trackCount: Int, index: Int, milliseconds: Int) -> [Command] {
         // Only a fresh player restores: anything else already has a queue the user chose.
         guard playback == .idle, trackCount > 0, (0..<trackCount).contains(index) else { return [] }
         queue = QueueCursor(trackCount: trackCount, index: index)
         playback = .paused(.restored)
         // The saved order follows (`playModesRestored`); until then a shuffle on keeps the restored track.
         if shuffle != nil { _ = restorePlayModes(repeat: repeatMode, shuffle: shuffle) }
-        return []
+        // The decoder waits at the saved position, for the user's play.
+        return [.cue(index: index, milliseconds: max(milliseconds, 0))]
     }
 
     // MARK: Helpers

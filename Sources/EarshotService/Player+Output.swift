@@ -318,7 +318,9 @@ extension Player {
     /// step in progress may be opening a file on a slow disk): a new ring generation keeps whatever that step still
     /// writes from being heard, and the decoder answers it with `.restarted` once it has taken the new position (see
     /// `DecodeWorker`, "Repositioning"). The three steps' order is the ring's protocol.
-    func reposition(to position: TrackPosition) {
+    /// `milliseconds`: the decoder seeks to that time at the track's own rate, which the owner may not know yet (it
+    /// opens no files): `position` is then what the listener is shown until the track starts.
+    func reposition(to position: TrackPosition, milliseconds: Int? = nil) {
         repositionCount += 1
         workerLoaded = true
         // 1. From here on the ring's consumer reads nothing until the decoder answers this generation.
@@ -337,7 +339,13 @@ extension Player {
         }
         // 3. The decoder's new work, after the discard (which could otherwise drop the new audio's first frames). The
         // queue may have changed: the worker takes the current one.
-        worker.reposition(paths: paths, trackIndex: position.trackIndex, frame: position.frame, generation: generation)
+        if let milliseconds {
+            worker.reposition(paths: paths, trackIndex: position.trackIndex, milliseconds: milliseconds,
+                              generation: generation)
+        } else {
+            worker.reposition(paths: paths, trackIndex: position.trackIndex, frame: position.frame,
+                              generation: generation)
+        }
         // Where the new audio starts in the ring comes with `.restarted`.
         listening.repositioned(to: position, floorRingFrame: nil)
         pendingFormatChange = nil

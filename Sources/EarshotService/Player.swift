@@ -89,7 +89,7 @@ actor Player {
     var progressShown = false
     /// Bumped whenever the queue is replaced, so MPRIS track ids of a new queue differ from the old ones.
     var queueGeneration = 0
-    /// Counts repositions, so a queue replacement can tell whether the rules already moved the decoder.
+    /// Counts repositions: the state writer saves the position again after one (`SaveSchedule`).
     var repositionCount = 0
     /// The heard frame when the stream last (re)started running: once the listener has heard past it, the sink
     /// really consumes audio (`heardSinceStart`), which the stall watchdog reports with its measurement.
@@ -346,6 +346,11 @@ actor Player {
             if let length = tracks[index]?.lengthFrames { frame = min(frame, max(length - 1, 0)) }
             reposition(to: TrackPosition(trackIndex: index, frame: frame, sampleRate: rate))
             mpris?.emitSeeked(positionMicroseconds: Int64(frame) * 1_000_000 / Int64(max(rate, 1)))
+        case .cue(let index, let milliseconds):
+            // Also for an empty queue: the decoder lets go of the old one.
+            let rate = tracks[index]?.format.sampleRate ?? 44_100
+            reposition(to: TrackPosition(trackIndex: index, frame: milliseconds * rate / 1000, sampleRate: rate),
+                       milliseconds: milliseconds)
         case .setVolume:
             // The user's volume, under the fade and duck gains (status and MPRIS show the user's).
             sendVolume()
