@@ -23,8 +23,8 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Create a stream (corked) on the server's default sink: the configured sink refused the last one
     /// (`configuredSinkRefused`). Reported like `openStream`.
     case openStreamOnDefaultSink
-    /// Close the stream: it refused a command and cannot be trusted to be quiet or to play (`outputCommandFailed`).
-    /// Nothing is reported back; the rules already count it as closed.
+    /// Close the stream: it refused a command and cannot be trusted to be quiet or to play (`outputCommandFailed`),
+    /// or the service is stopping. Nothing is reported back; the rules already count it as closed.
     case closeStream
     /// Flush and start decoding track `index` from its beginning.
     case playTrack(index: Int)

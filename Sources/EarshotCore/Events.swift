@@ -248,6 +248,8 @@ public enum Event: Hashable, Sendable {
     case userToggle
     /// Stop: quiet, and the next play starts the current track from its beginning.
     case userStop
+    /// The service is stopping (SIGINT, SIGTERM, the session ending it): nothing of it may sound from here on.
+    case serviceStopping
     /// Go to the next track.
     case userNext
     /// Go to the previous track (or the start of the first one).
@@ -351,6 +353,7 @@ extension Event: CustomStringConvertible {
         case .userPause: return "userPause"
         case .userToggle: return "userToggle"
         case .userStop: return "userStop"
+        case .serviceStopping: return "serviceStopping"
         case .userNext: return "userNext"
         case .userPrevious: return "userPrevious"
         case .userSeek(let milliseconds): return "userSeek(\(milliseconds)ms)"

@@ -49,6 +49,13 @@ extension PlayerState {
             return isPlaying || waitingForInterruptionEnd ? pause() : play()
         case .userStop:
             return stop()
+        case .serviceStopping:
+            // Quiet first, before the service stops anything that may wait: a cork of an open stream (an uncork may
+            // be on its way), then the stream closed (one still opening too: the executor closes whatever it has).
+            // The playback is kept: the next start restores the queue paused all the same (rule 12).
+            let quiet: [Command] = stream.isOpen ? [.cork] : []
+            stream = StreamCondition(isOpen: false, isCorked: true)
+            return quiet + [.closeStream]
         case .userNext:
             // Under `repeat track` too, next moves on (as MPD does); past the queue's end only when it repeats.
             return moveCursor(to: track(after: queue.index, trackEnded: false))

@@ -269,14 +269,8 @@ extension Player {
         // Saved where the listener is now, not where the last tick (up to a track ago) found them.
         settleAtHeardPosition()
         // Quiet first, before anything that may wait: the log (a client reading it), MPRIS's stop (its bus thread may
-        // be waiting for this owner, up to its 10 s timeout).
-        do {
-            try stream?.cork()
-        } catch {
-            // Closing the stream below quiets it all the same.
-            log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])
-        }
-        closeStream()
+        // be waiting for this owner, up to its 10 s timeout). The rules cork and close the stream.
+        dispatch(.serviceStopping)
         log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         // Handed to the writer, flushed to disk by it; the service waits for that after the owner has stopped.
         saveState(final: true)

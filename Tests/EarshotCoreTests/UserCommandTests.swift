@@ -117,6 +117,21 @@ struct UserCommandTests {
         }
     }
 
+    @Test("A stopping service corks an open stream and closes it, whatever it was doing; the playback is kept")
+    func serviceStopping() {
+        var playing = RuleStore(Given.playing)
+        playing.send(.serviceStopping, commands: [.cork, .closeStream]) {
+            $0.stream = StreamCondition(isOpen: false, isCorked: true)
+        }
+        var paused = RuleStore(Given.pausedByUser)
+        paused.send(.serviceStopping, commands: [.cork, .closeStream]) {
+            $0.stream = StreamCondition(isOpen: false, isCorked: true)
+        }
+        // No stream the rules know of (one may be opening): it is closed all the same.
+        var idle = RuleStore(PlayerState(stream: StreamCondition(isOpen: false, isCorked: true)))
+        idle.send(.serviceStopping, commands: [.closeStream])
+    }
+
     @Test("A restored queue waits, paused, for the user; play then uncorks at the saved position")
     func restoredQueue() {
         var store = RuleStore(Given.idle)
