@@ -60,10 +60,9 @@ actor Player {
     var connection: PulseConnection? { link.connection }
     var stream: PlaybackStream? { link.stream }
     var streamOpening: StreamOpening? { link.streamOpening }
-    /// A cork was sent and its acknowledgement has not arrived yet.
-    var corkInFlight = false
-    /// The rules' flush waits for that acknowledgement (`flushWhenCorked`).
-    var flushAwaitsCork = false
+    /// What waits for the server's or the decoder's answer: the flush, the uncork, the refill, the fades
+    /// (`OutputSequence`).
+    var sequence = OutputSequence()
 
     /// Where the listener is, from the ring frames the stream's timing names (see `HeardPosition`).
     var listening = HeardPosition()
@@ -71,10 +70,6 @@ actor Player {
     var heard: TrackPosition? { listening.current }
     /// A format change waits until the listener has heard everything before `ringFrame`.
     var pendingFormatChange: (format: AudioFormat, ringFrame: Int)?
-    /// An uncork the rules asked for waits for the decoder to buffer audio (`uncorkWhenDecoded`).
-    var uncorkWaitsForAudio = false
-    /// A flushed running stream waits for the decoder to refill the ring (`refillWhenDecoded`).
-    var refillWaitsForAudio = false
     /// Where the queue's audio ends in the ring, once the decoder has finished it.
     var queueEndRingFrame: Int?
     /// What the stream's drain in progress is for; its `.drained` notice completes it.
@@ -116,12 +111,6 @@ actor Player {
     /// a ramp is under way.
     var edges: VolumeEdges
     let edgeTimer: TickTimer
-    /// A fade-out is under way, and the cork follows it (`corkWhenFadedOut`).
-    var corkAfterFade = false
-    /// A resume's fade-in starts when the server acknowledges the uncork.
-    var fadeInAwaitsUncork = false
-    /// Volume settings sent and not yet answered.
-    var volumeSetsInFlight = 0
     /// What MPRIS was last told, so that it is told only changes.
     var publishedSnapshot: MPRISSnapshot?
     /// The playback shown last on the progress line, so that a change is shown at once.
@@ -282,7 +271,7 @@ actor Player {
 
     func perform(_ command: Command) {
         // A flush waiting for its cork's acknowledgement goes first: the output carries commands out in order.
-        if command != .flush { carryOutWaitingFlush() }
+        if command != .flush && sequence.beforeCommand() { flushNow() }
         switch command {
         case .fadeOutAndCork:
             fadeOutAndCork()
@@ -296,7 +285,7 @@ actor Player {
             do {
                 // Sent, not waited for: its acknowledgement (`.corked`) brings `streamCorked` (`streamNoticed`).
                 try stream.cork()
-                corkInFlight = true
+                sequence.corkSent()
             } catch {
                 log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])
                 dispatch(.outputCommandFailed)
