@@ -116,10 +116,28 @@ public final class DecodeWorker: @unchecked Sendable {
     /// The most markers kept, whatever their age.
     private static let markerLimit = 512
 
-    /// A start point in the queue.
+    /// A start point in the queue: a frame at the track's output rate, or milliseconds when that rate is not known
+    /// yet (a restored position), turned into a frame once the track is open.
     private struct StartPoint {
         var index: Int
         var frame: Int
+        var milliseconds: Int?
+        /// The controller named the track after a failed one (`skipFailedTrack`): the failures in a row go on counting.
+        /// Any other start point is a new start, and counts afresh.
+        var afterFailure = false
+
+        init(index: Int, frame: Int, milliseconds: Int? = nil, afterFailure: Bool = false) {
+            self.index = index
+            self.frame = frame
+            self.milliseconds = milliseconds
+            self.afterFailure = afterFailure
+        }
+
+        /// The frame to seek to in a track decoded at `format`.
+        func frame(in format: AudioFormat) -> Int {
+            guard let milliseconds else { return frame }
+            return milliseconds * format.sampleRate / 1000
+        }
     }
 
     /// The controller's requests and the worker's acknowledgements.
@@ -236,9 +254,20 @@ public final class DecodeWorker: @unchecked Sendable {
     /// "Repositioning"). Returns at once: the worker takes it between two steps, answers the generation and posts
     /// `.restarted`.
     public func reposition(paths: TrackList, trackIndex: Int, frame: Int, generation: Int) {
+        reposition(paths: paths, start: StartPoint(index: trackIndex, frame: frame), generation: generation)
+    }
+
+    /// As `reposition(paths:trackIndex:frame:generation:)`, at `milliseconds` into the track: the worker turns it into
+    /// a frame at the track's own rate once the track is open (the controller does not open files to learn it).
+    public func reposition(paths: TrackList, trackIndex: Int, milliseconds: Int, generation: Int) {
+        reposition(paths: paths, start: StartPoint(index: trackIndex, frame: 0, milliseconds: milliseconds),
+                   generation: generation)
+    }
+
+    private func reposition(paths: TrackList, start: StartPoint, generation: Int) {
         control.lock()
         state.queue = paths
-        state.restart = StartPoint(index: trackIndex, frame: frame)
+        state.restart = start
         state.unansweredGeneration = generation
         control.broadcast()
         control.unlock()
@@ -282,7 +311,7 @@ public final class DecodeWorker: @unchecked Sendable {
         if state.failedAwaitingSkip == failed && state.restart == nil {
             state.failedAwaitingSkip = nil
             // Past the queue's end, the worker reports the queue finished (`open`).
-            state.restart = StartPoint(index: next ?? state.queue.count, frame: 0)
+            state.restart = StartPoint(index: next ?? state.queue.count, frame: 0, afterFailure: true)
             control.broadcast()
         }
         control.unlock()
@@ -411,6 +440,7 @@ public final class DecodeWorker: @unchecked Sendable {
                 work.superseded = work.track ?? work.superseded
                 work.track = nil
                 work.next = restart
+                if !restart.afterFailure { work.failuresInARow = 0 }
                 state.failedAwaitingSkip = nil
                 if let generation = state.unansweredGeneration {
                     state.unansweredGeneration = nil
@@ -502,7 +532,7 @@ public final class DecodeWorker: @unchecked Sendable {
         // A start in the file the superseded track was decoding seeks in its decoder (the same track, opened from
         // the same path). A decoder that cannot seek there is let go, and the file opened afresh.
         if let superseded, superseded.index == start.index, superseded.path == path,
-           (try? superseded.decoder.seek(toFrame: start.frame)) != nil {
+           (try? superseded.decoder.seek(toFrame: start.frame(in: superseded.decoder.format))) != nil {
             work.track = superseded
             work.failuresInARow = 0
             requestActivation(.trackStart, format: superseded.decoder.format, &work)
@@ -514,8 +544,10 @@ public final class DecodeWorker: @unchecked Sendable {
             // other formats come at their own rate, and a change is announced like any other (`.formatChange`).
             let decoder = try AudioFileKind.openDecoder(path: path,
                                                         outputRate: work.ringFormat?.sampleRate)
-            if start.frame > 0 {
-                try decoder.seek(toFrame: start.frame)
+            let frame = start.frame(in: decoder.format)
+            if frame > 0 {
+                // A restored position past the track's end (the file changed since) starts at its last frame.
+                try decoder.seek(toFrame: decoder.lengthFrames.map { min(frame, max($0 - 1, 0)) } ?? frame)
             }
             work.track = (start.index, path, decoder)
             work.failuresInARow = 0

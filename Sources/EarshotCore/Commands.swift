@@ -23,8 +23,8 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Create a stream (corked) on the server's default sink: the configured sink refused the last one
     /// (`configuredSinkRefused`). Reported like `openStream`.
     case openStreamOnDefaultSink
-    /// Close the stream: it refused a command and cannot be trusted to be quiet or to play (`outputCommandFailed`).
-    /// Nothing is reported back; the rules already count it as closed.
+    /// Close the stream: it refused a command and cannot be trusted to be quiet or to play (`outputCommandFailed`),
+    /// or the service is stopping. Nothing is reported back; the rules already count it as closed.
     case closeStream
     /// Flush and start decoding track `index` from its beginning.
     case playTrack(index: Int)
@@ -37,6 +37,10 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case queueEnded
     /// Flush and continue from `milliseconds` into the current track.
     case seek(milliseconds: Int)
+    /// Flush and have the decoder take the current queue from `milliseconds` into track `index`, without uncorking: a
+    /// new queue's first track, or the restored position, made ready for the user's play. The decoder never moves
+    /// without a command; an empty queue leaves it nothing to decode.
+    case cue(index: Int, milliseconds: Int)
     /// Play out what the stream holds up to `boundary`, with no silence after it; the executor reports it played with
     /// `formatChangeReached` or `queuePlayedOut`.
     case drain(OutputBoundary)
@@ -77,6 +81,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
             return "skipFailedTrack(\(failed), next: \(next.map(String.init) ?? "none"))"
         case .queueEnded: return "queueEnded"
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
+        case .cue(let index, let milliseconds): return "cue(\(index), \(milliseconds)ms)"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
         case .drain(let boundary): return "drain(\(boundary))"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"

@@ -248,6 +248,8 @@ public enum Event: Hashable, Sendable {
     case userToggle
     /// Stop: quiet, and the next play starts the current track from its beginning.
     case userStop
+    /// The service is stopping (SIGINT, SIGTERM, the session ending it): nothing of it may sound from here on.
+    case serviceStopping
     /// Go to the next track.
     case userNext
     /// Go to the previous track (or the start of the first one).
@@ -276,9 +278,9 @@ public enum Event: Hashable, Sendable {
     case queueReplaced(trackCount: Int, startIndex: Int)
     /// Tracks were added to the end of the queue, which now holds `trackCount`.
     case queueExtended(trackCount: Int)
-    /// A saved queue of `trackCount` tracks was restored at track `index` (and a saved position in it).
+    /// A saved queue of `trackCount` tracks was restored at track `index`, `positionMilliseconds` into it.
     /// Starting the service is like a replug: it never makes a sound by itself.
-    case queueRestored(trackCount: Int, index: Int)
+    case queueRestored(trackCount: Int, index: Int, positionMilliseconds: Int)
     /// The saved repeat mode and shuffled order were restored, after the saved queue.
     case playModesRestored(repeat: RepeatMode, shuffle: ShuffleOrder?)
 
@@ -351,6 +353,7 @@ extension Event: CustomStringConvertible {
         case .userPause: return "userPause"
         case .userToggle: return "userToggle"
         case .userStop: return "userStop"
+        case .serviceStopping: return "serviceStopping"
         case .userNext: return "userNext"
         case .userPrevious: return "userPrevious"
         case .userSeek(let milliseconds): return "userSeek(\(milliseconds)ms)"
@@ -363,7 +366,8 @@ extension Event: CustomStringConvertible {
         case .externalPlayPause(let sender): return "externalPlayPause(\(sender))"
         case .queueReplaced(let count, let start): return "queueReplaced(\(count) tracks, at \(start))"
         case .queueExtended(let count): return "queueExtended(\(count) tracks)"
-        case .queueRestored(let count, let index): return "queueRestored(\(count) tracks, at \(index))"
+        case .queueRestored(let count, let index, let milliseconds):
+            return "queueRestored(\(count) tracks, at \(index), \(milliseconds)ms)"
         case .playModesRestored(let mode, let shuffle):
             return "playModesRestored(repeat \(mode), shuffle \(shuffle == nil ? "off" : "on"))"
         case .trackFailed(let index, let failure, let inARow):

@@ -51,6 +51,13 @@ extension PlayerState {
             return isPlaying || waitingForInterruptionEnd ? pause() : play()
         case .userStop:
             return stop()
+        case .serviceStopping:
+            // Quiet first, before the service stops anything that may wait: a cork of an open stream (an uncork may
+            // be on its way), then the stream closed (one still opening too: the executor closes whatever it has).
+            // The playback is kept: the next start restores the queue paused all the same (rule 12).
+            let quiet: [Command] = stream.isOpen ? [.cork] : []
+            stream = StreamCondition(isOpen: false, isCorked: true)
+            return quiet + [.closeStream]
         case .userNext:
             // Under `repeat track` too, next moves on (as MPD does); past the queue's end only when it repeats.
             return moveCursor(to: track(after: queue.index, trackEnded: false))
@@ -85,8 +92,8 @@ extension PlayerState {
                 tracksAdded(from: first)
             }
             return []
-        case .queueRestored(let trackCount, let index):
-            return restoreQueue(trackCount: trackCount, index: index)
+        case .queueRestored(let trackCount, let index, let milliseconds):
+            return restoreQueue(trackCount: trackCount, index: index, milliseconds: milliseconds)
         case .trackFailed(let index, let failure, let inARow):
             return trackFailed(index, failure, failuresInARow: inARow)
         case .streamCorked:
@@ -279,7 +286,8 @@ extension PlayerState {
             queue = .empty
             reshuffleForNewQueue()
             resumeIntent = .none
-            return wasPlaying ? [.cork] : []
+            // The decoder lets go of the old queue: nothing decoded from it is queued or reported as the new one's.
+            return (wasPlaying ? [.cork] : []) + [.cue(index: 0, milliseconds: 0)]
         }
         queue = QueueCursor(trackCount: trackCount, index: min(max(startIndex, 0), trackCount - 1))
         reshuffleForNewQueue()
@@ -287,20 +295,21 @@ extension PlayerState {
             // Playing (or waiting to play) carries on with the new queue.
             return [.playTrack(index: queue.index)]
         }
-        // A new queue is ready but never starts by itself.
+        // A new queue is ready but never starts by itself; the decoder moves to its first track.
         playback = .stopped
         resumeIntent = .none
-        return []
+        return [.cue(index: queue.index, milliseconds: 0)]
     }
 
-    private mutating func restoreQueue(trackCount: Int, index: Int) -> [Command] {
+    private mutating func restoreQueue(trackCount: Int, index: Int, milliseconds: Int) -> [Command] {
         // Only a fresh player restores: anything else already has a queue the user chose.
         guard playback == .idle, trackCount > 0, (0..<trackCount).contains(index) else { return [] }
         queue = QueueCursor(trackCount: trackCount, index: index)
         playback = .paused(.restored)
         // The saved order follows (`playModesRestored`); until then a shuffle on keeps the restored track.
         if shuffle != nil { _ = restorePlayModes(repeat: repeatMode, shuffle: shuffle) }
-        return []
+        // The decoder waits at the saved position, for the user's play.
+        return [.cue(index: index, milliseconds: max(milliseconds, 0))]
     }
 
     // MARK: Helpers

@@ -270,14 +270,8 @@ extension Player {
         // Saved where the listener is now, not where the last tick (up to a track ago) found them.
         settleAtHeardPosition()
         // Quiet first, before anything that may wait: the log (a client reading it), MPRIS's stop (its bus thread may
-        // be waiting for this owner, up to its 10 s timeout).
-        do {
-            try stream?.cork()
-        } catch {
-            // Closing the stream below quiets it all the same.
-            log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])
-        }
-        closeStream()
+        // be waiting for this owner, up to its 10 s timeout). The rules cork and close the stream.
+        dispatch(.serviceStopping)
         log.record("service", ["state": "stopping", "signal": signal == SIGINT ? "INT" : "TERM"])
         // Handed to the writer, flushed to disk by it; the service waits for that after the owner has stopped.
         saveState(final: true)
@@ -303,14 +297,9 @@ extension Player {
         tracks = [:]
         queueGeneration += 1
         announcedTrack = nil
-        let repositionsBefore = repositionCount
+        // The rules move the decoder to the new queue (`playTrack` or `cue`).
         dispatch(.queueReplaced(trackCount: newPaths.count, startIndex: 0))
         if play { dispatch(.userPlay) }
-        if repositionCount == repositionsBefore && workerLoaded {
-            // The rules did not start the new queue: still move the decoder off the old one, so nothing decoded
-            // from it is queued or reported as the new queue's.
-            reposition(to: TrackPosition(trackIndex: 0, frame: 0, sampleRate: 44_100))
-        }
         saveState()
     }
 
@@ -350,16 +339,12 @@ extension Player {
         case .restored(let saved, let positionFile):
             paths = saved.queue
             dispatch(.userVolume(percent: saved.volumePercent))
-            dispatch(.queueRestored(trackCount: saved.queue.count, index: saved.trackIndex))
+            // The rules cue the decoder at the saved position (in milliseconds: the decoder turns them into frames at
+            // the track's rate once it has opened it, off this thread).
+            dispatch(.queueRestored(trackCount: saved.queue.count, index: saved.trackIndex,
+                                    positionMilliseconds: saved.positionMilliseconds))
             restorePlayModes(saved.playModes)
             savedModes = savedPlayModes
-            if rules.playback == .paused(.restored) {
-                // The saved position is in milliseconds; the decoder needs frames at the track's output rate.
-                let track = saved.queue[saved.trackIndex]
-                let rate = (try? AudioFileKind.openDecoder(path: track))?.format.sampleRate ?? 44_100
-                reposition(to: TrackPosition(trackIndex: saved.trackIndex,
-                                             frame: saved.positionMilliseconds * rate / 1000, sampleRate: rate))
-            }
             // Without a queue id (an earlier version's file) the queue is written again with one: the next save.
             saving.restored(saved, repositions: repositionCount)
             log.record("state", ["restored": "queue", "tracks": "\(saved.queue.count)",

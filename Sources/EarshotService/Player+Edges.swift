@@ -11,19 +11,15 @@ extension Player {
     /// The rules' `fadeOutAndCork`: a stream that plays fades out, then corks (`volumeAcknowledged`); one that does
     /// not play yet (still opening, waiting for audio, its uncork not acknowledged), or with fades off, corks now.
     func fadeOutAndCork() {
-        guard edges.fades, let stream, streamOpening == nil, !uncorkWaitsForAudio, !stream.isCorked else {
-            return perform(.cork)
-        }
-        fadeInAwaitsUncork = false
-        corkAfterFade = true
+        let plays = stream.map { streamOpening == nil && !$0.isCorked } ?? false
+        guard sequence.fadeOutRequested(fades: edges.fades, streamPlays: plays) else { return perform(.cork) }
         edges.fadeOut()
         stepEdges()
     }
 
     /// Before a cork at once: a fade-out under way gives way to it (the cork is sent now, not after the ramp).
     func fadeGivesWayToCork() {
-        corkAfterFade = false
-        fadeInAwaitsUncork = false
+        sequence.corkOverridesFade()
         edges.holdFade()
         edgeTimer.disarm()
     }
@@ -31,22 +27,21 @@ extension Player {
     /// Before the rules' uncork: every resume fades in. A fade-out under way turns round from where it is (the stream
     /// still plays); otherwise the stream is silenced before its uncork is sent, and ramps up once acknowledged.
     func prepareFadeIn() {
-        guard edges.fades else { return }
-        if corkAfterFade {
-            corkAfterFade = false
+        switch sequence.fadeInRequested(fades: edges.fades) {
+        case .none:
+            break
+        case .turnRound:
             edges.fadeIn()
             stepEdges()
-            return
+        case .silenceUntilUncorked:
+            edges.silenceForFadeIn()
+            sendVolume()
         }
-        edges.silenceForFadeIn()
-        fadeInAwaitsUncork = true
-        sendVolume()
     }
 
     /// The server acknowledged an uncork: a fade-in waiting for it starts.
     func uncorkAcknowledgedForFade() {
-        guard fadeInAwaitsUncork else { return }
-        fadeInAwaitsUncork = false
+        guard sequence.uncorkAcknowledged() else { return }
         edges.fadeIn()
         stepEdges()
     }
@@ -54,7 +49,7 @@ extension Player {
     /// The server acknowledged a cork: a stream that faded out shows the user's volume again while it is quiet (a
     /// mixer, a test, reads it), and the next resume silences it before its uncork (`prepareFadeIn`).
     func corkAcknowledgedForFade() {
-        guard edges.isFadedOut, !corkAfterFade, !fadeInAwaitsUncork else { return }
+        guard sequence.restoresVolumeAfterCork(fadedOut: edges.isFadedOut) else { return }
         edges.restoreAfterCork()
         sendVolume()
     }
@@ -82,7 +77,7 @@ extension Player {
         guard let stream, streamOpening?.isReady ?? true else { return }
         do {
             try stream.setVolume(percent: rules.volumePercent, gain: edges.gain)
-            volumeSetsInFlight += 1
+            sequence.volumeSent()
         } catch {
             // Rule 15: a refused setting changes nothing, but is reported (OutputOutcomes).
             log.record("output", ["command": "setVolume", "error": "\(error.code.rawValue)"])
@@ -92,22 +87,20 @@ extension Player {
 
     /// The server answered a volume setting (applied or refused): once the silence of a fade-out is in place, the cork.
     func volumeAcknowledged() {
-        volumeSetsInFlight = max(volumeSetsInFlight - 1, 0)
+        sequence.volumeAnswered()
         corkWhenFadedOut()
     }
 
     /// Sends the cork a fade-out waits for, once the ramp is over and the server has every step.
     func corkWhenFadedOut() {
-        guard corkAfterFade, edges.isFadedOut, !edges.isRamping, volumeSetsInFlight == 0 else { return }
-        corkAfterFade = false
+        guard sequence.fadeOutCorkDue(fadedOut: edges.isFadedOut, ramping: edges.isRamping) else { return }
         log.record("output", ["fade": "out", "action": "cork"])
         perform(.cork)
     }
 
     /// The stream (re)opened: its volume is the user's under the current gains, sent with its settings.
     func streamVolumeOnOpen() {
-        volumeSetsInFlight = 0
-        corkAfterFade = false
+        sequence.streamOpened()
         if rules.volumePercent != 100 || edges.gain != 1 { sendVolume() }
     }
 }

@@ -182,7 +182,7 @@ extension Player {
     /// then (`decodedAudioArrived`); a cork or a closed stream in between withdraws the uncork.
     func uncorkWhenDecoded() {
         if awaitDecodedAudio() {
-            uncorkWaitsForAudio = true
+            sequence.uncorkWaitsForAudio()
             return
         }
         uncork()
@@ -211,25 +211,17 @@ extension Player {
     /// The decoder buffered what a waiting uncork or refill needs, or will write nothing more before the stream
     /// plays (the queue's end, a format change): the uncork or the refill is carried out now.
     func decodedAudioArrived() {
-        guard uncorkWaitsForAudio || refillWaitsForAudio else { return }
+        guard sequence.awaitsAudio else { return }
         worker.noticeWhenBuffered(frames: nil)
-        if refillWaitsForAudio {
-            refillWaitsForAudio = false
-            stream?.refilled()
-        }
-        if uncorkWaitsForAudio {
-            uncorkWaitsForAudio = false
-            uncork()
-        }
+        let due = sequence.audioArrived()
+        if due.refill { stream?.refilled() }
+        if due.uncork { uncork() }
     }
 
     /// Withdraws an uncork or a refill that waits for decoded audio (a cork came first, or the stream closed; an
     /// uncork ends the stream's refill too).
     func withdrawWaitingUncork() {
-        guard uncorkWaitsForAudio || refillWaitsForAudio else { return }
-        uncorkWaitsForAudio = false
-        refillWaitsForAudio = false
-        worker.noticeWhenBuffered(frames: nil)
+        if sequence.withdrawAudioWaits() { worker.noticeWhenBuffered(frames: nil) }
     }
 
     /// The rules' flush (after a cork: rule 10). It drops what is queued and continues decoding at the position heard,
@@ -238,20 +230,13 @@ extension Player {
     /// sink's streams before its SINK REMOVE arrives), so the flush waits for `.corked`, which comes with fresh timing.
     /// It is carried out then, or before the next command, or when the stream closes, whichever comes first.
     func flushWhenCorked() {
-        if corkInFlight && stream != nil {
-            flushAwaitsCork = true
-            return
-        }
-        flushAwaitsCork = false
-        reposition(to: currentHeardPosition() ?? TrackPosition(trackIndex: rules.queue.index, frame: 0,
-                                                                 sampleRate: 44_100))
+        if sequence.flushRequested(streamOpen: stream != nil) { flushNow() }
     }
 
-    /// Carries out a flush that waits for its cork's acknowledgement, now.
-    func carryOutWaitingFlush() {
-        guard flushAwaitsCork else { return }
-        corkInFlight = false
-        flushWhenCorked()
+    /// Carries out the rules' flush now (`OutputSequence` says when): at the position heard.
+    func flushNow() {
+        reposition(to: currentHeardPosition() ?? TrackPosition(trackIndex: rules.queue.index, frame: 0,
+                                                                 sampleRate: 44_100))
     }
 
     /// Sends the uncork; its acknowledgement (`.uncorked`) brings `streamUncorked` (`streamNoticed`).
@@ -301,9 +286,9 @@ extension Player {
         guard link.closeStream() else { return }
         // No acknowledgement comes from a closed stream; a flush that waited for one is carried out without the
         // stream (the ring is emptied here).
-        corkInFlight = false
-        carryOutWaitingFlush()
-        withdrawWaitingUncork()
+        let pending = sequence.streamClosed()
+        if pending.flush { flushNow() }
+        if pending.withdrawAudioWait { worker.noticeWhenBuffered(frames: nil) }
         dispatch(.streamClosed)
         // A drain dies with its stream; a pending format change drains again on the next one.
         drainingFor = nil
@@ -318,7 +303,9 @@ extension Player {
     /// step in progress may be opening a file on a slow disk): a new ring generation keeps whatever that step still
     /// writes from being heard, and the decoder answers it with `.restarted` once it has taken the new position (see
     /// `DecodeWorker`, "Repositioning"). The three steps' order is the ring's protocol.
-    func reposition(to position: TrackPosition) {
+    /// `milliseconds`: the decoder seeks to that time at the track's own rate, which the owner may not know yet (it
+    /// opens no files): `position` is then what the listener is shown until the track starts.
+    func reposition(to position: TrackPosition, milliseconds: Int? = nil) {
         repositionCount += 1
         workerLoaded = true
         // 1. From here on the ring's consumer reads nothing until the decoder answers this generation.
@@ -337,7 +324,13 @@ extension Player {
         }
         // 3. The decoder's new work, after the discard (which could otherwise drop the new audio's first frames). The
         // queue may have changed: the worker takes the current one.
-        worker.reposition(paths: paths, trackIndex: position.trackIndex, frame: position.frame, generation: generation)
+        if let milliseconds {
+            worker.reposition(paths: paths, trackIndex: position.trackIndex, milliseconds: milliseconds,
+                              generation: generation)
+        } else {
+            worker.reposition(paths: paths, trackIndex: position.trackIndex, frame: position.frame,
+                              generation: generation)
+        }
         // Where the new audio starts in the ring comes with `.restarted`.
         listening.repositioned(to: position, floorRingFrame: nil)
         pendingFormatChange = nil
@@ -347,7 +340,7 @@ extension Player {
         stream?.setEndOfData(false)
         disarmWatchdog()
         // A waiting uncork's `.buffered` may have been answered for the old audio, a notice now dropped: asked again.
-        if uncorkWaitsForAudio && !awaitDecodedAudio() { decodedAudioArrived() }
+        if sequence.uncorkAwaitsAudio && !awaitDecodedAudio() { decodedAudioArrived() }
         refillWhenDecoded()
     }
 
@@ -357,7 +350,7 @@ extension Player {
     func refillWhenDecoded() {
         guard let stream, stream.isAwaitingRefill else { return }
         if awaitDecodedAudio() {
-            refillWaitsForAudio = true
+            sequence.refillWaitsForAudio()
         } else {
             stream.refilled()
         }
@@ -463,10 +456,10 @@ extension Player {
         case .ready:
             streamConnected()
         case .corked:
-            corkInFlight = false
+            let flushWaited = sequence.corkAcknowledged()
             // Quiet now: status shows the position where the listener stopped, not the last tick's.
             if let position = currentHeardPosition() { listening.settle(at: position) }
-            carryOutWaitingFlush()
+            if flushWaited { flushNow() }
             corkAcknowledgedForFade()
             dispatch(.streamCorked)
         case .uncorked:

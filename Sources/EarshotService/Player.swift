@@ -63,10 +63,9 @@ actor Player {
     var connection: PulseConnection? { link.connection }
     var stream: PlaybackStream? { link.stream }
     var streamOpening: StreamOpening? { link.streamOpening }
-    /// A cork was sent and its acknowledgement has not arrived yet.
-    var corkInFlight = false
-    /// The rules' flush waits for that acknowledgement (`flushWhenCorked`).
-    var flushAwaitsCork = false
+    /// What waits for the server's or the decoder's answer: the flush, the uncork, the refill, the fades
+    /// (`OutputSequence`).
+    var sequence = OutputSequence()
 
     /// Where the listener is, from the ring frames the stream's timing names (see `HeardPosition`).
     var listening = HeardPosition()
@@ -74,10 +73,6 @@ actor Player {
     var heard: TrackPosition? { listening.current }
     /// A format change waits until the listener has heard everything before `ringFrame`.
     var pendingFormatChange: (format: AudioFormat, ringFrame: Int)?
-    /// An uncork the rules asked for waits for the decoder to buffer audio (`uncorkWhenDecoded`).
-    var uncorkWaitsForAudio = false
-    /// A flushed running stream waits for the decoder to refill the ring (`refillWhenDecoded`).
-    var refillWaitsForAudio = false
     /// Where the queue's audio ends in the ring, once the decoder has finished it.
     var queueEndRingFrame: Int?
     /// What the stream's drain in progress is for; its `.drained` notice completes it.
@@ -92,7 +87,7 @@ actor Player {
     var progressShown = false
     /// Bumped whenever the queue is replaced, so MPRIS track ids of a new queue differ from the old ones.
     var queueGeneration = 0
-    /// Counts repositions, so a queue replacement can tell whether the rules already moved the decoder.
+    /// Counts repositions: the state writer saves the position again after one (`SaveSchedule`).
     var repositionCount = 0
     /// The heard frame when the stream last (re)started running: once the listener has heard past it, the sink
     /// really consumes audio (`heardSinceStart`), which the stall watchdog reports with its measurement.
@@ -119,12 +114,6 @@ actor Player {
     /// a ramp is under way.
     var edges: VolumeEdges
     let edgeTimer: TickTimer
-    /// A fade-out is under way, and the cork follows it (`corkWhenFadedOut`).
-    var corkAfterFade = false
-    /// A resume's fade-in starts when the server acknowledges the uncork.
-    var fadeInAwaitsUncork = false
-    /// Volume settings sent and not yet answered.
-    var volumeSetsInFlight = 0
     /// What MPRIS was last told, so that it is told only changes.
     var publishedSnapshot: MPRISSnapshot?
     /// The playback shown last on the progress line, so that a change is shown at once.
@@ -286,7 +275,7 @@ actor Player {
 
     func perform(_ command: Command) {
         // A flush waiting for its cork's acknowledgement goes first: the output carries commands out in order.
-        if command != .flush { carryOutWaitingFlush() }
+        if command != .flush && sequence.beforeCommand() { flushNow() }
         switch command {
         case .fadeOutAndCork:
             fadeOutAndCork()
@@ -300,7 +289,7 @@ actor Player {
             do {
                 // Sent, not waited for: its acknowledgement (`.corked`) brings `streamCorked` (`streamNoticed`).
                 try stream.cork()
-                corkInFlight = true
+                sequence.corkSent()
             } catch {
                 log.record("output", ["command": "cork", "error": "\(error.code.rawValue)"])
                 dispatch(.outputCommandFailed)
@@ -350,6 +339,11 @@ actor Player {
             if let length = tracks[index]?.lengthFrames { frame = min(frame, max(length - 1, 0)) }
             reposition(to: TrackPosition(trackIndex: index, frame: frame, sampleRate: rate))
             mpris?.emitSeeked(positionMicroseconds: Int64(frame) * 1_000_000 / Int64(max(rate, 1)))
+        case .cue(let index, let milliseconds):
+            // Also for an empty queue: the decoder lets go of the old one.
+            let rate = tracks[index]?.format.sampleRate ?? 44_100
+            reposition(to: TrackPosition(trackIndex: index, frame: milliseconds * rate / 1000, sampleRate: rate),
+                       milliseconds: milliseconds)
         case .setVolume:
             // The user's volume, under the fade and duck gains (status and MPRIS show the user's).
             sendVolume()

@@ -406,9 +406,14 @@ struct DecodeWorkerTests {
         worker.skipFailedTrack(1, next: nil)
         #expect(eventually { log.contains(where: isQueueFinished) })
         #expect(!log.contains { if case .trackStarted = $0 { true } else { false } }, "\(log.all)")
-        // A new start point takes the place of an awaited skip; the late skip is ignored.
+        // A new start point takes the place of an awaited skip; the late skip is ignored. It is a new start: the
+        // failures in a row count afresh (two before it would make a queue of two look failed whole at its first).
         worker.load(paths: queue, startIndex: 0, startFrame: 0)
         #expect(eventually { log.all.count == 4 })
+        guard case .trackFailed(0, _, 1) = log.all[3] else {
+            Issue.record("expected the first track's failure, counted afresh after the new start, got \(log.all)")
+            return
+        }
         worker.load(paths: queue, startIndex: 2, startFrame: 0)
         worker.skipFailedTrack(0, next: 1)
         #expect(eventually { log.all.filter(isQueueFinished).count == 2 })

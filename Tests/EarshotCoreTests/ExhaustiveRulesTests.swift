@@ -117,7 +117,7 @@ private enum Alphabet {
             .userPlay, .userPause, .userToggle, .userStop, .userNext, .userPrevious,
             .userSeek(milliseconds: 1_000), .userVolume(percent: 50),
             .queueReplaced(trackCount: 2, startIndex: 0), .queueReplaced(trackCount: 0, startIndex: 0),
-            .queueRestored(trackCount: 2, index: 1), .queueExtended(trackCount: 3),
+            .queueRestored(trackCount: 2, index: 1, positionMilliseconds: 0), .queueExtended(trackCount: 3),
             .heardTrack(index: 1), .heardTrack(index: 0), .queuePlayedOut, .formatChangeReached,
             .trackFailed(index: 0, failure: .decodeFailed, failuresInARow: 1),
             .trackFailed(index: 1, failure: .notMPEGAudio, failuresInARow: 1),
@@ -397,6 +397,7 @@ struct ExhaustiveRulesTests {
         // (w) Rule 22: no state but playing keeps a stream the rules uncorked (a fade the rules asked for ends corked).
         if after.uncorked && !state.isPlaying { problems.append("(w) \(state.playback) with an uncorked stream") }
         problems += Self.failureProblems(event, commands, before: before, after: state)
+        problems += Self.newQueueProblems(event, commands, before: before, after: state)
 
         let (outside, outsideProblems) = node.outside.step(
             event, before: before, after: state, userActed: userPlayed || userPaused)
@@ -468,7 +469,33 @@ struct ExhaustiveRulesTests {
         return problems
     }
 
-    /// Rule 23's invariant (y): the rules hold the idle-suspend inhibitor exactly while playing with
+    /// (y) The decoder never moves without a command: a replaced queue (and a restored one the player takes) is given
+    /// to the decoder by exactly one `playTrack` or `cue`, at the cursor (an empty queue: at 0, nothing to decode).
+    private static func newQueueProblems(_ event: Event, _ commands: [Command], before: PlayerState,
+                                         after state: PlayerState) -> [String] {
+        let moves = commands.filter {
+            switch $0 {
+            case .playTrack, .cue: return true
+            default: return false
+            }
+        }
+        switch event {
+        case .queueReplaced:
+            let index = state.queue.trackCount == 0 ? 0 : state.queue.index
+            guard moves.count == 1, moves == [.playTrack(index: index)] || moves == [.cue(index: index, milliseconds: 0)]
+            else { return ["(y) a new queue gave the decoder \(moves), not its track \(index)"] }
+        case .queueRestored(_, let index, let milliseconds):
+            let taken = before.playback == .idle && state.playback == .paused(.restored)
+            if moves != (taken ? [.cue(index: index, milliseconds: milliseconds)] : []) {
+                return ["(y) a restored queue gave the decoder \(moves)"]
+            }
+        default:
+            break
+        }
+        return []
+    }
+
+    /// Rule 23's invariant (z): the rules hold the idle-suspend inhibitor exactly while playing with
     /// `inhibitIdleSuspend` on, ask for it once on entering playing and give it back once on leaving, and never
     /// otherwise; with the key off, never at all.
     private static func idleInhibitorProblems(
@@ -478,15 +505,15 @@ struct ExhaustiveRulesTests {
         let holds = commands.filter { $0 == .holdIdleInhibitor }.count
         let releases = commands.filter { $0 == .releaseIdleInhibitor }.count
         if state.idleInhibitorHeld != (state.isPlaying && state.policy.inhibitIdleSuspend) {
-            problems.append("(y) inhibitor held \(state.idleInhibitorHeld) while \(state.playback)")
+            problems.append("(z) inhibitor held \(state.idleInhibitorHeld) while \(state.playback)")
         }
         let entered = !before.idleInhibitorHeld && state.idleInhibitorHeld
         let left = before.idleInhibitorHeld && !state.idleInhibitorHeld
         if holds != (entered ? 1 : 0) || releases != (left ? 1 : 0) {
             problems.append(
-                "(y) \(holds) holds and \(releases) releases for playing \(before.isPlaying)->\(state.isPlaying)")
+                "(z) \(holds) holds and \(releases) releases for playing \(before.isPlaying)->\(state.isPlaying)")
         }
-        if !state.policy.inhibitIdleSuspend && holds > 0 { problems.append("(y) held with inhibitIdleSuspend off") }
+        if !state.policy.inhibitIdleSuspend && holds > 0 { problems.append("(z) held with inhibitIdleSuspend off") }
         return problems
     }
 

@@ -150,7 +150,8 @@ struct OutputOutcomeTests {
     @Test("Rule 12: a restored queue opens no stream; the play that follows opens one")
     func restoredQueueOpensNoStream() {
         var store = RuleStore(PlayerState(stream: StreamCondition(isOpen: false, isCorked: true)))
-        store.send(.queueRestored(trackCount: 3, index: 1), commands: []) {
+        store.send(.queueRestored(trackCount: 3, index: 1, positionMilliseconds: 0),
+                   commands: [.cue(index: 1, milliseconds: 0)]) {
             $0.playback = .paused(.restored)
             $0.queue = QueueCursor(trackCount: 3, index: 1)
         }

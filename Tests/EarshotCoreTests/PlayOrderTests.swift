@@ -275,7 +275,7 @@ struct PlayOrderTests {
         // What the service saves: the queue's place, the repeat mode, the order and its generator.
         let saved = state.shuffle
         var restored = PlayerState()
-        _ = restored.apply(.queueRestored(trackCount: 9, index: state.queue.index))
+        _ = restored.apply(.queueRestored(trackCount: 9, index: state.queue.index, positionMilliseconds: 0))
         #expect(restored.apply(.playModesRestored(repeat: .queue, shuffle: saved)) == [])
         #expect(restored.playOrder == state.playOrder)
         for _ in 0..<20 {
@@ -290,7 +290,7 @@ struct PlayOrderTests {
     @Test("A saved order that does not fit the queue is drawn again, keeping the restored track")
     func mismatchedOrderIsRedrawn() {
         var state = PlayerState()
-        _ = state.apply(.queueRestored(trackCount: 4, index: 2))
+        _ = state.apply(.queueRestored(trackCount: 4, index: 2, positionMilliseconds: 0))
         let broken = ShuffleOrder(order: [0, 0, 1], generator: ShuffleGenerator(seed: 3))
         #expect(state.apply(.playModesRestored(repeat: .track, shuffle: broken)) == [])
         #expect(state.repeatMode == .track)

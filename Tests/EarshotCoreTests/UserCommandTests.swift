@@ -94,15 +94,16 @@ struct UserCommandTests {
         store.send(.userVolume(percent: -1), commands: [.setVolume(percent: 0)]) { $0.volumePercent = 0 }
     }
 
-    @Test("A new queue never starts by itself, but a playing player carries on with it")
+    @Test("A new queue never starts by itself, but a playing player carries on with it; the decoder always moves to it")
     func replaceQueue() {
+        // Never the executor's own move: the decoder is cued at the new queue's track (or lets go of the old queue).
         var idle = RuleStore(Given.idle)
-        idle.send(.queueReplaced(trackCount: 4, startIndex: 2), commands: []) {
+        idle.send(.queueReplaced(trackCount: 4, startIndex: 2), commands: [.cue(index: 2, milliseconds: 0)]) {
             $0.playback = .stopped
             $0.queue = QueueCursor(trackCount: 4, index: 2)
         }
         var paused = RuleStore(Given.pausedByUser)
-        paused.send(.queueReplaced(trackCount: 2, startIndex: 0), commands: []) {
+        paused.send(.queueReplaced(trackCount: 2, startIndex: 0), commands: [.cue(index: 0, milliseconds: 0)]) {
             $0.playback = .stopped
             $0.queue = QueueCursor(trackCount: 2, index: 0)
         }
@@ -110,16 +111,32 @@ struct UserCommandTests {
         playing.send(.queueReplaced(trackCount: 5, startIndex: 9), commands: [.playTrack(index: 4)]) {
             $0.queue = QueueCursor(trackCount: 5, index: 4)
         }
-        playing.send(.queueReplaced(trackCount: 0, startIndex: 0), commands: [.cork]) {
+        playing.send(.queueReplaced(trackCount: 0, startIndex: 0), commands: [.cork, .cue(index: 0, milliseconds: 0)]) {
             $0.playback = .idle
             $0.queue = .empty
         }
     }
 
+    @Test("A stopping service corks an open stream and closes it, whatever it was doing; the playback is kept")
+    func serviceStopping() {
+        var playing = RuleStore(Given.playing)
+        playing.send(.serviceStopping, commands: [.cork, .closeStream]) {
+            $0.stream = StreamCondition(isOpen: false, isCorked: true)
+        }
+        var paused = RuleStore(Given.pausedByUser)
+        paused.send(.serviceStopping, commands: [.cork, .closeStream]) {
+            $0.stream = StreamCondition(isOpen: false, isCorked: true)
+        }
+        // No stream the rules know of (one may be opening): it is closed all the same.
+        var idle = RuleStore(PlayerState(stream: StreamCondition(isOpen: false, isCorked: true)))
+        idle.send(.serviceStopping, commands: [.closeStream])
+    }
+
     @Test("A restored queue waits, paused, for the user; play then uncorks at the saved position")
     func restoredQueue() {
         var store = RuleStore(Given.idle)
-        store.send(.queueRestored(trackCount: 3, index: 2), commands: []) {
+        store.send(.queueRestored(trackCount: 3, index: 2, positionMilliseconds: 83_250),
+                   commands: [.cue(index: 2, milliseconds: 83_250)]) {
             $0.playback = .paused(.restored)
             $0.queue = QueueCursor(trackCount: 3, index: 2)
         }
@@ -130,9 +147,9 @@ struct UserCommandTests {
         }
         store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
         // Only a fresh player restores; a bad index restores nothing.
-        store.send(.queueRestored(trackCount: 1, index: 0), commands: [])
+        store.send(.queueRestored(trackCount: 1, index: 0, positionMilliseconds: 0), commands: [])
         var idle = RuleStore(Given.idle)
-        idle.send(.queueRestored(trackCount: 2, index: 5), commands: [])
+        idle.send(.queueRestored(trackCount: 2, index: 5, positionMilliseconds: 0), commands: [])
     }
 
     @Test("Adding tracks grows the queue; an idle player becomes stopped, never playing")

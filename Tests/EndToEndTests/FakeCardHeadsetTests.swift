@@ -74,9 +74,14 @@ struct FakeCardHeadsetTests {
             let file = scratch.appendingPathComponent("call.wav").path
             let call = try card.startCall(recordingTo: file)
             defer { call.kill() }
-            let interrupted = try await player.waitForStatus("paused for the call") { $0.pauseReason == "interruption" }
+            _ = try await player.waitForStatus("paused and corked for the call") {
+                $0.pauseReason == "interruption" && $0.corked
+            }
             // The session manager's switch to the headset profile, 500 ms after the capture (WirePlumber 0.5).
             try await Task.sleep(for: .milliseconds(500))
+            // The position before the switch is read now, after the cork's acknowledgement and the timing updates
+            // that may follow it: what is checked is that the switch moves nothing, not how soon a cork settles.
+            let interrupted = try player.status()
             try await card.send("profile \(card.headsetProfile)")
             try await Task.sleep(for: .milliseconds(1000))
             let during = try player.status()

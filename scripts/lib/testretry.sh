@@ -40,6 +40,27 @@ testretry_outcomes() {
     ' "$1"
 }
 
+# testretry_failure_messages XUNIT: prints "[testretry] failure in Module.Type/function: MESSAGE" for each failure in
+# XUNIT (a Swift Testing file), its message cut to 400 characters: .ci/run's summary keeps these lines, so that a test
+# saved by its retry says why it failed the first time even where only the end of the CI log is kept.
+testretry_failure_messages() {
+    awk '
+        /<testcase / {
+            current = ""
+            if (match($0, /classname="[^"]*"/)) { cls = substr($0, RSTART + 11, RLENGTH - 12) }
+            if (match($0, / name="[^"(]*/)) { current = cls "/" substr($0, RSTART + 7, RLENGTH - 7) }
+        }
+        /<failure/ && current != "" {
+            message = ""
+            if (match($0, /message="[^"]*"/)) { message = substr($0, RSTART + 9, RLENGTH - 10) }
+            else if (match($0, /message=".*/)) { message = substr($0, RSTART + 9) }
+            gsub(/&#10;|&#xA;/, " / ", message); gsub(/&quot;/, "\"", message); gsub(/&apos;/, "\047", message)
+            gsub(/&lt;/, "<", message); gsub(/&gt;/, ">", message); gsub(/&amp;/, "\\&", message)
+            printf "[testretry] failure in %s: %s\n", current, substr(message, 1, 400)
+        }
+    ' "$1"
+}
+
 # testretry_again XUNIT COMMAND...: XUNIT is the path the failed run gave --xunit-output. When 1 to $TESTRETRY_MAX
 # tests failed there, runs COMMAND (a `swift test` command line, possibly behind `env`) with a --filter for each,
 # its output on standard error, and returns 0 if they all passed then, with their names in TESTRETRY_NAMES.
@@ -55,6 +76,7 @@ testretry_again() {
         return 1
     fi
     printf '[testretry] %d test(s) failed; running them once more: %s\n' "${#names[@]}" "${names[*]}" >&2
+    testretry_failure_messages "$swift_testing" >&2
     for name in "${names[@]}"; do filters+=(--filter "$name"); done
     output=$(mktemp /tmp/earshot-test-retry.XXXXXX)
     "$@" "${filters[@]}" </dev/null 2>&1 | tee "$output" >&2 || status=${PIPESTATUS[0]}
