@@ -39,13 +39,24 @@ enum PlayerService {
         // Read here, on the main thread, before the owner starts: the owner only takes the result.
         stateWriter?.loadSavedState()
         let inbox = PlayerInbox()
+        // The music library runs with the service only (not `earshot play FILE`): its thread starts below.
+        let library = withMPRIS ? LibraryWiring.make(configuration, log: log, inbox: inbox) : nil
 
         let server: ControlServer
         do {
             server = try ControlServer(path: configuration.socketPath, log: log) { request in
-                let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
-                inbox.request(request, replyTo: slot)
-                return slot.wait(timeout: .seconds(10))
+                @Sendable func ask(_ request: ControlRequest) -> String {
+                    let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
+                    inbox.request(request, replyTo: slot)
+                    return slot.wait(timeout: .seconds(10))
+                }
+                // Library requests are answered here, on the client's thread; `findadd` queues through `add`.
+                if let library, let reply = LibraryWiring.answer(request, library: library, add: {
+                    ask(.add(paths: $0))
+                }) {
+                    return reply
+                }
+                return ask(request)
             }
         } catch {
             StandardStream.writeError("earshot: \(error.description)\n")
@@ -79,6 +90,7 @@ enum PlayerService {
             sessionID: ProcessEnvironment.value(named: "XDG_SESSION_ID"), userID: getuid(),
             report: { report in log.record(report) }, emit: { event in inbox.session(event) }) : nil
         logind?.start()
+        library?.start()
         let parts = OwnerParts(
             log: log, stateSaver: stateWriter, mpris: mpris, positionCell: positionCell,
             makeCoverStore: { report in
@@ -89,6 +101,7 @@ enum PlayerService {
         // The owner handed its last state over (`shutdown`): on disk before the process ends.
         stateWriter?.finish()
         logind?.stop()
+        library?.stop()
         server.shutdown()
         log.record("service", ["state": "stopped", "exit": "\(code)"])
         // The owner queued its last lines for standard error and its progress line's end for standard output: written
