@@ -57,7 +57,8 @@ public final class MusicLibraryService: @unchecked Sendable {
         self.report = report
     }
 
-    /// Starts the library's thread: it opens the database and, when the file was new or rebuilt, scans.
+    /// Starts the library's thread: it opens the database and, when the file was new or rebuilt and a music folder
+    /// exists, scans.
     public func start() {
         SystemThread.start(named: "earshot-library") { [self] in run() }
     }
@@ -95,7 +96,8 @@ public final class MusicLibraryService: @unchecked Sendable {
             return
         }
         report(.opened(database.opening))
-        if database.opening != .current { requestScan() }
+        // A new or rebuilt library is filled at once, when there is music to fill it with; later scans are asked for.
+        if database.opening != .current && roots.contains(where: Self.isFolder) { requestScan() }
         while true {
             condition.lock()
             while pending.isEmpty && !stopping { condition.wait() }
@@ -112,6 +114,12 @@ public final class MusicLibraryService: @unchecked Sendable {
             let scans = whole ? [ScanRequest(below: nil, rescan: rescan)] : requests
             for request in scans { scan(request, into: database) }
         }
+    }
+
+    /// Whether `path` is a folder (followed through links).
+    private static func isFolder(_ path: TrackPath) -> Bool {
+        var status = stat()
+        return LibraryScanner.status(path.bytes, &status, follow: true) && status.st_mode & S_IFMT == S_IFDIR
     }
 
     private func scan(_ request: ScanRequest, into database: LibraryDatabase) {
@@ -153,7 +161,7 @@ public final class MusicLibraryService: @unchecked Sendable {
         } catch {
             // A reader that failed (the file was set aside and rebuilt, say) is opened afresh next time.
             reader = nil
-            if error.code == 14 { throw QueryError(description: "the library is not made yet: run `earshot update`") }
+            if error.meansMissingFile { throw QueryError(description: "the library is not made yet: run `earshot update`") }
             throw QueryError(description: "the library could not be read (\(error.description))")
         }
     }
