@@ -161,7 +161,9 @@ public final class MusicLibraryService: @unchecked Sendable {
         } catch {
             // A reader that failed (the file was set aside and rebuilt, say) is opened afresh next time.
             reader = nil
-            if error.meansMissingFile { throw QueryError(description: "the library is not made yet: run `earshot update`") }
+            if error.meansMissingFile {
+                throw QueryError(description: "the library is not made yet: run `earshot update`")
+            }
             throw QueryError(description: "the library could not be read (\(error.description))")
         }
     }
