@@ -213,12 +213,14 @@ public struct LibraryFilter: Equatable, Sendable {
 }
 
 extension String {
-    /// The string with every `target` character replaced by `replacement` (Foundation's replacingOccurrences).
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var result = ""
-        for character in self {
-            if character == target { result += replacement } else { result.append(character) }
+    /// The string with every `target` scalar replaced by `replacement` (Foundation's replacingOccurrences). By scalar,
+    /// not by Character: a quote followed by a combining mark is one Character, and its quote must still be doubled
+    /// (found by scripts/fuzz).
+    func replacingAll(_ target: Unicode.Scalar, with replacement: String) -> String {
+        var result = String.UnicodeScalarView()
+        for scalar in unicodeScalars {
+            if scalar == target { result.append(contentsOf: replacement.unicodeScalars) } else { result.append(scalar) }
         }
-        return result
+        return String(result)
     }
 }
