@@ -28,6 +28,8 @@ public final class MusicLibraryService: @unchecked Sendable {
         case scanned(ScanCounts, tracks: Int, milliseconds: Int)
         /// A scan stopped because the database failed.
         case scanFailed(reason: String)
+        /// The music folders are watched (inotify), or not (why); changes are then seen only by `update`.
+        case watching(Bool, reason: String?)
     }
 
     /// A scan asked for.
@@ -44,6 +46,7 @@ public final class MusicLibraryService: @unchecked Sendable {
     private let condition = Condition()
     private var pending: [ScanRequest] = []
     private var stopping = false
+    private var watcher: LibraryWatcher?
     private let readerLock = Lock()
     private var reader: LibraryDatabase?
 
@@ -75,6 +78,7 @@ public final class MusicLibraryService: @unchecked Sendable {
     /// Asks the thread to stop after the file it is reading.
     public func stop() {
         condition.lock()
+        watcher?.stop()
         stopping = true
         condition.signal()
         condition.unlock()
@@ -98,6 +102,7 @@ public final class MusicLibraryService: @unchecked Sendable {
         report(.opened(database.opening))
         // A new or rebuilt library is filled at once, when there is music to fill it with; later scans are asked for.
         if database.opening != .current && roots.contains(where: Self.isFolder) { requestScan() }
+        startWatching()
         while true {
             condition.lock()
             while pending.isEmpty && !stopping { condition.wait() }
@@ -114,6 +119,26 @@ public final class MusicLibraryService: @unchecked Sendable {
             let scans = whole ? [ScanRequest(below: nil, rescan: rescan)] : requests
             for request in scans { scan(request, into: database) }
         }
+    }
+
+    /// Starts the watcher of the music folders: what changes there is scanned without an `update`.
+    private func startWatching() {
+        guard let started = LibraryWatcher(roots: roots, changed: { [weak self] change in
+            switch change {
+            case .folders(let folders): for folder in folders { self?.requestScan(below: folder) }
+            case .everything: self?.requestScan()
+            }
+        }) else {
+            report(.watching(false, reason: "inotify unavailable (errno \(errno))"))
+            return
+        }
+        condition.lock()
+        let stopped = stopping
+        if !stopped { watcher = started }
+        condition.unlock()
+        guard !stopped else { return }
+        started.start()
+        report(.watching(true, reason: nil))
     }
 
     /// Whether `path` is a folder (followed through links).

@@ -54,6 +54,8 @@ enum LibraryWiring {
                 ])
                 inbox.library(LibraryStatus(scanning: false, filesDone: counts.read, filesToDo: counts.read,
                                             tracks: tracks, skipped: counts.skipped))
+            case .watching(let watching, let reason):
+                log.record("library", watching ? ["watch": "started"] : ["watch": "unavailable", "reason": reason ?? ""])
             case .scanFailed(let reason):
                 log.record("library", ["scan": "failed", "reason": reason])
                 inbox.library(LibraryStatus(scanning: false, problem: "scan failed (\(reason))"))

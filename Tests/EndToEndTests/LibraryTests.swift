@@ -1,6 +1,6 @@
 // The music library end to end: `earshot serve` with a generated collection as its music folder (LibraryFixtures)
 // fills its library on its own, and the CLI's library verbs answer as mpc's do, checked against the tags written; a
-// file added later is found after `earshot update`; `findadd` queues an album in disc and track order through the
+// file added later is found after `earshot update`, one deleted is gone without it (inotify); `findadd` queues an album in disc and track order through the
 // owner's `add`, and it plays to its end.
 import EarshotTestSupport
 import Foundation
@@ -73,6 +73,11 @@ struct LibraryTests {
             try await Self.waitForTracks(LibraryFixtures.tracks.count + 1, harness)
             #expect(try Self.lines(harness, ["find", "album", "Ágætis byrjun"]).last == "Sigur Rós/Ágætis byrjun/02 "
                 + "Olsen Olsen.flac")
+
+            // Without an update, the watcher applies a deletion.
+            try FileManager.default.removeItem(at: added)
+            try await Self.waitForTracks(LibraryFixtures.tracks.count, harness)
+            #expect(try Self.lines(harness, ["find", "title", "Olsen Olsen"]).isEmpty)
 
             // findadd queues the album in disc and track order, through `add`; then it plays to its end.
             let brew = LibraryFixtures.tracksInOrder.filter { $0.album == "Bitches Brew" }
