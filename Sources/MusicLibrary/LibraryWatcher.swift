@@ -70,6 +70,8 @@ final class LibraryWatcher: @unchecked Sendable {
     /// Stops the thread (it closes its descriptors).
     func stop() {
         var byte: UInt8 = 1
+        // One byte into an empty pipe: it does not wait in practice, but a write(2) may, so it asks the guard.
+        WaitGuard.check("the library watcher's wake-up")
         _ = write(wakeWriter, &byte, 1)
     }
 
