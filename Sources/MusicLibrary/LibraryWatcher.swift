@@ -1,6 +1,6 @@
 // LibraryWatcher: inotify on every folder of the music folders, so that a file added, replaced, renamed, moved or
 // deleted, and a folder moved in or out, reach the library without `earshot update`. A thread of its own
-// ("earshot-watch", SCHED_IDLE) reads the events and notes the folders they touched; once the folders have been quiet
+// ("earshot-watch", nice 19) reads the events and notes the folders they touched; once the folders have been quiet
 // for `quietNanoseconds` (or `longestWaitNanoseconds` after the first change, for a copy that never pauses), it asks
 // the library to scan those folders, which reads only what changed. A thousand files changed at once become one scan
 // per folder, or one whole scan past `mostFolders`. New folders are watched as they appear; folders are entered once,
@@ -61,7 +61,8 @@ final class LibraryWatcher: @unchecked Sendable {
     /// Adds the watches and starts the thread.
     func start() {
         SystemThread.start(named: "earshot-watch") { [self] in
-            SystemThread.makeIdle()
+            // Nice 19, not SCHED_IDLE as the scan: it does little, but a loaded machine must not starve it for long.
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
             for root in roots { watchTree(root.bytes) }
             run()
         }

@@ -49,6 +49,8 @@ public final class MusicLibraryService: @unchecked Sendable {
     private var watcher: LibraryWatcher?
     private let readerLock = Lock()
     private var reader: LibraryDatabase?
+    /// The identity of the file `reader` opened.
+    private var readerFile: FileIdentity?
 
     /// Reports at most this often while a scan runs (every file would flood the owner's inbox).
     static let progressIntervalNanoseconds: UInt64 = 250_000_000
@@ -92,16 +94,7 @@ public final class MusicLibraryService: @unchecked Sendable {
 
     private func run() {
         SystemThread.makeIdle()
-        let database: LibraryDatabase
-        do {
-            database = try LibraryDatabase(path: databasePath)
-        } catch {
-            report(.unavailable(reason: error.description))
-            return
-        }
-        report(.opened(database.opening))
-        // A new or rebuilt library is filled at once, when there is music to fill it with; later scans are asked for.
-        if database.opening != .current && roots.contains(where: Self.isFolder) { requestScan() }
+        guard var database = open() else { return }
         startWatching()
         while true {
             condition.lock()
@@ -116,9 +109,37 @@ public final class MusicLibraryService: @unchecked Sendable {
             condition.unlock()
             let whole = requests.contains { $0.below == nil }
             let rescan = requests.contains { $0.rescan }
-            let scans = whole ? [ScanRequest(below: nil, rescan: rescan)] : requests
-            for request in scans { scan(request, into: database) }
+            var scans = whole ? [ScanRequest(below: nil, rescan: rescan)] : requests
+            if !Self.exists(databasePath) {
+                // The file was deleted under the service: made again (and filled whole) rather than written unseen.
+                guard let reopened = open() else { return }
+                database = reopened
+                scans = []
+            }
+            for request in scans {
+                guard scan(request, into: database) else {
+                    // The file was damaged or replaced under the service: set aside and rebuilt, as at a start.
+                    guard let reopened = open() else { return }
+                    database = reopened
+                    break
+                }
+            }
         }
+    }
+
+    /// Opens the database (setting a broken one aside) and reports how; a new or rebuilt library is filled at once,
+    /// when there is music to fill it with (later scans are asked for). Nil when no database can be made.
+    private func open() -> LibraryDatabase? {
+        let database: LibraryDatabase
+        do {
+            database = try LibraryDatabase(path: databasePath)
+        } catch {
+            report(.unavailable(reason: error.description))
+            return nil
+        }
+        report(.opened(database.opening))
+        if database.opening != .current && roots.contains(where: Self.isFolder) { requestScan() }
+        return database
     }
 
     /// Starts the watcher of the music folders: what changes there is scanned without an `update`.
@@ -141,13 +162,20 @@ public final class MusicLibraryService: @unchecked Sendable {
         report(.watching(true, reason: nil))
     }
 
+    /// Whether something is at `path`.
+    private static func exists(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0
+    }
+
     /// Whether `path` is a folder (followed through links).
     private static func isFolder(_ path: TrackPath) -> Bool {
         var status = stat()
         return LibraryScanner.status(path.bytes, &status, follow: true) && status.st_mode & S_IFMT == S_IFDIR
     }
 
-    private func scan(_ request: ScanRequest, into database: LibraryDatabase) {
+    /// Runs one scan and reports it; false when the database file turned out damaged (it is then to be reopened).
+    private func scan(_ request: ScanRequest, into database: LibraryDatabase) -> Bool {
         let started = Condition.monotonicNanoseconds()
         var lastReport: UInt64 = 0
         do {
@@ -163,8 +191,10 @@ public final class MusicLibraryService: @unchecked Sendable {
             let tracks = (try? database.counts().tracks) ?? 0
             let milliseconds = Int((Condition.monotonicNanoseconds() - started) / 1_000_000)
             report(.scanned(counts, tracks: tracks, milliseconds: milliseconds))
+            return true
         } catch {
             report(.scanFailed(reason: error.description))
+            return !error.meansBrokenFile
         }
     }
 
@@ -180,8 +210,17 @@ public final class MusicLibraryService: @unchecked Sendable {
     private func reading<T>(_ body: (LibraryDatabase) throws(SQLiteError) -> T) throws(QueryError) -> T {
         readerLock.lock()
         defer { readerLock.unlock() }
-        do {
-            if reader == nil { reader = try LibraryDatabase(readingAt: databasePath) }
+        // The file the reader has open must still be the library's: deleted or rebuilt (set aside) under it, the
+        // reader opens the new one, or finds none.
+        var status = stat()
+        let current = stat(databasePath, &status) == 0 ? FileIdentity(status) : nil
+        if current != readerFile { reader = nil }
+        do throws(SQLiteError) {
+            if reader == nil {
+                guard let current else { throw SQLiteError(code: SQLiteError.cannotOpen, message: "no file") }
+                reader = try LibraryDatabase(readingAt: databasePath)
+                readerFile = current
+            }
             return try body(reader!)
         } catch {
             // A reader that failed (the file was set aside and rebuilt, say) is opened afresh next time.

@@ -14,6 +14,9 @@ public struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Whether the file is damaged or no database at all: it is then set aside and rebuilt.
     public var meansBrokenFile: Bool { code == SQLITE_CORRUPT || code == SQLITE_NOTADB }
 
+    /// SQLITE_CANTOPEN, for the errors made here when a file is missing.
+    static let cannotOpen = SQLITE_CANTOPEN
+
     /// Whether the file could not be opened (a reader's, before the library made it).
     public var meansMissingFile: Bool { code == SQLITE_CANTOPEN }
 

@@ -16,7 +16,9 @@ struct LibraryTests {
 
     /// Waits until the library holds `tracks` tracks and no scan runs.
     static func waitForTracks(_ tracks: Int, _ harness: ServiceHarness) async throws {
-        try await waitUntil("the library holds \(tracks) tracks", timeout: .seconds(60), interval: .milliseconds(50)) {
+        // The scan runs under SCHED_IDLE: on a loaded machine it waits its turn, hence the generous timeout.
+        try await waitUntil("the library holds \(tracks) tracks", timeout: .seconds(180),
+                            interval: .milliseconds(50)) {
             let library = try library(harness)
             return library["scanning"] as? Bool == false && library["tracks"] as? Int == tracks
         }
