@@ -53,8 +53,9 @@ public enum ControlRequest: Equatable, Sendable {
     /// `{"command": "update", "path": "Jazz"}`, `{"command": "rescan"}`.
     case update(path: TrackPath?, rescan: Bool)
     /// A library query in mpc's words: `search`, `find`, `list`, `searchadd` or `findadd` and its TAG VALUE words:
-    /// `{"command": "search", "words": ["artist", "miles"]}`. The library answers it, off the owner.
-    case libraryQuery(verb: String, words: [String])
+    /// `{"command": "search", "words": ["artist", "miles"]}`. The library answers it, off the owner. Tracks come as
+    /// their paths only unless `tags` (`"tags": true`) asks for every field (what `--json` prints).
+    case libraryQuery(verb: String, words: [String], tags: Bool = false)
     /// List a folder of the library (`{"command": "ls", "path": "Jazz"}`; no path for the top).
     case browse(path: TrackPath?)
 
@@ -147,7 +148,10 @@ extension ControlRequest {
             guard !words.isEmpty, words.count == entries.count, words.count <= 64 else {
                 return .failure(ControlRequestError("\(command) needs an array field 'words' of 1 to 64 strings"))
             }
-            return .success(.libraryQuery(verb: command, words: words))
+            guard let tags = fields["tags"].map({ $0 as? Bool }) ?? false else {
+                return .failure(ControlRequestError("\(command) takes an optional Boolean field 'tags'"))
+            }
+            return .success(.libraryQuery(verb: command, words: words, tags: tags))
         case "seek":
             // Rounded to milliseconds, the player's step, before the range check. Rounding also makes a request
             // survive its own JSON line: a decimal longer than a Double holds could parse one unit in the last place
@@ -200,7 +204,9 @@ extension ControlRequest {
             var object: [String: Any] = ["command": name]
             if let path { object["path"] = path.jsonValue }
             return ControlReply.line(object)
-        case .libraryQuery(let verb, let words): return ControlReply.line(["command": verb, "words": words])
+        case .libraryQuery(let verb, let words, let tags):
+            return ControlReply.line(tags ? ["command": verb, "words": words, "tags": true]
+                                          : ["command": verb, "words": words])
         default: return #"{"command":"\#(name)"}"#
         }
     }
@@ -253,7 +259,7 @@ extension ControlRequest {
         case .clear: return "clear"
         case .queue: return "queue"
         case .update(_, let rescan): return rescan ? "rescan" : "update"
-        case .libraryQuery(let verb, _): return verb
+        case .libraryQuery(let verb, _, _): return verb
         case .browse: return "ls"
         }
     }

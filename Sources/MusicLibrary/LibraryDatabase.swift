@@ -148,6 +148,13 @@ public final class LibraryDatabase {
         }
     }
 
+    /// After a scan: the write-ahead log folded into the file and emptied (readers never wait for it), and SQLite's
+    /// own upkeep of its statistics. A failure here costs only space, so it is not reported.
+    public func compact() {
+        connection.resetAll()
+        try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA optimize")
+    }
+
     /// Renames the file (and its WAL and shared-memory files) aside, keeping it for whoever wants to look.
     private static func setAside(_ path: String) {
         let suffix = ".broken-\(time(nil))"

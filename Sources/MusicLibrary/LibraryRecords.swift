@@ -69,6 +69,9 @@ extension LibraryDatabase {
     func rootID(_ root: TrackPath) throws(SQLiteError) -> Int {
         try connection.statement("INSERT OR IGNORE INTO roots(path) VALUES(?)").bind([.blob(root.bytes)]).run()
         let select = try connection.statement("SELECT id FROM roots WHERE path = ?").bind([.blob(root.bytes)])
+        // Reset once read: a statement left on its row keeps a read transaction open, and the log could not be
+        // checkpointed.
+        defer { select.reset() }
         guard try select.step() else { throw SQLiteError(code: 1, message: "a music folder's row went missing") }
         return select.integer(0)
     }

@@ -189,6 +189,7 @@ public final class MusicLibraryService: @unchecked Sendable {
                 },
                 cancelled: { isStopping })
             let tracks = (try? database.counts().tracks) ?? 0
+            database.compact()
             let milliseconds = Int((Condition.monotonicNanoseconds() - started) / 1_000_000)
             report(.scanned(counts, tracks: tracks, milliseconds: milliseconds))
             return true

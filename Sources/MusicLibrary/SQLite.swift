@@ -71,6 +71,11 @@ final class SQLiteConnection {
         return statement
     }
 
+    /// Rewinds every kept statement, ending any read they hold open (before a checkpoint).
+    func resetAll() {
+        for statement in cache.values { statement.reset() }
+    }
+
     /// A statement for `sql` used once (queries built from a request's terms), not kept.
     func oneOffStatement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         var prepared: OpaquePointer?

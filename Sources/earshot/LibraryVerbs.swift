@@ -29,7 +29,7 @@ func libraryVerb(_ verb: Verb, _ arguments: ArraySlice<Argument>) -> Never {
         if case .failure(let error) = LibraryQuery.parse(verb: verb.name, words) {
             usageError(error.message, verb: verb)
         }
-        request = .libraryQuery(verb: verb.name, words: words)
+        request = .libraryQuery(verb: verb.name, words: words, tags: json)
     }
     let reply: String
     do {

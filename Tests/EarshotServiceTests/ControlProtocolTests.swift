@@ -27,6 +27,7 @@ struct ControlProtocolTests {
             rescan: false), .browse(path: nil), .browse(path: "Sigur Rós"), .libraryQuery(verb: "search",
             words: ["any", "ros"]), .libraryQuery(verb: "findadd", words: ["album", "Kind of Blue"]),
             .libraryQuery(verb: "list", words: ["album"]),
+            .libraryQuery(verb: "search", words: ["any", "x"], tags: true),
         ]
         for request in requests {
             #expect(try parse(request.jsonLine).get() == request)
@@ -70,6 +71,7 @@ struct ControlProtocolTests {
         (#"{"command":"ls","path":""}"#, "optional field 'path'"),
         (#"{"command":"search"}"#, "array field 'words' of 1 to 64 strings"),
         (#"{"command":"find","words":["artist",3]}"#, "array field 'words' of 1 to 64 strings"),
+        (#"{"command":"find","words":["artist","x"],"tags":1}"#, "optional Boolean field 'tags'"),
     ])
     func malformed(line: String, reason: String) {
         guard case .failure(let error) = parse(line) else {
