@@ -224,8 +224,10 @@ public struct LibraryScanner {
         }
         let path = entry.absolute
         do {
+            // Identified once, and opened by kind (openDecoder would read the file's first bytes again).
             let kind = try AudioFileKind.identify(path)
-            let decoder = try AudioFileKind.openDecoder(path: path)
+            let decoder: any AudioDecoder = kind == .mp3 ? try MP3Decoder(path: path)
+                : try SndfileDecoder(path: path, kind: kind)
             entry.kind = LibraryEntry.Kind(rawValue: kind.rawValue) ?? .failed
             var tags = decoder.metadata
             entry.hasCover = tags.hasEmbeddedCover
