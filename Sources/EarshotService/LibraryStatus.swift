@@ -14,22 +14,25 @@ public struct LibraryStatus: Equatable, Sendable {
     public var skipped: [String: Int]
     /// The state of the database when it is not usable ("unavailable", "failed"), with a reason; nil when it is.
     public var problem: String?
+    /// Scans finished since the service started: `earshot update` waits for this to grow.
+    public var scansFinished: Int
 
     /// A status; see the properties.
     public init(scanning: Bool, filesDone: Int = 0, filesToDo: Int = 0, tracks: Int? = nil,
-                skipped: [String: Int] = [:], problem: String? = nil) {
+                skipped: [String: Int] = [:], problem: String? = nil, scansFinished: Int = 0) {
         self.scanning = scanning
         self.filesDone = filesDone
         self.filesToDo = filesToDo
         self.tracks = tracks
         self.skipped = skipped
         self.problem = problem
+        self.scansFinished = scansFinished
     }
 
     /// The status object's `library` field.
     var jsonObject: [String: Any] {
         var object: [String: Any] = ["scanning": scanning, "filesDone": filesDone, "filesToDo": filesToDo,
-                                     "skipped": skipped]
+                                     "skipped": skipped, "scansFinished": scansFinished]
         if let tracks { object["tracks"] = tracks }
         if let problem { object["problem"] = problem }
         return object

@@ -37,7 +37,7 @@ public enum StatusText {
     }
 
     /// The library's line: a scan's progress, or the tracks and what the last scan skipped.
-    static func libraryLine(_ library: [String: Any]) -> String {
+    public static func libraryLine(_ library: [String: Any]) -> String {
         if let problem = library["problem"] as? String { return "library: \(problem)" }
         let done = library["filesDone"] as? Int ?? 0
         let toDo = library["filesToDo"] as? Int ?? 0

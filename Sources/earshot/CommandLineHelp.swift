@@ -65,6 +65,9 @@ struct Verb {
     /// The --json option of the library's verbs.
     static let jsonOption = VerbOption(synopsis: "--json", meaning: "print the result as one JSON value")
 
+    /// The --wait option of update and rescan.
+    static let waitOption = VerbOption(synopsis: "--wait", meaning: "return when the scan has ended")
+
     /// Every verb, in the order the help lists them.
     static let all: [Verb] = [
         Verb("serve", "run the player service in the foreground (systemd runs it as a user service)",
@@ -111,13 +114,15 @@ struct Verb {
                        "pauseReason, positionMs, sink, corked, ...)."],
              options: [VerbOption(synopsis: "--json", meaning: "print the status as one JSON object")]),
         Verb("events", "follow the player's event log (one line per event) until interrupted"),
-        Verb("update", forms: ["[--json] [PATH]"], "scan the music library for new, changed and removed files",
+        Verb("update", forms: ["[--json] [--wait] [PATH]"],
+             "scan the music library for new, changed and removed files",
              details: ["Every music folder (configuration musicDirectories), or only PATH: a folder below a music",
                        "folder, or an absolute path inside one. Files whose size and time are unchanged are not read",
-                       "again. The scan runs in the service at idle priority; `earshot status` shows its progress."],
-             options: [jsonOption]),
-        Verb("rescan", forms: ["[--json] [PATH]"], "scan the music library, reading every file again",
-             options: [jsonOption]),
+                       "again. The scan runs in the service at idle priority; on a terminal a progress bar shows it",
+                       "and the verb returns when it ends (as with --wait); `earshot status` shows it too."],
+             options: [jsonOption, waitOption]),
+        Verb("rescan", forms: ["[--json] [--wait] [PATH]"], "scan the music library, reading every file again",
+             options: [jsonOption, waitOption]),
         Verb("search", forms: ["[--json] TAG TEXT [TAG TEXT...]"], "list the library's tracks whose TAG contains TEXT",
              details: ["Case and accents do not matter, the words of TEXT may come in any order, and each may be",
                        "the start of a word. TAG is any (every tag), artist, albumartist, album, title, genre,",

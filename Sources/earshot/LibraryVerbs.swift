@@ -12,8 +12,12 @@ import TrackPaths
 
 /// Runs the library verb `verb` with `arguments`; exits.
 func libraryVerb(_ verb: Verb, _ arguments: ArraySlice<Argument>) -> Never {
-    let (given, flags) = operands(of: verb, arguments, flags: ["--json"])
+    let isUpdate = verb.name == "update" || verb.name == "rescan"
+    let (given, flags) = operands(of: verb, arguments, flags: isUpdate ? ["--json", "--wait"] : ["--json"])
     let json = flags.contains("--json")
+    // An update on a terminal shows its progress and waits for its end, as with --wait.
+    let waits = isUpdate && (flags.contains("--wait") || (!json && isatty(STDOUT_FILENO) == 1))
+    let scansBefore = waits ? libraryStatus()?["scansFinished"] as? Int ?? 0 : 0
     let request: ControlRequest
     switch verb.name {
     case "update", "rescan", "ls":
@@ -42,7 +46,40 @@ func libraryVerb(_ verb: Verb, _ arguments: ArraySlice<Argument>) -> Never {
         fail((parsed?["error"] as? String) ?? "the player refused the request", code: ExitStatus.failure)
     }
     printLibraryReply(object, verb: verb.name, json: json)
+    if waits { waitForScan(after: scansBefore, showing: !json && isatty(STDOUT_FILENO) == 1) }
     exit(ExitStatus.success)
+}
+
+/// The status reply's `library` object (empty before the library's first report); nil when the service does not
+/// answer.
+private func libraryStatus() -> [String: Any]? {
+    guard let reply = try? ControlClient.send(.status, path: controlSocketPath()),
+          let object = (try? JSONTree.parse(Array(reply.utf8))) as? [String: Any] else { return nil }
+    return (object["status"] as? [String: Any])?["library"] as? [String: Any] ?? [:]
+}
+
+/// Waits until the service has finished a scan after the `before`th (polling its status five times a second), showing
+/// the files read on one line of a terminal when `showing`; then prints the library's line.
+private func waitForScan(after before: Int, showing: Bool) {
+    var shown = false
+    while true {
+        guard let library = libraryStatus() else { fail("the player stopped answering", code: ExitStatus.failure) }
+        if library["scansFinished"] as? Int ?? 0 > before, library["scanning"] as? Bool != true {
+            if shown { StandardStream.writeOutput("\r\u{1B}[K") }
+            print(StatusText.libraryLine(library))
+            return
+        }
+        if showing, library["scanning"] as? Bool == true {
+            let done = library["filesDone"] as? Int ?? 0
+            let toDo = max(library["filesToDo"] as? Int ?? 0, 1)
+            let width = 30
+            let filled = min(width, done * width / toDo)
+            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+            StandardStream.writeOutput("\rupdating [\(bar)] \(done)/\(toDo) files")
+            shown = true
+        }
+        usleep(200_000)
+    }
 }
 
 /// Prints what a library reply holds for `verb`.

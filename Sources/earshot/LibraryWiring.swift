@@ -25,6 +25,8 @@ enum LibraryWiring {
     /// The library of the service, reporting into `log` (kinds and counts) and `inbox` (for status). Not started.
     static func make(_ configuration: PlayerConfiguration, log: EventLog, inbox: PlayerInbox) -> MusicLibraryService {
         let environment = ProcessEnvironment.current
+        // Scans finished so far (the library's thread alone reports; the lock is for Swift's checking).
+        let finished = LockedValue(0)
         return MusicLibraryService(
             databasePath: LibraryLocations.databasePath(environment: environment),
             roots: musicFolders(configuration, environment: environment)
@@ -43,7 +45,8 @@ enum LibraryWiring {
                 inbox.library(LibraryStatus(scanning: false, problem: "unavailable (\(reason))"))
             case .scanning(let done, let toDo):
                 if done == 0 { log.record("library", ["scan": "started", "toRead": "\(toDo)"]) }
-                inbox.library(LibraryStatus(scanning: true, filesDone: done, filesToDo: toDo))
+                inbox.library(LibraryStatus(scanning: true, filesDone: done, filesToDo: toDo,
+                                            scansFinished: finished.withLock { $0 }))
             case .scanned(let counts, let tracks, let milliseconds):
                 let skipped = counts.skipped.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
                 log.record("library", [
@@ -52,13 +55,25 @@ enum LibraryWiring {
                     "skipped": skipped.isEmpty ? "none" : skipped.joined(separator: ","), "tracks": "\(tracks)",
                     "ms": "\(milliseconds)",
                 ])
+                let count = finished.withLock { count in
+                    count += 1
+                    return count
+                }
                 inbox.library(LibraryStatus(scanning: false, filesDone: counts.read, filesToDo: counts.read,
-                                            tracks: tracks, skipped: counts.skipped))
+                                            tracks: tracks, skipped: counts.skipped, scansFinished: count))
             case .watching(let watching, let reason):
-                log.record("library", watching ? ["watch": "started"] : ["watch": "unavailable", "reason": reason ?? ""])
+                if watching {
+                    log.record("library", ["watch": "started"])
+                } else {
+                    log.record("library", ["watch": "unavailable", "reason": reason ?? ""])
+                }
             case .scanFailed(let reason):
                 log.record("library", ["scan": "failed", "reason": reason])
-                inbox.library(LibraryStatus(scanning: false, problem: "scan failed (\(reason))"))
+                let count = finished.withLock { count in
+                    count += 1
+                    return count
+                }
+                inbox.library(LibraryStatus(scanning: false, problem: "scan failed (\(reason))", scansFinished: count))
             }
         }
     }

@@ -80,6 +80,9 @@ struct LibraryTests {
             try FileManager.default.removeItem(at: added)
             try await Self.waitForTracks(LibraryFixtures.tracks.count, harness)
             #expect(try Self.lines(harness, ["find", "title", "Olsen Olsen"]).isEmpty)
+            // rescan --wait returns when its scan has ended, with the library's line.
+            #expect(try Self.lines(harness, ["rescan", "--wait"])
+                == ["library: 5 tracks (skipped: 2 loop, 1 notMPEGAudio)"])
 
             // findadd queues the album in disc and track order, through `add`; then it plays to its end.
             let brew = LibraryFixtures.tracksInOrder.filter { $0.album == "Bitches Brew" }
