@@ -1,7 +1,7 @@
 // The music library end to end: `earshot serve` with a generated collection as its music folder (LibraryFixtures)
 // fills its library on its own, and the CLI's library verbs answer as mpc's do, checked against the tags written; a
 // file added later is found after `earshot update`, one deleted is gone without it (inotify); `findadd` queues an album in disc and track order through the
-// owner's `add`, and it plays to its end.
+// owner's `add`, and it plays to its end; a rescan of a thousand files while a track plays costs no underrun.
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -100,6 +100,39 @@ struct LibraryTests {
             let end = try await harness.waitForStatus(of: service, "the album has played to its end",
                                                       timeout: .seconds(60)) { $0.playback == "stopped" }
             #expect(end.lastError == nil, "\(end)")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("a rescan of a thousand files while music plays: no underrun, no server underflow, still playing")
+    func scanWhilePlaying() async throws {
+        try await ServiceHarness.run { harness in
+            let music = try LibraryFixtures.make(in: harness.root.appendingPathComponent("music", isDirectory: true))
+            // A thousand more files: hard links of one FLAC in ten folders (each is read as a file of its own).
+            let source = music.appendingPathComponent(LibraryFixtures.tracks[1].path)
+            for folder in 0..<10 {
+                let directory = music.appendingPathComponent("Flood \(folder)", isDirectory: true)
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                for index in 0..<100 {
+                    try FileManager.default.linkItem(at: source, to: directory.appendingPathComponent("\(index).flac"))
+                }
+            }
+            try harness.writeConfiguration(#"{"musicDirectories": ["\#(music.path)"]}"#)
+            let service = try await harness.startService()
+            try await Self.waitForTracks(LibraryFixtures.tracks.count + 1_000, harness)
+            let track = try harness.privatePositionTrack()
+            _ = try harness.earshotChecked(["play", track.path])
+            let before = try await harness.waitForStatus(of: service, "the track plays") {
+                $0.playback == "playing" && $0.positionMs >= 500
+            }
+            // Every file read again, at idle priority, while the track plays.
+            let line = try harness.earshotChecked(["rescan", "--wait"], timeout: .seconds(180)).standardOutput
+            #expect(line.hasPrefix("library: 1005 tracks"), "\(line)")
+            let after = try harness.status()
+            print("scan while playing: \(after)")
+            #expect(after.playback == "playing" && after.trackIndex == 0, "\(after)")
+            #expect(after.underruns == before.underruns, "\(before) -> \(after)")
+            #expect(after.serverUnderflows == before.serverUnderflows, "\(before) -> \(after)")
             #expect(await harness.stopService(service) == 0)
         }
     }
