@@ -82,8 +82,9 @@ let package = Package(
         // no thread, no I/O.
         .target(name: "EarshotJSON"),
 
-        // The music library, an adapter that may wait for the disk: the SQLite database, the scanner on an idle-priority
-        // thread of its own, the query language (pure). The owner never imports it; the executable wires it.
+        // The music library, an adapter that may wait for the disk: the SQLite database, the scanner on an idle
+        // priority thread of its own, the inotify watcher, the query language (pure). The owner never imports it; the
+        // executable wires it.
         .target(
             name: "MusicLibrary", dependencies: ["CSQLite", "AudioPipeline", "TrackPaths", "SystemSupport"]
         ),

@@ -1,7 +1,8 @@
 // The music library end to end: `earshot serve` with a generated collection as its music folder (LibraryFixtures)
 // fills its library on its own, and the CLI's library verbs answer as mpc's do, checked against the tags written; a
-// file added later is found after `earshot update`, one deleted is gone without it (inotify); `findadd` queues an album in disc and track order through the
-// owner's `add`, and it plays to its end; a rescan of a thousand files while a track plays costs no underrun.
+// file added later is found after `earshot update`, one deleted is gone without it (inotify); `findadd` queues an
+// album in disc and track order through the owner's `add`, and it plays to its end; a rescan of a thousand files
+// while a track plays costs no underrun.
 import EarshotTestSupport
 import Foundation
 import Testing
