@@ -37,6 +37,8 @@ let package = Package(
         // FLAC, Ogg Vorbis and Ogg Opus (scripts/compare-decoders chose it over the reference libraries).
         .systemLibrary(name: "CSndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
+        // The music library's database (with FTS5, which Debian's build has).
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // gettid, RLIMIT_RTTIME and SCHED_RESET_ON_FORK, which Swift's Glibc module does not expose.
         .target(name: "CThreadShim"),
         // The MPRIS object's sd-bus vtables: C macros Swift cannot express, forwarding to Swift callbacks.
@@ -84,6 +86,13 @@ let package = Package(
         // no thread, no I/O.
         .target(name: "EarshotJSON"),
 
+        // The music library, an adapter that may wait for the disk: the SQLite database, the scanner on an idle
+        // priority thread of its own, the inotify watcher, the query language (pure). The owner never imports it; the
+        // executable wires it.
+        .target(
+            name: "MusicLibrary", dependencies: ["CSQLite", "AudioPipeline", "TrackPaths", "SystemSupport"]
+        ),
+
         // The serial owner: the player's actor on its own thread, its parts, the values it hands over and the small
         // interfaces it hands them through. It never waits, and imports nothing that does: not the clients, not the
         // storage (LayeringTests checks it); the `earshot` executable wires them in.
@@ -114,6 +123,7 @@ let package = Package(
             dependencies: [
                 "EarshotService", "EarshotClients", "EarshotStorage", "EarshotJSON", "EarshotCore", "EarshotMPRIS",
                 "EarshotLogind", "EarshotIdleInhibitor", "AudioPipeline", "TrackPaths", "SystemSupport",
+                "MusicLibrary",
             ]
         ),
 
@@ -142,6 +152,11 @@ let package = Package(
                 "EarshotService", "EarshotClients", "EarshotStorage", "EarshotJSON", "EarshotCore", "AudioPipeline",
                 "EarshotMPRIS", "TrackPaths", "EarshotTestSupport",
             ]
+        ),
+        // The music library on generated trees of tagged files: scanning, the database, the query language.
+        .testTarget(
+            name: "MusicLibraryTests",
+            dependencies: ["MusicLibrary", "AudioPipeline", "TrackPaths", "EarshotTestSupport"]
         ),
         // MPRIS against a private dbus-daemon, driven by playerctl.
         .testTarget(name: "EarshotMPRISTests", dependencies: ["EarshotMPRIS", "TrackPaths", "EarshotTestSupport"]),

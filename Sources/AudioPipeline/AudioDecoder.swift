@@ -36,10 +36,23 @@ public struct TrackMetadata: Equatable, Sendable {
     public var albumArtist: String?
     /// The track's number on its album: "3/12" is 3.
     public var trackNumber: Int?
+    /// The disc's number in its set (ID3 TPOS, Vorbis DISCNUMBER): "2/3" is 2.
+    public var discNumber: Int?
+    /// The genre as written (an ID3 "(17)" reference before a name is dropped).
+    public var genre: String?
+    /// The date as written (ID3 TDRC or TYER, Vorbis DATE), for example "1959" or "1959-08-17".
+    public var date: String?
+    /// The composer (ID3 TCOM, Vorbis COMPOSER).
+    public var composer: String?
+    /// MusicBrainz identifiers, where a tagger such as Picard wrote them.
+    public var musicBrainz = MusicBrainzIDs()
     /// The cover picture (the front cover if tagged as one, else the first picture).
     public var cover: CoverPicture?
     /// Why an embedded picture was not taken (too large, malformed), when none was: no path, no tag text.
     public var coverProblem: String?
+
+    /// Whether the file embeds a picture, taken or not (too large, malformed).
+    public var hasEmbeddedCover: Bool { cover != nil || coverProblem != nil }
 
     /// Creates metadata; every field defaults to untagged.
     public init(title: String? = nil, artist: String? = nil, album: String? = nil, albumArtist: String? = nil,
@@ -51,6 +64,27 @@ public struct TrackMetadata: Equatable, Sendable {
         self.trackNumber = trackNumber
         self.cover = cover
         self.coverProblem = coverProblem
+    }
+}
+
+/// The MusicBrainz identifiers a file's tags carry (ID3 TXXX "MusicBrainz ... Id" and UFID frames, Vorbis
+/// MUSICBRAINZ_* comments), as the text written.
+public struct MusicBrainzIDs: Equatable, Sendable {
+    /// The recording (ID3 UFID of http://musicbrainz.org, Vorbis MUSICBRAINZ_TRACKID).
+    public var track: String?
+    /// The release.
+    public var album: String?
+    /// The track's artist.
+    public var artist: String?
+    /// The release's artist.
+    public var albumArtist: String?
+
+    /// Creates a set of identifiers; every one defaults to absent.
+    public init(track: String? = nil, album: String? = nil, artist: String? = nil, albumArtist: String? = nil) {
+        self.track = track
+        self.album = album
+        self.artist = artist
+        self.albumArtist = albumArtist
     }
 }
 

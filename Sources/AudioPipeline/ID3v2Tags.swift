@@ -9,7 +9,19 @@ enum ID3v2Tags {
     private static let textFrames: [String: TagField] = [
         "TIT2": .title, "TPE1": .artist, "TALB": .album, "TPE2": .albumArtist, "TRCK": .trackNumber,
         "TT2": .title, "TP1": .artist, "TAL": .album, "TP2": .albumArtist, "TRK": .trackNumber,
+        "TPOS": .discNumber, "TCON": .genre, "TDRC": .date, "TYER": .date, "TCOM": .composer,
+        "TPA": .discNumber, "TCO": .genre, "TYE": .date, "TCM": .composer,
     ]
+
+    /// The descriptions of the user text frames (TXXX, 2.2's TXX) taken, as Picard writes them (compared in lower
+    /// case), and the fields they carry.
+    private static let userTextFrames: [String: TagField] = [
+        "musicbrainz album id": .musicBrainzAlbum, "musicbrainz artist id": .musicBrainzArtist,
+        "musicbrainz album artist id": .musicBrainzAlbumArtist,
+    ]
+
+    /// The owner of the unique file identifier frame (UFID, 2.2's UFI) that holds the MusicBrainz recording id.
+    private static let musicBrainzOwner = Array("http://musicbrainz.org".utf8)
 
     /// The most bytes of a picture frame read to find where the picture begins (the description comes first).
     private static let pictureHeadBytes = 8 << 10
@@ -72,7 +84,9 @@ enum ID3v2Tags {
                 return
             }
             offset = dataStart + size
-            guard isPicture || textFrames[id] != nil else { continue }
+            let isUserText = id == "TXXX" || id == "TXX"
+            let isIdentifier = id == "UFID" || id == "UFI"
+            guard isPicture || isUserText || isIdentifier || textFrames[id] != nil else { continue }
             // The frame's format flags, and the bytes they put before the data (group, data length).
             let format = version == 2 ? 0 : header[9]
             var bodyStart = dataStart
@@ -97,10 +111,22 @@ enum ID3v2Tags {
             if isPicture {
                 readPicture(source, at: bodyStart, size: bodySize, oldForm: version == 2,
                             unsynchronised: unsynchronised, into: &findings)
-            } else if let field = textFrames[id], bodySize <= TagText.maximumTextBytes,
-                      let raw = source.bytes(at: bodyStart, count: bodySize) {
+            } else if bodySize <= TagText.maximumTextBytes, let raw = source.bytes(at: bodyStart, count: bodySize) {
                 let body = unsynchronised ? resynchronised(raw) : raw
-                findings.set(field, firstString(body.dropFirst(), encoding: body[0]).text)
+                if let field = textFrames[id] {
+                    findings.set(field, firstString(body.dropFirst(), encoding: body[0]).text)
+                } else if isUserText {
+                    // Encoding, description, value: both strings in the frame's encoding.
+                    let description = firstString(body.dropFirst(), encoding: body[0])
+                    guard description.terminated,
+                          let field = userTextFrames[description.text.lowercased()] else { continue }
+                    let value = firstString(body.dropFirst(1 + description.consumed), encoding: body[0])
+                    findings.set(field, value.text)
+                } else if isIdentifier, let end = body.firstIndex(of: 0),
+                          body[..<end].elementsEqual(musicBrainzOwner), end + 1 < body.count {
+                    // Owner (Latin-1, terminated), then the identifier's bytes (ASCII for MusicBrainz).
+                    findings.set(.musicBrainzTrack, TagText.latin1(body[(end + 1)...].prefix { $0 != 0 }))
+                }
             }
         }
     }

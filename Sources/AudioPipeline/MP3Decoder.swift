@@ -379,6 +379,7 @@ public final class MP3Decoder: AudioDecoder {
         metadata.title = metadata.title ?? latin1Text(tag.title)
         metadata.artist = metadata.artist ?? latin1Text(tag.artist)
         metadata.album = metadata.album ?? latin1Text(tag.album)
+        metadata.date = metadata.date ?? latin1Text(tag.year)
         // ID3v1.1: a zero at comment byte 28 makes byte 29 the track number.
         let comment = withUnsafeBytes(of: tag.comment) { Array($0) }
         if metadata.trackNumber == nil, comment.count == 30, comment[28] == 0, comment[29] != 0 {

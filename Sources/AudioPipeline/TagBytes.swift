@@ -180,19 +180,29 @@ struct TagFindings {
     mutating func set(_ field: TagField, _ rawValue: String) {
         let value = TagText.trimmed(rawValue)
         guard let value else { return }
+        func first(_ slot: inout String?, _ text: String?) { if slot == nil { slot = text } }
         switch field {
-        case .title: if metadata.title == nil { metadata.title = value }
-        case .artist: if metadata.artist == nil { metadata.artist = value }
-        case .album: if metadata.album == nil { metadata.album = value }
-        case .albumArtist: if metadata.albumArtist == nil { metadata.albumArtist = value }
+        case .title: first(&metadata.title, value)
+        case .artist: first(&metadata.artist, value)
+        case .album: first(&metadata.album, value)
+        case .albumArtist: first(&metadata.albumArtist, value)
         case .trackNumber: if metadata.trackNumber == nil { metadata.trackNumber = TagText.trackNumber(value) }
+        case .discNumber: if metadata.discNumber == nil { metadata.discNumber = TagText.trackNumber(value) }
+        case .genre: first(&metadata.genre, TagText.genre(value))
+        case .date: first(&metadata.date, value)
+        case .composer: first(&metadata.composer, value)
+        case .musicBrainzTrack: first(&metadata.musicBrainz.track, value)
+        case .musicBrainzAlbum: first(&metadata.musicBrainz.album, value)
+        case .musicBrainzArtist: first(&metadata.musicBrainz.artist, value)
+        case .musicBrainzAlbumArtist: first(&metadata.musicBrainz.albumArtist, value)
         }
     }
 }
 
 /// The text fields the readers take.
 enum TagField {
-    case title, artist, album, albumArtist, trackNumber
+    case title, artist, album, albumArtist, trackNumber, discNumber, genre, date, composer
+    case musicBrainzTrack, musicBrainzAlbum, musicBrainzArtist, musicBrainzAlbumArtist
 }
 
 /// Text helpers shared by the readers.
@@ -211,6 +221,15 @@ enum TagText {
         let digits = text.prefix { $0.isASCII && $0.isNumber }.prefix(9)
         guard let number = Int(digits), number > 0 else { return nil }
         return number
+    }
+
+    /// A genre as tagged, without ID3's leading "(17)"-style reference when a name follows it; a bare reference
+    /// is kept as written.
+    static func genre(_ text: String) -> String? {
+        guard text.hasPrefix("("), let close = text.firstIndex(of: ")"),
+              text[text.index(after: text.startIndex)..<close].allSatisfy({ $0.isASCII && $0.isNumber })
+        else { return text }
+        return trimmed(String(text[text.index(after: close)...])) ?? text
     }
 
     /// Latin-1 bytes as a string.
@@ -241,6 +260,9 @@ enum VorbisComments {
     static let fields: [String: TagField] = [
         "TITLE": .title, "ARTIST": .artist, "ALBUM": .album, "ALBUMARTIST": .albumArtist,
         "ALBUM ARTIST": .albumArtist, "ALBUM_ARTIST": .albumArtist, "TRACKNUMBER": .trackNumber,
+        "DISCNUMBER": .discNumber, "GENRE": .genre, "DATE": .date, "YEAR": .date, "COMPOSER": .composer,
+        "MUSICBRAINZ_TRACKID": .musicBrainzTrack, "MUSICBRAINZ_ALBUMID": .musicBrainzAlbum,
+        "MUSICBRAINZ_ARTISTID": .musicBrainzArtist, "MUSICBRAINZ_ALBUMARTISTID": .musicBrainzAlbumArtist,
     ]
 
     /// Reads a comment list (vendor string, count, comments) from `stream` into `findings`.

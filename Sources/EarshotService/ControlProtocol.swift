@@ -49,12 +49,25 @@ public enum ControlRequest: Equatable, Sendable {
     case clear
     /// List the queue.
     case queue
+    /// Scan the music library (every folder, or `path` only; `rescan` reads unchanged files again):
+    /// `{"command": "update", "path": "Jazz"}`, `{"command": "rescan"}`.
+    case update(path: TrackPath?, rescan: Bool)
+    /// A library query in mpc's words: `search`, `find`, `list`, `searchadd` or `findadd` and its TAG VALUE words:
+    /// `{"command": "search", "words": ["artist", "miles"]}`. The library answers it, off the owner. Tracks come as
+    /// their paths only unless `tags` (`"tags": true`) asks for every field (what `--json` prints).
+    case libraryQuery(verb: String, words: [String], tags: Bool = false)
+    /// List a folder of the library (`{"command": "ls", "path": "Jazz"}`; no path for the top).
+    case browse(path: TrackPath?)
 
     /// The command names the protocol accepts.
     public static let commandNames = [
         "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "status",
-        "events", "load", "add", "clear", "queue",
+        "events", "load", "add", "clear", "queue", "update", "rescan", "search", "find", "list", "searchadd",
+        "findadd", "ls",
     ]
+
+    /// The library's query commands.
+    public static let libraryQueryNames = ["search", "find", "list", "searchadd", "findadd"]
 }
 
 /// Why a request line was refused. The message never repeats the request's content beyond its command
@@ -118,6 +131,27 @@ extension ControlRequest {
             if command == "add" { return .success(.add(paths: paths)) }
             let play = fields["play"].map { ($0 as? Bool) ?? false } ?? true
             return .success(.load(paths: paths, play: play))
+        case "update", "rescan", "ls":
+            var path: TrackPath?
+            if let value = fields["path"], !(value is JSONNull) {
+                guard let given = TrackPath(jsonValue: value) else {
+                    return .failure(ControlRequestError(
+                        "\(command) takes an optional field 'path': a string, or a {\"base64\": ...} object"))
+                }
+                path = given
+            }
+            if command == "ls" { return .success(.browse(path: path)) }
+            return .success(.update(path: path, rescan: command == "rescan"))
+        case _ where libraryQueryNames.contains(command):
+            let entries = fields["words"] as? [Any] ?? []
+            let words = entries.compactMap { $0 as? String }
+            guard !words.isEmpty, words.count == entries.count, words.count <= 64 else {
+                return .failure(ControlRequestError("\(command) needs an array field 'words' of 1 to 64 strings"))
+            }
+            guard let tags = fields["tags"].map({ $0 as? Bool }) ?? false else {
+                return .failure(ControlRequestError("\(command) takes an optional Boolean field 'tags'"))
+            }
+            return .success(.libraryQuery(verb: command, words: words, tags: tags))
         case "seek":
             // Rounded to milliseconds, the player's step, before the range check. Rounding also makes a request
             // survive its own JSON line: a decimal longer than a Double holds could parse one unit in the last place
@@ -166,6 +200,13 @@ extension ControlRequest {
         case .load(let paths, let play):
             return ControlReply.line(["command": "load", "paths": paths.map(\.jsonValue), "play": play])
         case .add(let paths): return ControlReply.line(["command": "add", "paths": paths.map(\.jsonValue)])
+        case .update(let path, _), .browse(let path):
+            var object: [String: Any] = ["command": name]
+            if let path { object["path"] = path.jsonValue }
+            return ControlReply.line(object)
+        case .libraryQuery(let verb, let words, let tags):
+            return ControlReply.line(tags ? ["command": verb, "words": words, "tags": true]
+                                          : ["command": verb, "words": words])
         default: return #"{"command":"\#(name)"}"#
         }
     }
@@ -217,6 +258,9 @@ extension ControlRequest {
         case .add: return "add"
         case .clear: return "clear"
         case .queue: return "queue"
+        case .update(_, let rescan): return rescan ? "rescan" : "update"
+        case .libraryQuery(let verb, _, _): return verb
+        case .browse: return "ls"
         }
     }
 }

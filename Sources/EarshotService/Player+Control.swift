@@ -245,11 +245,17 @@ extension Player {
         case .repeatMode(let mode): choosePlayOrder(repeat: mode, shuffle: nil)
         case .shuffle(let on): choosePlayOrder(repeat: nil, shuffle: on)
         case .status, .events: break
+        case .update, .libraryQuery, .browse:
+            // The control server's handler answers these from the library, off the owner; one that reaches the owner
+            // came where no library runs.
+            return ControlReply.failure("no music library in this player")
         }
         // The tick runs only when it has work (a track's end, a save): the position a reply shows is read from the
         // stream now.
         settleAtHeardPosition()
-        return ControlReply.success(["status": report().status])
+        var status = report().status
+        if let library { status["library"] = library.jsonObject }
+        return ControlReply.success(["status": status])
     }
 
     /// The player's state as status and MPRIS show it, read in one place (see `PlayerReport`).

@@ -122,6 +122,8 @@ actor Player {
     /// `slowestHandlingMicros`, `slowestHandlingKind`, `slowestHandlingByKind`): the owner never waits, so a large
     /// value is a regression to look for.
     var handling = HandlingRecord()
+    /// The music library's latest state, shown by `status` (nil where no library runs).
+    var library: LibraryStatus?
 
     init(
         configuration: PlayerConfiguration, mode: PlayerMode, parts: OwnerParts,
@@ -248,6 +250,10 @@ actor Player {
             slot.fulfil(reply)
             return
         case .session(let event): dispatch(event)
+        case .library(let status):
+            // Shown by the next status; nothing to save or publish.
+            library = status
+            return
         case .shutdown(let signal): shutdown(signal: signal)
         }
         saveState()

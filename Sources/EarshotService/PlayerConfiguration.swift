@@ -43,6 +43,9 @@ public struct PlayerConfiguration: Sendable {
     public var showsProgress = false
     /// Log at debug level (still never user content).
     public var debugLogging = false
+    /// The music library's folders as configured (absolute, or `~/...`); nil for the default, the XDG music folder.
+    /// Only the library reads it; the owner never does.
+    public var musicDirectories: [String]?
     /// The control socket path.
     public var socketPath: String = controlSocketPath()
 

@@ -33,6 +33,11 @@ public struct PlayerInbox: Sendable {
         continuation.yield(.session(event))
     }
 
+    /// Hands the player the music library's latest state (a scan's progress, its counts), for `status`.
+    public func library(_ status: LibraryStatus) {
+        continuation.yield(.library(status))
+    }
+
     /// Asks the player to stop, for `signal` (SIGINT or SIGTERM).
     public func shutdown(signal: Int32) {
         continuation.yield(.shutdown(signal: signal))

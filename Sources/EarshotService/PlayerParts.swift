@@ -45,6 +45,8 @@ extension Player {
         case session(Event)
         /// The fade and duck timer went off (the arming's number): the next step of a ramp (Player+Edges).
         case edgeDue(arming: Int)
+        /// The music library's latest state, from its scanning thread.
+        case library(LibraryStatus)
         case shutdown(signal: Int32)
     }
 

@@ -37,7 +37,23 @@ public enum StatusText {
         if let failure = status["lastError"] as? [String: Any], let kind = failure["kind"] as? String {
             lines.append("last error: track \((failure["trackIndex"] as? Int ?? 0) + 1): \(kind)")
         }
+        if let library = status["library"] as? [String: Any] { lines.append(libraryLine(library)) }
         return lines.joined(separator: "\n")
+    }
+
+    /// The library's line: a scan's progress, or the tracks and what the last scan skipped.
+    public static func libraryLine(_ library: [String: Any]) -> String {
+        if let problem = library["problem"] as? String { return "library: \(problem)" }
+        let done = library["filesDone"] as? Int ?? 0
+        let toDo = library["filesToDo"] as? Int ?? 0
+        if library["scanning"] as? Bool == true { return "library: scanning, \(done) of \(toDo) files read" }
+        var line = "library: " + ((library["tracks"] as? Int).map { "\($0) tracks" } ?? "not scanned yet")
+        let skipped = (library["skipped"] as? [String: Any] ?? [:]).compactMapValues { $0 as? Int }
+        if !skipped.isEmpty {
+            let reasons = skipped.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            line += " (skipped: \(reasons))"
+        }
+        return line
     }
 
     /// Interruption sources (`microphone#5`, `stream#12`) grouped by kind for people, e.g. `call from a microphone

@@ -78,7 +78,7 @@ public enum ConfigurationFile {
     public static let knownKeys = [
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
-        "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend",
+        "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend", "musicDirectories",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -200,6 +200,8 @@ struct ConfigurationContents {
     var duckRoles: [String]?
     /// `duckLevel`: decibels under the user's volume while ducked (-60...0).
     var duckLevel: Double?
+    /// `musicDirectories`: the library's music folders (absolute, or `~/...`); absent or null for the XDG music folder.
+    var musicDirectories: [String]?
 
     /// Reads the file's top-level object, refusing unknown keys, wrong types and values out of range with a
     /// `ConfigurationError.Problem` that names the key. Keys are checked in this order, so a file with several
@@ -279,6 +281,15 @@ struct ConfigurationContents {
             $0 as? Bool
         }
         try readEdges(object)
+        musicDirectories = try Self.value(
+            "musicDirectories", in: object, expected: "an array of strings or null", nullAllowed: true) { value in
+            guard let elements = value as? [Any] else { return nil }
+            let strings = elements.compactMap { $0 as? String }
+            return strings.count == elements.count ? strings : nil
+        }
+        if let folders = musicDirectories, folders.contains(where: { !$0.hasPrefix("/") && !$0.hasPrefix("~/") }) {
+            throw .outOfRange(key: "musicDirectories", allowed: "an array of absolute paths (or paths starting ~/)")
+        }
     }
 
     /// Reads the fade and ducking keys (`fadeMs`, `duckRoles`, `duckLevel`).
@@ -342,6 +353,7 @@ struct ConfigurationContents {
         if let fadeMilliseconds { configuration.fadeMilliseconds = fadeMilliseconds }
         if let duckRoles { configuration.duckRoles = Set(duckRoles) }
         if let duckLevel { configuration.duckLevelDecibels = duckLevel }
+        if let musicDirectories { configuration.musicDirectories = musicDirectories }
         return configuration
     }
 }

@@ -62,6 +62,12 @@ struct Verb {
         self.options = options
     }
 
+    /// The --json option of the library's verbs.
+    static let jsonOption = VerbOption(synopsis: "--json", meaning: "print the result as one JSON value")
+
+    /// The --wait option of update and rescan.
+    static let waitOption = VerbOption(synopsis: "--wait", meaning: "return when the scan has ended")
+
     /// Every verb, in the order the help lists them.
     static let all: [Verb] = [
         Verb("serve", "run the player service in the foreground (systemd runs it as a user service)",
@@ -108,6 +114,34 @@ struct Verb {
                        "pauseReason, positionMs, sink, corked, ...)."],
              options: [VerbOption(synopsis: "--json", meaning: "print the status as one JSON object")]),
         Verb("events", "follow the player's event log (one line per event) until interrupted"),
+        Verb("update", forms: ["[--json] [--wait] [PATH]"],
+             "scan the music library for new, changed and removed files",
+             details: ["Every music folder (configuration musicDirectories), or only PATH: a folder below a music",
+                       "folder, or an absolute path inside one. Files whose size and time are unchanged are not read",
+                       "again. The scan runs in the service at idle priority; on a terminal a progress bar shows it",
+                       "and the verb returns when it ends (as with --wait); `earshot status` shows it too."],
+             options: [jsonOption, waitOption]),
+        Verb("rescan", forms: ["[--json] [--wait] [PATH]"], "scan the music library, reading every file again",
+             options: [jsonOption, waitOption]),
+        Verb("search", forms: ["[--json] TAG TEXT [TAG TEXT...]"], "list the library's tracks whose TAG contains TEXT",
+             details: ["Case and accents do not matter, the words of TEXT may come in any order, and each may be",
+                       "the start of a word. TAG is any (every tag), artist, albumartist, album, title, genre,",
+                       "date, composer, track, disc, file or a musicbrainz_* id. Tracks come in album order",
+                       "(album artist, album date, disc, track), each as its path below its music folder."],
+             options: [jsonOption]),
+        Verb("find", forms: ["[--json] TAG VALUE [TAG VALUE...]"], "list the library's tracks whose TAG is VALUE",
+             details: ["VALUE must match exactly (case and accents too); the TAGs are search's."],
+             options: [jsonOption]),
+        Verb("list", forms: ["[--json] TAG [TAG VALUE...]"], "list the values of TAG in the library",
+             details: ["Only among the tracks whose TAG is VALUE for each pair (find's rule); albums come in date",
+                       "order, numbers in numeric order, other values alphabetically."],
+             options: [jsonOption]),
+        Verb("findadd", forms: ["[--json] TAG VALUE [TAG VALUE...]"], "queue the tracks find lists, in album order",
+             options: [jsonOption]),
+        Verb("searchadd", forms: ["[--json] TAG TEXT [TAG TEXT...]"], "queue the tracks search lists, in album order",
+             options: [jsonOption]),
+        Verb("ls", forms: ["[--json] [PATH]"], "list a folder of the library: its folders, then its files",
+             options: [jsonOption]),
         Verb("decode", forms: ["FILE"], "decode FILE as fast as possible and print its frames and seconds",
              details: ["The audio is discarded; scripts/bench uses it to compare with 'mpg123 -t'."]),
         Verb("help", forms: ["[VERB]"], "show the help of VERB, or this help"),
@@ -171,6 +205,7 @@ enum CommandLineHelp {
             ("$XDG_STATE_HOME/earshot/state.json", "the queue, restored paused on start (written when it changes)"),
             ("$XDG_STATE_HOME/earshot/position.json", "track, position and volume in it (every 2 s while playing)"),
             ("$XDG_CACHE_HOME/earshot/art/", "cover pictures for MPRIS's mpris:artUrl, at most 64 MiB, oldest removed"),
+            ("$XDG_CACHE_HOME/earshot/library.sqlite", "the music library (rebuilt from the music folders when lost)"),
         ]) + [
             "",
             "Environment:",

@@ -40,13 +40,24 @@ enum PlayerService {
         // Read here, on the main thread, before the owner starts: the owner only takes the result.
         stateWriter?.loadSavedState()
         let inbox = PlayerInbox()
+        // The music library runs with the service only (not `earshot play FILE`): its thread starts below.
+        let library = withMPRIS ? LibraryWiring.make(configuration, log: log, inbox: inbox) : nil
 
         let server: ControlServer
         do {
             server = try ControlServer(path: configuration.socketPath, log: log) { request in
-                let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
-                inbox.request(request, replyTo: slot)
-                return slot.wait(timeout: .seconds(10))
+                @Sendable func ask(_ request: ControlRequest) -> String {
+                    let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
+                    inbox.request(request, replyTo: slot)
+                    return slot.wait(timeout: .seconds(10))
+                }
+                // Library requests are answered here, on the client's thread; `findadd` queues through `add`.
+                if let library, let reply = LibraryWiring.answer(request, library: library, add: {
+                    ask(.add(paths: $0))
+                }) {
+                    return reply
+                }
+                return ask(request)
             }
         } catch {
             StandardStream.writeError("earshot: \(error.description)\n")
@@ -87,6 +98,7 @@ enum PlayerService {
         let idleInhibitor = withMPRIS && configuration.policy.inhibitIdleSuspend
             ? IdleInhibitor(report: { report in log.record(report) }) : nil
         idleInhibitor?.start()
+        library?.start()
         let parts = OwnerParts(
             log: log, stateSaver: stateWriter, mpris: mpris, positionCell: positionCell,
             makeCoverStore: { report in
@@ -98,6 +110,7 @@ enum PlayerService {
         stateWriter?.finish()
         logind?.stop()
         idleInhibitor?.stop()
+        library?.stop()
         server.shutdown()
         log.record("service", ["state": "stopped", "exit": "\(code)"])
         // The owner queued its last lines for standard error and its progress line's end for standard output: written

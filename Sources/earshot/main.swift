@@ -282,6 +282,7 @@ case "events":
     } catch {
         fail(error.description, code: ExitStatus.failure)
     }
+case "update", "rescan", "search", "find", "list", "findadd", "searchadd", "ls": libraryVerb(verb, arguments)
 case "queue": expectNoArguments(verb, arguments); control(.queue)
 case "clear": expectNoArguments(verb, arguments); control(.clear)
 case "pause": expectNoArguments(verb, arguments); control(.pause)

@@ -91,6 +91,68 @@ struct TagReaderTests {
         #expect(tags.trackNumber == 5)
         #expect(tags.cover == CoverPicture(mimeType: "image/jpeg", byteCount: picture.count, bytes: .inline(picture)))
     }
+
+    @Test("each format's tools write the library's tags: artist, album, genre, date, disc, composer, MusicBrainz ids",
+          arguments: Fixtures.Format.allCases)
+    func libraryTags(format: Fixtures.Format) throws {
+        let wav = try Fixtures.toneWAV(frequency: 330, seconds: 0.5)
+        let output = Fixtures.directory.appendingPathComponent("library-tags-\(format.rawValue).\(format.rawValue)")
+        let tags: [String: String]
+        if format == .mp3 {
+            tags = [
+                "TPE1": "Miles Dávis", "TALB": "Kind of Blue", "TCON": "(8)Jazz", "TYER": "1959", "TPOS": "2/3",
+                "TCOM": "Bill Evans", "TRCK": "4/5", "TXXX": "MusicBrainz Album Id=album-id-1",
+            ]
+        } else {
+            tags = [
+                "ARTIST": "Miles Dávis", "ALBUM": "Kind of Blue", "GENRE": "Jazz", "DATE": "1959-08-17",
+                "DISCNUMBER": "2/3", "COMPOSER": "Bill Evans", "TRACKNUMBER": "4", "MUSICBRAINZ_ALBUMID": "album-id-1",
+                "MUSICBRAINZ_TRACKID": "track-id-1", "MUSICBRAINZ_ARTISTID": "artist-id-1",
+            ]
+        }
+        try Fixtures.encode(wav, as: format, into: output, tags: tags)
+        let decoder = try AudioFileKind.openDecoder(path: TrackPath(output.path))
+        let read = decoder.metadata
+        #expect(read.artist == "Miles Dávis")
+        #expect(read.album == "Kind of Blue")
+        #expect(read.genre == "Jazz")
+        #expect(read.date == (format == .mp3 ? "1959" : "1959-08-17"))
+        #expect(read.discNumber == 2)
+        #expect(read.trackNumber == 4)
+        #expect(read.composer == "Bill Evans")
+        #expect(read.musicBrainz.album == "album-id-1")
+        if format != .mp3 {
+            #expect(read.musicBrainz.track == "track-id-1")
+            #expect(read.musicBrainz.artist == "artist-id-1")
+        }
+        #expect(!read.hasEmbeddedCover)
+        let seconds = Double(decoder.lengthFrames ?? 0) / Double(decoder.format.sampleRate)
+        #expect(abs(seconds - 0.5) < 0.06, "length \(seconds) s")
+    }
+
+    @Test("ID3v2.3 by hand: a UFID frame gives the MusicBrainz recording, TXXX frames the other ids, ID3v2.2 frames")
+    func musicBrainzFramesByHand() {
+        func size(_ value: Int) -> [UInt8] { [24, 16, 8, 0].map { UInt8((value >> $0) & 0xFF) } }
+        func frame(_ id: String, _ body: [UInt8]) -> [UInt8] { Array(id.utf8) + size(body.count) + [0, 0] + body }
+        func syncsafe(_ value: Int) -> [UInt8] { [21, 14, 7, 0].map { UInt8((value >> $0) & 0x7F) } }
+        let frames = frame("UFID", Array("http://musicbrainz.org".utf8) + [0] + Array("rec-1".utf8))
+            + frame("UFID", Array("http://example.org".utf8) + [0] + Array("other".utf8))
+            + frame("TXXX", [0] + Array("MusicBrainz Artist Id".utf8) + [0] + Array("artist-1".utf8))
+            + frame("TXXX", [3] + Array("MusicBrainz Album Artist Id".utf8) + [0] + Array("album-artist-1".utf8))
+            + frame("TXXX", [0] + Array("Something Else".utf8) + [0] + Array("x".utf8))
+            + frame("TCON", [0] + Array("(17)".utf8))
+        let tag = Array("ID3".utf8) + [3, 0, 0] + syncsafe(frames.count) + frames
+        let (tags, hasTag) = ID3v2Tags.read(TagSource(bytes: tag))
+        #expect(hasTag)
+        #expect(tags.musicBrainz == MusicBrainzIDs(track: "rec-1", artist: "artist-1", albumArtist: "album-artist-1"))
+        // A bare reference stays as written.
+        #expect(tags.genre == "(17)")
+        let old = Array("TCO".utf8) + [0, 0, 6] + [0] + Array("Blues".utf8)
+            + Array("TYE".utf8) + [0, 0, 5] + [0] + Array("1960".utf8)
+        let (oldTags, _) = ID3v2Tags.read(TagSource(bytes: Array("ID3".utf8) + [2, 0, 0] + syncsafe(old.count) + old))
+        #expect(oldTags.genre == "Blues")
+        #expect(oldTags.date == "1960")
+    }
 }
 
 /// Byte helpers for the hand-built tags.

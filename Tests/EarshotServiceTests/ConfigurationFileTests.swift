@@ -131,6 +131,18 @@ struct ConfigurationFileTests {
         #expect(configuration.sinkName == "headphones")
     }
 
+    @Test("musicDirectories: absolute or ~/ paths, null for the default; anything else names the key")
+    func musicDirectories() throws {
+        #expect(try load(#"{"musicDirectories": ["/srv/music", "~/Musik"]}"#).musicDirectories
+            == ["/srv/music", "~/Musik"])
+        #expect(try load(#"{"musicDirectories": null}"#).musicDirectories == nil)
+        #expect(try load("{}").musicDirectories == nil)
+        for wrong in [#"{"musicDirectories": "/srv/music"}"#, #"{"musicDirectories": [3]}"#,
+                      #"{"musicDirectories": ["Music"]}"#] {
+            #expect(try refusal(wrong).key == "musicDirectories", "\(wrong)")
+        }
+    }
+
     @Test("each key alone changes only itself")
     func eachKeyAlone() throws {
         #expect(try load(#"{"triggerRoles": []}"#).triggerRoles == [])

@@ -23,6 +23,11 @@ struct ControlProtocolTests {
             .events, .clear, .queue, .load(paths: ["/a b.mp3", "/ü.mp3"], play: true), .add(paths: ["/x.mp3"]),
             .load(paths: ["/y.mp3"], play: false), .add(paths: [Self.latin1, "/z.mp3", Self.invalid]),
             .repeatMode(.off), .repeatMode(.track), .repeatMode(.queue), .shuffle(on: true), .shuffle(on: false),
+            .update(path: nil, rescan: false), .update(path: "Jazz/Miles", rescan: true), .update(path: Self.latin1,
+            rescan: false), .browse(path: nil), .browse(path: "Sigur Rós"), .libraryQuery(verb: "search",
+            words: ["any", "ros"]), .libraryQuery(verb: "findadd", words: ["album", "Kind of Blue"]),
+            .libraryQuery(verb: "list", words: ["album"]),
+            .libraryQuery(verb: "search", words: ["any", "x"], tags: true),
         ]
         for request in requests {
             #expect(try parse(request.jsonLine).get() == request)
@@ -62,6 +67,11 @@ struct ControlProtocolTests {
         (#"{"command":"add","paths":[{"base64":"L2EAYg=="}]}"#, "non-empty array"),
         (#"{"command":"add","paths":[{"base64":"L2E=","extra":1}]}"#, "non-empty array"),
         (#"{"command":"add","paths":[{"hex":"2f61"}]}"#, "non-empty array"),
+        (#"{"command":"update","path":5}"#, "optional field 'path'"),
+        (#"{"command":"ls","path":""}"#, "optional field 'path'"),
+        (#"{"command":"search"}"#, "array field 'words' of 1 to 64 strings"),
+        (#"{"command":"find","words":["artist",3]}"#, "array field 'words' of 1 to 64 strings"),
+        (#"{"command":"find","words":["artist","x"],"tags":1}"#, "optional Boolean field 'tags'"),
     ])
     func malformed(line: String, reason: String) {
         guard case .failure(let error) = parse(line) else {

@@ -72,7 +72,7 @@ struct LayeringTests {
     static let productTargets = [
         "EarshotCore", "TrackPaths", "SystemSupport", "AudioPipeline", "PulseOutput", "EarshotMPRIS",
         "EarshotLogind", "EarshotIdleInhibitor", "RealtimeScheduling", "EarshotService", "EarshotJSON", "EarshotClients",
-        "EarshotStorage", "earshot",
+        "EarshotStorage", "MusicLibrary", "earshot",
     ]
 
     @Test("no target of the earshot product imports Foundation or FoundationEssentials (issue 14)")
@@ -100,8 +100,12 @@ struct LayeringTests {
         "RealtimeScheduling", "EarshotJSON", "Glibc", "Dispatch", "Synchronization",
     ]
 
-    /// The targets whose threads may wait (for a client, for the disk): never the owner's dependencies.
-    static let waitingTargets: Set<String> = ["EarshotClients", "EarshotStorage"]
+    /// The targets whose threads may wait (for a client, for the disk, for the library's database): never the owner's
+    /// dependencies.
+    static let waitingTargets: Set<String> = ["EarshotClients", "EarshotStorage", "MusicLibrary"]
+
+    /// The waiting targets that serve the owner and so depend on it (the library is an adapter below it instead).
+    static let ownersHelpers = ["EarshotClients", "EarshotStorage"]
 
     /// The dependencies Package.swift's `package` text gives the target named `target` (the names in the bracket
     /// after its `name:`).
@@ -162,9 +166,33 @@ struct LayeringTests {
         let offending = dependencies.filter { !Self.ownerModules.contains($0) || Self.waitingTargets.contains($0) }
         #expect(offending.isEmpty, "Package.swift: EarshotService depends on \(offending.joined(separator: ", "))")
         // The other way round is the point: the clients and the storage depend on the owner.
-        for target in Self.waitingTargets {
+        for target in Self.ownersHelpers {
             #expect(Self.dependencies(of: target, inPackage: package)?.contains("EarshotService") == true, "\(target)")
         }
+    }
+
+    @Test("only the library imports SQLite; the library is an adapter: it imports neither the owner nor its clients")
+    func libraryIsAnAdapter() throws {
+        for target in try FileManager.default.contentsOfDirectory(atPath: Self.sources.path).sorted() {
+            let folder = Self.sources.appendingPathComponent(target, isDirectory: true)
+            for name in try Self.swiftFiles(of: target) {
+                let text = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+                let modules = Self.importedModules(text)
+                if modules.contains("CSQLite") {
+                    #expect(target == "MusicLibrary", "\(target)/\(name) imports CSQLite")
+                }
+                if target == "MusicLibrary" {
+                    let offending = modules.filter {
+                        ["EarshotService", "EarshotClients", "EarshotStorage", "Foundation"].contains($0)
+                    }
+                    #expect(offending.isEmpty, "MusicLibrary/\(name) imports \(offending.joined(separator: ", "))")
+                }
+            }
+        }
+        let packageFile = Self.sources.deletingLastPathComponent().appendingPathComponent("Package.swift")
+        let package = try String(contentsOf: packageFile, encoding: .utf8)
+        #expect(Self.dependencies(of: "MusicLibrary", inPackage: package)?.contains("CSQLite") == true)
+        #expect(Self.dependencies(of: "EarshotService", inPackage: package)?.contains("MusicLibrary") == false)
     }
 
     @Test("the owner writes nothing to standard error itself: lines and messages go through the log's queue")

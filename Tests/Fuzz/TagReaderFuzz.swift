@@ -3,7 +3,8 @@
 // finds loaded. Not a SwiftPM target: scripts/fuzz compiles it with Sources/AudioPipeline's sources.
 //
 // Besides "never crash or hang", it checks the readers' promises: a picture is never over the limit, its bytes are
-// exactly its length, and a problem is given only when no picture was taken.
+// exactly its length, and a problem is given only when no picture was taken; numbers are positive, and the library's
+// text fields are trimmed and never empty.
 
 /// Stops the process with `message` when `condition` is false (fatalError keeps its message in -O builds).
 private func require(_ condition: Bool, _ message: @autoclosure () -> String) {
@@ -18,6 +19,12 @@ private func check(_ metadata: TrackMetadata) {
         require(metadata.coverProblem == nil, "a picture and a problem at once")
     }
     if let number = metadata.trackNumber { require(number > 0, "a track number below 1") }
+    if let number = metadata.discNumber { require(number > 0, "a disc number below 1") }
+    // The library's text fields: trimmed and never empty (an empty one is left out).
+    for text in [metadata.genre, metadata.date, metadata.composer, metadata.musicBrainz.track,
+                 metadata.musicBrainz.album, metadata.musicBrainz.artist, metadata.musicBrainz.albumArtist] {
+        if let text { require(!text.isEmpty && text.first?.isWhitespace == false, "an empty or untrimmed field") }
+    }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -82,6 +82,10 @@ final class ServiceHarness: Sendable {
         for folder in [stateHome, configHome] {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
+        // The music library's default folder is the user's XDG music folder: a folder of this harness that does not
+        // exist, so that no service scans the real ~/Music of whoever runs the tests (a test names its own folders).
+        try Data("XDG_MUSIC_DIR=\"\(root.appendingPathComponent("no-music").path)\"\n".utf8)
+            .write(to: configHome.appendingPathComponent("user-dirs.dirs"))
         bus = try PrivateSessionBus(in: root)
         busAddress = bus.printedAddress
     }

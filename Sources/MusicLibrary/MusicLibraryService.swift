@@ -1,0 +1,259 @@
+// MusicLibraryService: the library as the service runs it. A note on threading:
+// - the writer: one thread of its own ("earshot-library"), under SCHED_IDLE (nice 19 when refused), owns the writing
+//   connection; it opens the file, runs the scans asked for one at a time (requests that arrive meanwhile coalesce
+//   into one), and reports what happens through `report`, which must not wait (the executable puts it into the
+//   owner's inbox and the log);
+// - the readers: queries come on the control clients' threads, which may wait; they share one read-only connection
+//   behind a lock. WAL lets them read while a scan writes; they see whole batches.
+// The owner never calls in here: the control server's handler answers library requests before they reach it, and a
+// scan's progress reaches the owner only as a report.
+import Glibc
+import SystemSupport
+import TrackPaths
+
+/// The library of the running service: its scanning thread and its queries.
+public final class MusicLibraryService: @unchecked Sendable {
+    // Unchecked Sendable: `pending`, `running` and `stopping` are read and written under `condition`'s mutex; the
+    // reader connection only under `readerLock`; the writer connection only on the library thread.
+
+    /// What the library tells the service, kinds and counts only (never a path or a tag).
+    public enum Report: Sendable, Equatable {
+        /// The database opened: as it was, created, migrated, or set aside and rebuilt (with why).
+        case opened(LibraryDatabase.Opening)
+        /// No database could be opened or made (read-only or full disk); the reason is SQLite's.
+        case unavailable(reason: String)
+        /// A scan started or went on: files read so far and files to read in all.
+        case scanning(done: Int, toDo: Int)
+        /// A scan ended: what it counted, the tracks now in the library, and how long it took.
+        case scanned(ScanCounts, tracks: Int, milliseconds: Int)
+        /// A scan stopped because the database failed.
+        case scanFailed(reason: String)
+        /// The music folders are watched (inotify), or not (why); changes are then seen only by `update`.
+        case watching(Bool, reason: String?)
+    }
+
+    /// A scan asked for.
+    struct ScanRequest: Equatable {
+        var below: TrackPath?
+        var rescan: Bool
+    }
+
+    /// Where the database is.
+    public let databasePath: String
+    /// The music folders.
+    public let roots: [TrackPath]
+    private let report: @Sendable (Report) -> Void
+    private let condition = Condition()
+    private var pending: [ScanRequest] = []
+    private var stopping = false
+    private var watcher: LibraryWatcher?
+    private let readerLock = Lock()
+    private var reader: LibraryDatabase?
+    /// The identity of the file `reader` opened.
+    private var readerFile: FileIdentity?
+
+    /// Reports at most this often while a scan runs (every file would flood the owner's inbox).
+    static let progressIntervalNanoseconds: UInt64 = 250_000_000
+
+    /// A library of `roots` in the file at `databasePath`, reporting through `report`. Nothing runs before `start`.
+    public init(databasePath: String, roots: [TrackPath], report: @escaping @Sendable (Report) -> Void) {
+        self.databasePath = databasePath
+        self.roots = roots
+        self.report = report
+    }
+
+    /// Starts the library's thread: it opens the database and, when the file was new or rebuilt and a music folder
+    /// exists, scans.
+    public func start() {
+        SystemThread.start(named: "earshot-library") { [self] in run() }
+    }
+
+    /// Asks for a scan of every music folder, or of `below` only; `rescan` reads every file again. Returns at once.
+    public func requestScan(below: TrackPath? = nil, rescan: Bool = false) {
+        condition.lock()
+        let request = ScanRequest(below: below, rescan: rescan)
+        if !pending.contains(request) { pending.append(request) }
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Asks the thread to stop after the file it is reading.
+    public func stop() {
+        condition.lock()
+        watcher?.stop()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private var isStopping: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return stopping
+    }
+
+    private func run() {
+        SystemThread.makeIdle()
+        guard var database = open() else { return }
+        startWatching()
+        while true {
+            condition.lock()
+            while pending.isEmpty && !stopping { condition.wait() }
+            if stopping {
+                condition.unlock()
+                return
+            }
+            // A whole scan covers every part asked for: one whole scan, read again if any asked a rescan.
+            let requests = pending
+            pending.removeAll()
+            condition.unlock()
+            let whole = requests.contains { $0.below == nil }
+            let rescan = requests.contains { $0.rescan }
+            var scans = whole ? [ScanRequest(below: nil, rescan: rescan)] : requests
+            if !Self.exists(databasePath) {
+                // The file was deleted under the service: made again (and filled whole) rather than written unseen.
+                guard let reopened = open() else { return }
+                database = reopened
+                scans = []
+            }
+            for request in scans {
+                guard scan(request, into: database) else {
+                    // The file was damaged or replaced under the service: set aside and rebuilt, as at a start.
+                    guard let reopened = open() else { return }
+                    database = reopened
+                    break
+                }
+            }
+        }
+    }
+
+    /// Opens the database (setting a broken one aside) and reports how; a new or rebuilt library is filled at once,
+    /// when there is music to fill it with (later scans are asked for). Nil when no database can be made.
+    private func open() -> LibraryDatabase? {
+        let database: LibraryDatabase
+        do {
+            database = try LibraryDatabase(path: databasePath)
+        } catch {
+            report(.unavailable(reason: error.description))
+            return nil
+        }
+        report(.opened(database.opening))
+        if database.opening != .current && roots.contains(where: Self.isFolder) { requestScan() }
+        return database
+    }
+
+    /// Starts the watcher of the music folders: what changes there is scanned without an `update`.
+    private func startWatching() {
+        guard let started = LibraryWatcher(roots: roots, changed: { [weak self] change in
+            switch change {
+            case .folders(let folders): for folder in folders { self?.requestScan(below: folder) }
+            case .everything: self?.requestScan()
+            }
+        }) else {
+            report(.watching(false, reason: "inotify unavailable (errno \(errno))"))
+            return
+        }
+        condition.lock()
+        let stopped = stopping
+        if !stopped { watcher = started }
+        condition.unlock()
+        guard !stopped else { return }
+        started.start()
+        report(.watching(true, reason: nil))
+    }
+
+    /// Whether something is at `path`.
+    private static func exists(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0
+    }
+
+    /// Whether `path` is a folder (followed through links).
+    private static func isFolder(_ path: TrackPath) -> Bool {
+        var status = stat()
+        return LibraryScanner.status(path.bytes, &status, follow: true) && status.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// Runs one scan and reports it; false when the database file turned out damaged (it is then to be reopened).
+    private func scan(_ request: ScanRequest, into database: LibraryDatabase) -> Bool {
+        let started = Condition.monotonicNanoseconds()
+        var lastReport: UInt64 = 0
+        do {
+            let counts = try LibraryScanner(roots: roots).scan(
+                into: database, below: request.below, rescan: request.rescan,
+                progress: { done, toDo in
+                    let now = Condition.monotonicNanoseconds()
+                    guard done == 0 || now - lastReport >= Self.progressIntervalNanoseconds else { return }
+                    lastReport = now
+                    report(.scanning(done: done, toDo: toDo))
+                },
+                cancelled: { isStopping })
+            let tracks = (try? database.counts().tracks) ?? 0
+            database.compact()
+            let milliseconds = Int((Condition.monotonicNanoseconds() - started) / 1_000_000)
+            report(.scanned(counts, tracks: tracks, milliseconds: milliseconds))
+            return true
+        } catch {
+            report(.scanFailed(reason: error.description))
+            return !error.meansBrokenFile
+        }
+    }
+
+    // MARK: Queries (on the caller's thread, which may wait)
+
+    /// Why a query could not be answered.
+    public struct QueryError: Error, CustomStringConvertible {
+        /// For the user.
+        public var description: String
+    }
+
+    /// Runs `body` on the readers' connection, opened on first use.
+    private func reading<T>(_ body: (LibraryDatabase) throws(SQLiteError) -> T) throws(QueryError) -> T {
+        readerLock.lock()
+        defer { readerLock.unlock() }
+        // The file the reader has open must still be the library's: deleted or rebuilt (set aside) under it, the
+        // reader opens the new one, or finds none.
+        var status = stat()
+        let current = stat(databasePath, &status) == 0 ? FileIdentity(status) : nil
+        if current != readerFile { reader = nil }
+        do throws(SQLiteError) {
+            if reader == nil {
+                guard let current else { throw SQLiteError(code: SQLiteError.cannotOpen, message: "no file") }
+                reader = try LibraryDatabase(readingAt: databasePath)
+                readerFile = current
+            }
+            return try body(reader!)
+        } catch {
+            // A reader that failed (the file was set aside and rebuilt, say) is opened afresh next time.
+            reader = nil
+            if error.meansMissingFile {
+                throw QueryError(description: "the library is not made yet: run `earshot update`")
+            }
+            throw QueryError(description: "the library could not be read (\(error.description))")
+        }
+    }
+
+    /// The tracks a search or find matches, in album order.
+    public func tracks(_ query: LibraryQuery) throws(QueryError) -> [LibraryEntry] {
+        try reading { database throws(SQLiteError) in try database.tracks(query) }
+    }
+
+    /// The values of `tag` among the tracks that match `terms` exactly.
+    public func values(of tag: LibraryTag, matching terms: [LibraryTerm]) throws(QueryError) -> [String] {
+        try reading { database throws(SQLiteError) in try database.values(of: tag, matching: terms) }
+    }
+
+    /// The folders and files of the library folder `path` (relative to the music folders; nil for the top).
+    public func listing(_ path: TrackPath?) throws(QueryError) -> (folders: [[UInt8]], files: [LibraryEntry]) {
+        var folder = path?.bytes ?? []
+        while folder.last == UInt8(ascii: "/") { folder.removeLast() }
+        for root in roots {
+            if let inside = LibraryScanner.scope(of: path, in: root), path?.bytes.first == UInt8(ascii: "/") {
+                folder = inside
+                break
+            }
+        }
+        let relative = folder
+        return try reading { database throws(SQLiteError) in try database.listing(relative) }
+    }
+}

@@ -1,0 +1,71 @@
+// libFuzzer target for the library's query language, `LibraryQuery.parse` and the SQL it becomes
+// (`LibraryFilter`). Not a SwiftPM target: scripts/fuzz compiles it together with
+// Sources/MusicLibrary/LibraryQuery.swift and links SQLite.
+//
+// The input is a verb (its first byte chooses one) and words (the rest, split at NUL bytes, decoded as UTF-8 with
+// replacement, as the CLI's arguments are). Besides "never crash", it checks that an accepted query binds one value per
+// `?` of its condition, and that every FTS5 match expression it makes is one SQLite accepts: run against an in-memory
+// FTS5 table with the library's tokenizer, it never gives a syntax error, whatever quotes, operators or brackets the
+// words hold.
+import CSQLite
+
+/// The in-memory database the expressions run against, made once.
+// libFuzzer calls in from one thread.
+nonisolated(unsafe) private let database: OpaquePointer = {
+    var handle: OpaquePointer?
+    guard sqlite3_open(":memory:", &handle) == SQLITE_OK, let handle,
+          sqlite3_exec(handle, """
+            CREATE VIRTUAL TABLE search USING fts5(title, artist, albumartist, album, genre, composer, date, file,
+                tokenize = 'unicode61 remove_diacritics 2', prefix = '2');
+            INSERT INTO search VALUES('So What', 'Miles Davis', NULL, 'Kind of Blue', 'Jazz', NULL, '1959', 'a.mp3');
+            """, nil, nil, nil) == SQLITE_OK
+    else { fatalError("no in-memory FTS5 database") }
+    return handle
+}()
+
+/// libFuzzer's entry point.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func libraryQueryFuzzInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: data == nil ? 0 : size))
+    guard let first = bytes.first else { return 0 }
+    let verbs = LibraryQuery.verbs + ["ls"]
+    let verb = verbs[Int(first) % verbs.count]
+    let words = bytes.dropFirst().split(separator: 0, omittingEmptySubsequences: false)
+        .map { String(decoding: $0, as: UTF8.self) }
+    switch LibraryQuery.parse(verb: verb, words) {
+    case .failure(let error):
+        require(!error.message.isEmpty, "a refusal without a reason")
+    case .success(let query):
+        let filter: LibraryFilter
+        switch query {
+        case .search(let terms): filter = LibraryFilter(terms: terms, searching: true)
+        case .find(let terms), .list(_, let terms): filter = LibraryFilter(terms: terms, searching: false)
+        }
+        let placeholders = filter.condition.filter { $0 == "?" }.count
+        require(placeholders == filter.values.count, "\(placeholders) placeholders for \(filter.values.count) values")
+        if case .search(let terms) = query {
+            for term in terms where term.tag == .any || term.tag.searchColumn != nil {
+                check(LibraryFilter.matchExpression(term))
+            }
+        }
+    }
+    return 0
+}
+
+/// Runs `expression` as an FTS5 match; stops the process when SQLite refuses it.
+private func check(_ expression: String) {
+    var statement: OpaquePointer?
+    guard sqlite3_prepare_v2(database, "SELECT count(*) FROM search WHERE search MATCH ?", -1, &statement, nil)
+        == SQLITE_OK, let statement else { fatalError("the match statement did not prepare") }
+    defer { sqlite3_finalize(statement) }
+    sqlite3_bind_text(statement, 1, expression, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+    let result = sqlite3_step(statement)
+    if result != SQLITE_ROW {
+        fatalError("SQLite refused a match expression (\(result)): \(String(cString: sqlite3_errmsg(database)))")
+    }
+}
+
+/// Stops the process with `message` when `condition` is false (fatalError keeps its message in -O builds).
+private func require(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
+}

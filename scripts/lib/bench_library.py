@@ -1,0 +1,364 @@
+# scripts/lib/bench_library.py: the music library side by side with MPD on one generated collection, for
+# `scripts/bench --library` (issue 36). Numbers, never assertions: the machine is shared and noisy.
+#
+# The collection: TRACKS files under artist/album folders (artists with non-ASCII names among them, albums of two
+# discs), mostly MP3 and FLAC with tags written here (ID3v2.3 in UTF-16, Vorbis comments) in front of a tiny encoded
+# body, and a few hundred Ogg Vorbis and Opus files tagged by their encoders: short audio, so the collection stays
+# small and what is measured is the scan, not the disk.
+#
+# Measured, for `earshot serve` (its own library) and `mpd` 0.23 (its own database, a null output), each started with
+# no database:
+#   - first scan: wall time from the process's start until the library holds every track and no scan runs, and the
+#     process's CPU seconds (user + system, all threads) by then;
+#   - a rescan with nothing changed (`earshot update`, MPD's `update`): wall time and CPU;
+#   - one file added: time until a search finds it, with each watching the folders (Earshot's inotify watcher, MPD's
+#     auto_update);
+#   - search: the whole `earshot search any WORD` and `mpc search any WORD` command, median and 99th percentile of
+#     SEARCHES runs taken in turns;
+#   - resident memory (VmRSS) of each with the library loaded, after the searches; the database's size on disk.
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import time
+
+WORDS = ["blue", "night", "river", "señor", "café", "über", "ørsted", "smile", "kind", "green", "road", "light",
+         "dream", "stone", "fire", "åland", "heart", "rain", "glass", "moon", "paper", "winter", "élan", "ocean"]
+ARTISTS = ["Sigur Rós", "Björk", "Mötley Crüe", "Ελένη Καραΐνδρου", "Miles Davis", "The Beatles", "Caetano Veloso",
+           "Kraftwerk", "Anouar Brahem", "Zoë Keating"]
+GENRES = ["Jazz", "Rock", "Post-Rock", "Electronic", "Classical", "MPB", "Folk"]
+
+
+def clock():
+    return time.monotonic()
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of every thread of PID so far."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def wait_for(description, condition, timeout=1800, interval=0.02):
+    deadline = clock() + timeout
+    while clock() < deadline:
+        if condition():
+            return
+        time.sleep(interval)
+    raise SystemExit(f"[bench] timed out waiting until {description}")
+
+
+# --- the collection
+
+def id3_frame(frame, text):
+    body = b"\x01" + text.encode("utf-16")  # UTF-16 with a byte-order mark
+    return frame.encode() + struct.pack(">I", len(body)) + b"\x00\x00" + body
+
+
+def id3_tag(tags):
+    frames = b"".join(id3_frame(frame, text) for frame, text in tags.items())
+    size = len(frames)
+    syncsafe = bytes([(size >> 21) & 0x7F, (size >> 14) & 0x7F, (size >> 7) & 0x7F, size & 0x7F])
+    return b"ID3\x03\x00\x00" + syncsafe + frames
+
+
+def flac_with_comments(template, comments):
+    """The FLAC file `template` (bytes) with its metadata blocks replaced by STREAMINFO and these comments."""
+    assert template[:4] == b"fLaC"
+    offset, streaminfo = 4, None
+    while True:
+        header = template[offset]
+        length = int.from_bytes(template[offset + 1:offset + 4], "big")
+        if header & 0x7F == 0:
+            streaminfo = template[offset + 4:offset + 4 + length]
+        offset += 4 + length
+        if header & 0x80:
+            break
+    vendor = b"earshot bench"
+    body = struct.pack("<I", len(vendor)) + vendor + struct.pack("<I", len(comments))
+    for key, value in comments.items():
+        entry = f"{key}={value}".encode()
+        body += struct.pack("<I", len(entry)) + entry
+    blocks = bytes([0]) + len(streaminfo).to_bytes(3, "big") + streaminfo
+    blocks += bytes([0x84]) + len(body).to_bytes(3, "big") + body
+    return b"fLaC" + blocks + template[offset:]
+
+
+def make_collection(root, tracks, work):
+    """Writes the collection; returns the words to search for and the folder a file is added to later."""
+    random.seed(36)
+    wav = os.path.join(work, "tone.wav")
+    subprocess.run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", wav, "synth", "0.2", "sine", "440",
+                    "gain", "-6"], check=True)
+    subprocess.run(["lame", "--quiet", "-b", "32", "--cbr", wav, os.path.join(work, "t.mp3")], check=True)
+    subprocess.run(["flac", "-s", "-f", "--no-padding", "-o", os.path.join(work, "t.flac"), wav], check=True)
+    mp3 = open(os.path.join(work, "t.mp3"), "rb").read()
+    flac = open(os.path.join(work, "t.flac"), "rb").read()
+    encoded = 0
+    per_album, discs = 10, 2
+    albums = (tracks + per_album - 1) // per_album
+    written = 0
+    for album in range(albums):
+        artist = f"{ARTISTS[album % len(ARTISTS)]} {album // len(ARTISTS) // 5}"
+        year = 1950 + album % 70
+        title = " ".join(random.choice(WORDS) for _ in range(2)).title()
+        folder = os.path.join(root, artist, f"{year} {title} {album}")
+        os.makedirs(folder, exist_ok=True)
+        for number in range(1, per_album + 1):
+            if written == tracks:
+                break
+            disc = 1 + (number - 1) * discs // per_album
+            song = " ".join(random.choice(WORDS) for _ in range(3)).capitalize()
+            tags = {"artist": artist, "album": f"{title} {album}", "title": song, "date": str(year),
+                    "track": str(number), "disc": str(disc), "genre": GENRES[album % len(GENRES)]}
+            kind = written % 20
+            if kind == 19 and encoded < 400:
+                # One in twenty an Ogg Vorbis or Opus file from its encoder, up to 400 (they take a process each).
+                name = os.path.join(folder, f"{disc}-{number:02d} {song}.{'ogg' if encoded % 2 else 'opus'}")
+                comments = [f"ARTIST={tags['artist']}", f"ALBUM={tags['album']}", f"TITLE={song}",
+                            f"DATE={year}", f"TRACKNUMBER={number}", f"DISCNUMBER={disc}", f"GENRE={tags['genre']}"]
+                if encoded % 2:
+                    command = ["oggenc", "-Q", "-q", "0", "-o", name, wav]
+                    for comment in comments:
+                        command[1:1] = ["-c", comment]
+                else:
+                    command = ["opusenc", "--quiet", "--bitrate", "16"]
+                    for comment in comments:
+                        command += ["--comment", comment]
+                    command += [wav, name]
+                subprocess.run(command, check=True)
+                encoded += 1
+            elif kind % 2:
+                name = os.path.join(folder, f"{disc}-{number:02d} {song}.flac")
+                comments = {"ARTIST": artist, "ALBUM": tags["album"], "TITLE": song, "DATE": str(year),
+                            "TRACKNUMBER": str(number), "DISCNUMBER": str(disc), "GENRE": tags["genre"]}
+                open(name, "wb").write(flac_with_comments(flac, comments))
+            else:
+                name = os.path.join(folder, f"{disc}-{number:02d} {song}.mp3")
+                frames = {"TPE1": artist, "TALB": tags["album"], "TIT2": song, "TYER": str(year),
+                          "TRCK": str(number), "TPOS": str(disc), "TCON": tags["genre"]}
+                open(name, "wb").write(id3_tag(frames) + mp3)
+            written += 1
+    return os.path.join(work, "t.flac")
+
+
+# --- Earshot
+
+class Earshot:
+    def __init__(self, binary, work, music):
+        self.binary = binary
+        self.home = os.path.join(work, "earshot")
+        for sub in ("config/earshot", "cache", "state", "run"):
+            os.makedirs(os.path.join(self.home, sub), exist_ok=True)
+        with open(os.path.join(self.home, "config/earshot/config.json"), "w") as handle:
+            json.dump({"musicDirectories": [music]}, handle)
+        self.socket = os.path.join(self.home, "run/control.sock")
+        self.environment = dict(os.environ, XDG_CONFIG_HOME=os.path.join(self.home, "config"),
+                                XDG_CACHE_HOME=os.path.join(self.home, "cache"),
+                                XDG_STATE_HOME=os.path.join(self.home, "state"), EARSHOT_SOCKET=self.socket,
+                                PULSE_SERVER="unix:" + os.path.join(self.home, "no-server"))
+        self.database = os.path.join(self.home, "cache/earshot/library.sqlite")
+        self.process = None
+
+    def start(self):
+        self.log = open(os.path.join(self.home, "serve.log"), "w")
+        self.process = subprocess.Popen([self.binary, "serve"], env=self.environment, stderr=self.log,
+                                        stdout=subprocess.DEVNULL)
+        return self.process.pid
+
+    def request(self, fields):
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect(self.socket)
+            client.sendall((json.dumps(fields) + "\n").encode())
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = client.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        return json.loads(data)
+
+    def library(self):
+        try:
+            return self.request({"command": "status"}).get("status", {}).get("library", {})
+        except OSError:
+            return {}
+
+    def scans_finished(self):
+        with open(os.path.join(self.home, "serve.log")) as handle:
+            return handle.read().count("library scan=finished")
+
+    def command(self, *arguments):
+        return subprocess.run([self.binary, *arguments], env=self.environment, capture_output=True, text=True)
+
+    def stop(self):
+        if self.process:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=30)
+
+    def database_bytes(self):
+        return sum(os.path.getsize(self.database + end) for end in ("", "-wal") if os.path.exists(self.database + end))
+
+
+# --- MPD
+
+class MPD:
+    def __init__(self, work, music):
+        self.home = os.path.join(work, "mpd")
+        os.makedirs(self.home, exist_ok=True)
+        self.socket = os.path.join(self.home, "socket")
+        self.database = os.path.join(self.home, "database")
+        self.config = os.path.join(self.home, "mpd.conf")
+        with open(self.config, "w") as handle:
+            handle.write(f'music_directory "{music}"\ndb_file "{self.database}"\nbind_to_address "{self.socket}"\n'
+                         f'log_file "{self.home}/log"\nauto_update "yes"\n'
+                         'audio_output {\n type "null"\n name "null"\n}\n')
+        self.process = None
+
+    def start(self):
+        self.process = subprocess.Popen(["mpd", "--no-daemon", self.config], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        return self.process.pid
+
+    def request(self, command):
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect(self.socket)
+            data = b""
+            while not data.endswith(b"\n"):
+                data += client.recv(4096)
+            client.sendall((command + "\n").encode())
+            data = b""
+            while not (data.endswith(b"OK\n") or b"ACK " in data):
+                chunk = client.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        return dict(line.split(": ", 1) for line in data.decode().splitlines() if ": " in line)
+
+    def idle_library(self):
+        try:
+            status = self.request("status")
+            songs = int(self.request("stats").get("songs", "0"))
+        except OSError:
+            return None
+        return None if "updating_db" in status else songs
+
+    def command(self, *arguments):
+        return subprocess.run(["mpc", "-h", self.socket, *arguments], capture_output=True, text=True)
+
+    def stop(self):
+        if self.process:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=30)
+
+
+def first_scan(player, pid, started, tracks, full):
+    wait_for("the first scan is done", lambda: full())
+    return clock() - started, cpu_seconds(pid)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--earshot", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--tracks", type=int, default=10_000)
+    parser.add_argument("--searches", type=int, default=51)
+    parser.add_argument("--output", required=True)
+    options = parser.parse_args()
+    music = os.path.join(options.work, "music")
+    started = clock()
+    template = make_collection(music, options.tracks, options.work)
+    print(f"[bench] a collection of {options.tracks} tracks made in {clock() - started:.1f} s", flush=True)
+    results = {"tracks": options.tracks}
+    earshot, mpd = Earshot(options.earshot, options.work, music), MPD(options.work, music)
+    try:
+        for name, player in (("earshot", earshot), ("mpd", mpd)):
+            began = clock()
+            pid = player.start()
+            if name == "earshot":
+                full = lambda: earshot.library().get("tracks") == options.tracks and not earshot.library().get(
+                    "scanning", True)
+            else:
+                full = lambda: mpd.idle_library() == options.tracks
+            wall, cpu = first_scan(player, pid, began, options.tracks, full)
+            results[name] = {"first_scan_wall": wall, "first_scan_cpu": cpu}
+            print(f"[bench] {name}: first scan {wall:.2f} s, {cpu:.2f} s CPU", flush=True)
+        # Rescans with nothing changed.
+        before, cpu_before, began = earshot.scans_finished(), cpu_seconds(earshot.process.pid), clock()
+        earshot.command("update")
+        wait_for("earshot's rescan is done", lambda: earshot.scans_finished() > before, interval=0.005)
+        results["earshot"].update(rescan_wall=clock() - began, rescan_cpu=cpu_seconds(earshot.process.pid) - cpu_before)
+        cpu_before, began = cpu_seconds(mpd.process.pid), clock()
+        mpd.request("update")
+        wait_for("mpd's rescan is done", lambda: mpd.idle_library() is not None, interval=0.005)
+        results["mpd"].update(rescan_wall=clock() - began, rescan_cpu=cpu_seconds(mpd.process.pid) - cpu_before)
+        # One file added, each watching.
+        folder = sorted(os.scandir(music), key=lambda entry: entry.name)[0].path
+        for name, player, search in (
+                ("earshot", earshot, lambda: earshot.command("search", "title", "zzadded").stdout.strip()),
+                ("mpd", mpd, lambda: mpd.command("search", "title", "zzadded").stdout.strip())):
+            data = flac_with_comments(open(template, "rb").read(), {"TITLE": f"zzadded {name}", "ARTIST": "Added"})
+            began = clock()
+            with open(os.path.join(folder, f"zzadded-{name}.flac"), "wb") as handle:
+                handle.write(data)
+            wait_for(f"{name} finds an added file", lambda: bool(search()), timeout=120, interval=0.01)
+            results[name]["added_seen"] = clock() - began
+        # Searches, in turns.
+        times = {"earshot": [], "mpd": []}
+        for index in range(options.searches):
+            word = WORDS[index % len(WORDS)][:4]
+            for name, run in (("earshot", lambda: earshot.command("search", "any", word)),
+                              ("mpd", lambda: mpd.command("search", "any", word))):
+                began = clock()
+                run()
+                times[name].append(clock() - began)
+        for name in times:
+            ordered = sorted(times[name])
+            results[name]["search_median_ms"] = statistics.median(ordered) * 1000
+            results[name]["search_p99_ms"] = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+        results["earshot"]["rss_kib"] = rss_kib(earshot.process.pid)
+        results["mpd"]["rss_kib"] = rss_kib(mpd.process.pid)
+        results["earshot"]["database_bytes"] = earshot.database_bytes()
+        results["mpd"]["database_bytes"] = os.path.getsize(mpd.database)
+    finally:
+        earshot.stop()
+        mpd.stop()
+    with open(options.output, "w") as handle:
+        json.dump(results, handle, indent=2)
+    rows = [
+        ("first scan, wall s", "first_scan_wall", "{:.2f}"), ("first scan, CPU s", "first_scan_cpu", "{:.2f}"),
+        ("rescan, nothing changed, wall s", "rescan_wall", "{:.3f}"),
+        ("rescan, nothing changed, CPU s", "rescan_cpu", "{:.3f}"),
+        ("one file added, seen after s", "added_seen", "{:.2f}"),
+        ("search (whole command), median ms", "search_median_ms", "{:.1f}"),
+        ("search (whole command), p99 ms", "search_p99_ms", "{:.1f}"),
+        ("RSS with the library loaded, KiB", "rss_kib", "{}"), ("database on disk, bytes", "database_bytes", "{}"),
+    ]
+    lines = [f"| {options.tracks} tracks | Earshot | MPD 0.23 | ratio |", "|---|---|---|---|"]
+    for label, key, form in rows:
+        mine, theirs = results["earshot"][key], results["mpd"][key]
+        ratio = f"{mine / theirs:.2f}x" if theirs else "-"
+        lines.append(f"| {label} | {form.format(mine)} | {form.format(theirs)} | {ratio} |")
+    table = "\n".join(lines)
+    print(table)
+    with open(os.path.splitext(options.output)[0] + ".md", "w") as handle:
+        handle.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
