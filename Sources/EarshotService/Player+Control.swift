@@ -33,17 +33,7 @@ extension Player {
                 return
             }
         }
-        if let stream, let frame = stream.heardRingFrame() {
-            let before = heard
-            if let index = listening.observe(ringFrame: frame, locate: worker.locate(ringFrame:)) {
-                let playedAgain = index == rules.queue.index && before?.trackIndex == index
-                // Reported when the heard track changes; whether that moves the queue on is the rules' call.
-                dispatch(.heardTrack(index: index))
-                // The same track from its start (`repeat track`): MPRIS clients learn that the position went back.
-                if playedAgain { mpris?.emitSeeked(positionMicroseconds: 0) }
-            }
-            reportTailsHandedOver()
-        }
+        if observeListener() { reportTailsHandedOver() }
         if let index = heard?.trackIndex, index != announcedTrack, let stream, streamOpening == nil {
             announcedTrack = index
             do {
@@ -181,6 +171,22 @@ extension Player {
         delay.map { min($0, other) } ?? other
     }
 
+    /// Moves the listener's position to what the stream's timing says is heard now, and reports a track boundary the
+    /// listener crossed since (`heardTrack`): whether that moves the queue on is the rules' call. False without a
+    /// stream whose timing says what is heard.
+    @discardableResult
+    func observeListener() -> Bool {
+        guard let stream, let frame = stream.heardRingFrame() else { return false }
+        let before = heard
+        if let index = listening.observe(ringFrame: frame, locate: worker.locate(ringFrame:)) {
+            let playedAgain = index == rules.queue.index && before?.trackIndex == index
+            dispatch(.heardTrack(index: index))
+            // The same track from its start (`repeat track`): MPRIS clients learn that the position went back.
+            if playedAgain { mpris?.emitSeeked(positionMicroseconds: 0) }
+        }
+        return true
+    }
+
     /// Moves the listener's position to what the stream's timing says is heard now (between ticks it is the last
     /// tick's).
     func settleAtHeardPosition() {
@@ -251,8 +257,9 @@ extension Player {
             return ControlReply.failure("no music library in this player")
         }
         // The tick runs only when it has work (a track's end, a save): the position a reply shows is read from the
-        // stream now.
-        settleAtHeardPosition()
+        // stream now, with the track it is in (a boundary crossed since the last tick moves the cursor first, or the
+        // reply would show the old track at the new one's position).
+        if !observeListener() { settleAtHeardPosition() }
         var status = report().status
         if let library { status["library"] = library.jsonObject }
         return ControlReply.success(["status": status])

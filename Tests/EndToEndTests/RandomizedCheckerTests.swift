@@ -44,6 +44,18 @@ struct RandomizedCheckerTests {
         try await Self.expectNoFinding(["repeat queue", "add good.mp3 notaudio.mp3", "play", "next", "pause", "unplug"])
     }
 
+    /// Seed 20 (PulseAudio 16.1): a status read between two ticks, just after the listener crossed into the next
+    /// track, showed the old track at 0 ms (the cursor moved only at the next tick); a reply now reports the crossing
+    /// first. Without the fix it failed 2 runs of 2.
+    @Test("found by seed 20: position moves only by playing (a status read just past a track boundary)")
+    func foundBySeed20() async throws {
+        try await Self.expectNoFinding([
+            "toggle", "call-start", "next", "add good.ogg notaudio.mp3 notaudio.mp3", "toggle", "move", "replug", "play",
+            "add good.flac", "next", "seek 2.8", "previous", "add good.ogg good.flac good.flac", "volume 70", "seek 0.2",
+            "replug", "seek 2.9", "seek 3.3", "replug", "play", "follower-stop", "call-end",
+        ])
+    }
+
     /// Replays `steps` and records the finding, if any.
     static func expectNoFinding(_ steps: [String]) async throws {
         let failure = try await CheckerRun.play(steps.map(CheckerStep.init))
