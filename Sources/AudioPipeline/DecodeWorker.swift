@@ -121,17 +121,10 @@ public final class DecodeWorker: @unchecked Sendable {
     private struct StartPoint {
         var index: Int
         var frame: Int
-        var milliseconds: Int?
+        var milliseconds: Int? = nil
         /// The controller named the track after a failed one (`skipFailedTrack`): the failures in a row go on counting.
         /// Any other start point is a new start, and counts afresh.
         var afterFailure = false
-
-        init(index: Int, frame: Int, milliseconds: Int? = nil, afterFailure: Bool = false) {
-            self.index = index
-            self.frame = frame
-            self.milliseconds = milliseconds
-            self.afterFailure = afterFailure
-        }
 
         /// The frame to seek to in a track decoded at `format`.
         func frame(in format: AudioFormat) -> Int {
