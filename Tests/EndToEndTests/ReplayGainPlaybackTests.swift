@@ -15,7 +15,8 @@ import Testing
 
 @Suite("ReplayGain playback", .serialized)
 struct ReplayGainPlaybackTests {
-    /// A stereo 44.1 kHz FLAC sine of `seconds` at `frequency`, peaking at `peakDBFS`, tagged with `tags`, in `scratch`.
+    /// A stereo 44.1 kHz FLAC sine of `seconds` at `frequency`, peaking at `peakDBFS`, tagged with `tags`, in
+    /// `scratch`.
     private func tone(
         _ name: String, frequency: Double, seconds: Double, peakDBFS: Double, tags: [String: String], in scratch: URL
     ) throws -> URL {
@@ -53,7 +54,8 @@ struct ReplayGainPlaybackTests {
         Recording.dBFS(magnitude: recording.rms(in: range))
     }
 
-    @Test("two tones 10 dB apart play at one level in track mode, and 10 dB apart with off", arguments: ["track", "off"])
+    @Test("two tones 10 dB apart play at one level in track mode, and 10 dB apart with off",
+          arguments: ["track", "off"])
     func levelsMatch(mode: String) async throws {
         try await TestEnvironment.withExclusiveSoundServer {
             try await TestEnvironment.withScratchDirectory { scratch in
