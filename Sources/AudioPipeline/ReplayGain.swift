@@ -27,11 +27,12 @@ public final class ReplayGainControl: @unchecked Sendable {
         lock.withLock { (settings, shuffled) }
     }
 
-    /// `decoder` with the gain its tags call for applied to every frame it decodes (itself when the gain is 1).
+    /// `decoder` with the gain its tags call for applied to every frame it decodes, and named in its metadata
+    /// (`ReplayGainTags.applied`); itself when the mode is off.
     func applied(to decoder: any AudioDecoder) -> any AudioDecoder {
         let (settings, shuffled) = current
-        let gain = settings.gain(for: decoder.metadata.replayGain, shuffled: shuffled)
-        return gain.linear == 1 ? decoder : GainedDecoder(decoder, gain: gain)
+        guard settings.mode != .off else { return decoder }
+        return GainedDecoder(decoder, gain: settings.gain(for: decoder.metadata.replayGain, shuffled: shuffled))
     }
 }
 
@@ -49,7 +50,11 @@ final class GainedDecoder: AudioDecoder {
 
     var format: AudioFormat { inner.format }
     var lengthFrames: Int? { inner.lengthFrames }
-    var metadata: TrackMetadata { inner.metadata }
+    var metadata: TrackMetadata {
+        var metadata = inner.metadata
+        metadata.replayGain.applied = gain
+        return metadata
+    }
     var positionFrame: Int { inner.positionFrame }
 
     func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep {

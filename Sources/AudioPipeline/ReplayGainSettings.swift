@@ -84,6 +84,9 @@ public struct AppliedGain: Equatable, Sendable {
         self.limitedByPeak = limitedByPeak
     }
 
+    /// The gain as applied, in dB: `decibels`, or less where the peak limited it.
+    public var effectiveDecibels: Double { linear > 0 ? 20 * log10(linear) : -.infinity }
+
     /// `decibels` as a factor, lowered where the track's `peak` times it would pass full scale (1.0).
     static func limited(decibels: Double, peak: Double?, source: ReplayGainSource) -> AppliedGain {
         let factor = linearFactor(decibels)

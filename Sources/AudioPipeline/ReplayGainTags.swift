@@ -15,6 +15,8 @@ public struct ReplayGainTags: Equatable, Sendable {
     public var albumPeak: Double?
     /// Values found but dropped, and why: kinds only, never the text.
     public var problems: [ReplayGainProblem] = []
+    /// The gain the decode thread applies to the track, set when it opened it (nil: none, the mode was off).
+    public var applied: AppliedGain?
 
     /// Creates a set of values; every one defaults to absent.
     public init(trackGain: Double? = nil, trackPeak: Double? = nil, albumGain: Double? = nil,

@@ -1,5 +1,6 @@
 // The `earshot` executable: argument handling (here) and wiring (PlayerService.swift). What it runs is in the owner's
 // target (EarshotService), its clients' (EarshotClients) and its storage's (EarshotStorage).
+import AudioPipeline
 import EarshotClients
 import EarshotCore
 import EarshotJSON
@@ -262,6 +263,12 @@ case "repeat":
         usageError("repeat takes off, track or queue, not \(text)", verb: verb)
     }
     control(.repeatMode(mode))
+case "replaygain":
+    let text = singleOperand(of: verb, arguments).text
+    guard let mode = ReplayGainMode(rawValue: text) else {
+        usageError("replaygain takes off, track, album or auto, not \(text)", verb: verb)
+    }
+    control(.replayGain(mode))
 case "shuffle":
     let text = singleOperand(of: verb, arguments).text
     guard text == "on" || text == "off" else { usageError("shuffle takes on or off, not \(text)", verb: verb) }
