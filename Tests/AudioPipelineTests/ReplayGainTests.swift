@@ -120,3 +120,45 @@ struct ReplayGainTests {
         }
     }
 }
+
+@Suite("Opus header gain")
+struct OpusHeaderGainTests {
+    /// The Ogg page checksum: CRC-32 with polynomial 0x04C11DB7, not reflected, initial value 0, over the page with
+    /// its checksum field zeroed.
+    static func oggChecksum(_ page: ArraySlice<UInt8>) -> UInt32 {
+        var crc: UInt32 = 0
+        for byte in page {
+            crc ^= UInt32(byte) << 24
+            for _ in 0..<8 { crc = crc & 0x8000_0000 != 0 ? (crc << 1) ^ 0x04C1_1DB7 : crc << 1 }
+        }
+        return crc
+    }
+
+    @Test("libsndfile applies the OpusHead output gain itself: -6 dB in the header plays 6 dB quieter, and no more")
+    func headerGainIsApplied() throws {
+        let plain = try Fixtures.tone(.opus, frequency: 440, seconds: 1, rate: 48_000)
+        var bytes = [UInt8](try Data(contentsOf: plain))
+        // The first page holds OpusHead alone; its output gain is the signed Q7.8 at byte 16 of the packet.
+        let headStart = 27 + Int(bytes[26])
+        let pageEnd = headStart + bytes[27..<headStart].reduce(0) { $0 + Int($1) }
+        #expect(Array(bytes[headStart..<(headStart + 8)]) == Array("OpusHead".utf8))
+        // -6 dB (the fixture peaks at -6 dBFS: a positive gain would meet full scale and measure the clipping too).
+        let gain = Int16(-6 * 256)
+        bytes[headStart + 16] = UInt8(truncatingIfNeeded: gain)
+        bytes[headStart + 17] = UInt8(truncatingIfNeeded: gain >> 8)
+        bytes.replaceSubrange(22..<26, with: [0, 0, 0, 0])
+        let checksum = Self.oggChecksum(bytes[0..<pageEnd])
+        bytes.replaceSubrange(22..<26, with: (0..<4).map { UInt8(truncatingIfNeeded: checksum >> ($0 * 8)) })
+        let quieter = Fixtures.directory.appendingPathComponent("opus-header-gain-minus-6dB.opus")
+        try Data(bytes).write(to: quieter)
+
+        func rms(_ url: URL) throws -> Double {
+            let samples = try TestAudio.decodeAll(AudioFileKind.openDecoder(path: TrackPath(url.path)))
+            // Past the encoder's start, where the level has settled.
+            let settled = samples.dropFirst(samples.count / 4)
+            return (settled.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(settled.count)).squareRoot()
+        }
+        let difference = 20 * log10(try rms(quieter) / rms(plain))
+        #expect(abs(difference + 6) <= 0.1, "the header's -6 dB played as \(difference) dB")
+    }
+}
