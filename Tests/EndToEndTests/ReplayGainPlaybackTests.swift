@@ -1,7 +1,8 @@
 // ReplayGain end to end (issue 38): what the headphones' monitor really played for tracks tagged with ReplayGain
 // values, with the mode set in the configuration file. Two tones 10 dB apart come out at one level in `track` mode
 // and 10 dB apart with `off`; a tone peaking at -1 dBFS asked to rise 12 dB is held under full scale by its peak; a
-// gain change at a gapless seam takes effect on the seam's first sample, with no ramp.
+// gain change at a gapless seam takes effect on the seam's first sample, with no ramp. Through `earshot serve`, the
+// `replaygain` verb changes the mode from the next track, and status names the gain and its source.
 //
 // The fixtures are FLAC (lossless) sines made by sox, so every level is known exactly. The tolerances come from the
 // signal, not from timing: a sine's RMS over whole cycles is its amplitude / √2 whatever the window's place, 16-bit
@@ -96,7 +97,7 @@ struct ReplayGainPlaybackTests {
                 let (recording, heard) = try await play([peaked], mode: "track", in: scratch)
                 let frames = recording.frames(in: heard)
                 let loudest = frames.reduce(Float(0)) { max($0, abs(recording.left[$1]), abs(recording.right[$1])) }
-                report("ReplayGain peak-limited loudest sample", Double(loudest), unit: "of full scale")
+                report("ReplayGain peak-limited loudest sample", Recording.dBFS(magnitude: Double(loudest)), unit: "dBFS")
                 #expect(loudest <= 0.995, "the loudest sample is \(loudest) of full scale")
                 #expect(loudest >= 0.98, "the gain was not applied up to the peak: \(loudest)")
                 let middle = (heard.lowerBound + 0.3)..<(heard.upperBound - 0.3)
@@ -149,6 +150,47 @@ struct ReplayGainPlaybackTests {
                     #expect(crest >= 0.49 && crest <= 0.51, "cycle \(cycle) after the seam peaks at \(crest)")
                 }
             }
+        }
+    }
+
+    @Test("earshot replaygain: status names the mode; a change applies from the next track opened, with its source")
+    func verbAndStatus() async throws {
+        try await ServiceHarness.run { harness in
+            // Long tracks: the first is still playing (and the second not yet decoded ahead) when the mode changes.
+            let first = try tone("first", frequency: 440, seconds: 20, peakDBFS: -6, tags: [
+                "REPLAYGAIN_TRACK_GAIN": "-4.00 dB", "REPLAYGAIN_TRACK_PEAK": "0.501187",
+            ], in: harness.root)
+            let second = try tone("second", frequency: 660, seconds: 20, peakDBFS: -16, tags: [
+                "REPLAYGAIN_TRACK_GAIN": "+6.00 dB", "REPLAYGAIN_TRACK_PEAK": "0.158489",
+            ], in: harness.root)
+            try harness.writeConfiguration(#"{"replayGain": "off"}"#)
+            _ = try await harness.startService()
+            func status() throws -> [String: Any] {
+                try harness.requestChecked(["command": "status"])["status"] as? [String: Any] ?? [:]
+            }
+            func gain(_ status: [String: Any]) -> [String: Any] { status["replayGain"] as? [String: Any] ?? [:] }
+            try harness.earshotChecked(["play", first.path, second.path])
+            try await waitUntil("the first track plays, with no gain", timeout: .seconds(20)) {
+                let now = try status()
+                return now["playback"] as? String == "playing" && now["trackIndex"] as? Int == 0
+                    && gain(now)["mode"] as? String == "off"
+            }
+            try harness.earshotChecked(["replaygain", "track"])
+            // The track playing keeps the gain it began with.
+            let kept = gain(try status())
+            #expect(kept["mode"] as? String == "track")
+            #expect(kept["source"] as? String == "off", "\(kept)")
+            try harness.earshotChecked(["next"])
+            try await waitUntil("the second track plays at its tagged gain", timeout: .seconds(20)) {
+                let now = try status()
+                let applied = gain(now)
+                return now["trackIndex"] as? Int == 1 && applied["source"] as? String == "trackTag"
+                    && abs((applied["gainDb"] as? Double ?? 0) - 6) < 0.01
+            }
+            let text = try harness.earshotChecked(["status"]).standardOutput
+            #expect(text.contains("replaygain track: 6.0 dB from the track tag"), "\(text)")
+            let refused = try harness.earshot(["replaygain", "loud"])
+            #expect(!refused.succeeded, "replaygain loud was accepted")
         }
     }
 }
