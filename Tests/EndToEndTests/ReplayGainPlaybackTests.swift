@@ -97,7 +97,8 @@ struct ReplayGainPlaybackTests {
                 let (recording, heard) = try await play([peaked], mode: "track", in: scratch)
                 let frames = recording.frames(in: heard)
                 let loudest = frames.reduce(Float(0)) { max($0, abs(recording.left[$1]), abs(recording.right[$1])) }
-                report("ReplayGain peak-limited loudest sample", Recording.dBFS(magnitude: Double(loudest)), unit: "dBFS")
+                report("ReplayGain peak-limited loudest sample", Recording.dBFS(magnitude: Double(loudest)),
+                       unit: "dBFS")
                 #expect(loudest <= 0.995, "the loudest sample is \(loudest) of full scale")
                 #expect(loudest >= 0.98, "the gain was not applied up to the peak: \(loudest)")
                 let middle = (heard.lowerBound + 0.3)..<(heard.upperBound - 0.3)
