@@ -29,7 +29,7 @@ public final class ReplayGainControl: @unchecked Sendable {
 
     /// `decoder` with the gain its tags call for applied to every frame it decodes, and named in its metadata
     /// (`ReplayGainTags.applied`); itself when the mode is off.
-    func applied(to decoder: any AudioDecoder) -> any AudioDecoder {
+    public func applied(to decoder: any AudioDecoder) -> any AudioDecoder {
         let (settings, shuffled) = current
         guard settings.mode != .off else { return decoder }
         return GainedDecoder(decoder, gain: settings.gain(for: decoder.metadata.replayGain, shuffled: shuffled))

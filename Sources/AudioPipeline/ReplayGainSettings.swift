@@ -101,14 +101,17 @@ public struct AppliedGain: Equatable, Sendable {
         pow(10, decibels / 20)
     }
 
-    /// Scales `samples` in place by `linear`, rounding to the nearest and saturating at the 16-bit range (which a
-    /// peak-limited gain never reaches, and an untagged file's positive fallback may). A factor of 1 leaves them.
+    /// Scales `samples` in place by `linear`, rounding to the nearest (halves upward) and saturating at the 16-bit
+    /// range (which a peak-limited gain never reaches, and an untagged file's positive fallback may). A factor of 1
+    /// leaves them. In fixed point (the factor in Q24, within 6e-8 of it; a product of a sample and a factor up to
+    /// +40 dB stays under 2^46) with wrapping operations only, which the compiler can vectorize: a float loop with
+    /// `rounded()` and a checked conversion cost half as much again as decoding a FLAC.
     func apply(to samples: UnsafeMutableBufferPointer<Int16>) {
-        guard linear != 1 else { return }
-        let factor = Float(linear)
-        for index in samples.indices {
-            let scaled = (Float(samples[index]) * factor).rounded()
-            samples[index] = Int16(max(-32768, min(32767, scaled)))
+        guard linear != 1, let base = samples.baseAddress else { return }
+        let factor = Int64((linear * 16_777_216).rounded())
+        for index in 0..<samples.count {
+            let scaled = (Int64(base[index]) &* factor &+ 8_388_608) &>> 24
+            base[index] = Int16(truncatingIfNeeded: Swift.min(Swift.max(scaled, -32768), 32767))
         }
     }
 }

@@ -145,8 +145,9 @@ struct Verb {
              options: [jsonOption]),
         Verb("ls", forms: ["[--json] [PATH]"], "list a folder of the library: its folders, then its files",
              options: [jsonOption]),
-        Verb("decode", forms: ["FILE"], "decode FILE as fast as possible and print its frames and seconds",
-             details: ["The audio is discarded; scripts/bench uses it to compare with 'mpg123 -t'."]),
+        Verb("decode", forms: ["[--gain] FILE"], "decode FILE as fast as possible and print its frames and seconds",
+             details: ["The audio is discarded; scripts/bench uses it to compare with 'mpg123 -t'."],
+             options: [VerbOption(synopsis: "--gain", meaning: "scale every sample by -6 dB as ReplayGain does")]),
         Verb("help", forms: ["[VERB]"], "show the help of VERB, or this help"),
     ]
 

@@ -238,9 +238,11 @@ case "add":
     guard !expansion.paths.isEmpty else { fail("nothing to add", code: ExitStatus.failure) }
     control(.add(paths: expansion.paths))
 case "decode":
-    guard let file = singleOperand(of: verb, arguments).path else { usageError("an empty FILE argument", verb: verb) }
+    let (given, flags) = operands(of: verb, arguments, flags: ["--gain"])
+    guard given.count == 1 else { usageError("decode takes one FILE", verb: verb) }
+    guard let file = given[0].path else { usageError("an empty FILE argument", verb: verb) }
     do {
-        let result = try DecodeBenchmark.run(path: file)
+        let result = try DecodeBenchmark.run(path: file, gain: flags.contains("--gain"))
         print("frames=\(result.frames) seconds=\(result.seconds)")
     } catch {
         fail(error.description, code: ExitStatus.failure)
