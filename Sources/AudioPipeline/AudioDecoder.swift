@@ -48,6 +48,8 @@ public struct TrackMetadata: Equatable, Sendable {
     public var musicBrainz = MusicBrainzIDs()
     /// The cover picture (the front cover if tagged as one, else the first picture).
     public var cover: CoverPicture?
+    /// The ReplayGain (or Opus R128) values the tags carry, and the ones dropped as bad.
+    public var replayGain = ReplayGainTags()
     /// Why an embedded picture was not taken (too large, malformed), when none was: no path, no tag text.
     public var coverProblem: String?
 

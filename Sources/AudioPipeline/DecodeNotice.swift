@@ -1,4 +1,5 @@
-// What the decode worker tells its controller (DecodeWorker.swift), and where each track's audio begins in its ring.
+// What the decode worker tells its controller (DecodeWorker.swift), where each track's audio begins in its ring,
+// and the place in the queue a ring frame maps back to.
 
 /// What the decode worker reports, in the order it happens, on the worker thread.
 ///
@@ -36,4 +37,21 @@ struct TrackMarker: Equatable, Sendable {
     var startFrame: Int
     /// The track's length in frames, if known.
     var lengthFrames: Int?
+}
+
+/// A place in the queue: a track and an output frame within it.
+public struct TrackPosition: Equatable, Sendable {
+    /// Index of the track in the worker's queue.
+    public var trackIndex: Int
+    /// Output frame within that track (0 is its first sample).
+    public var frame: Int
+    /// The rate the track's frames are played at, to turn `frame` into time.
+    public var sampleRate: Int
+
+    /// Creates a position.
+    public init(trackIndex: Int, frame: Int, sampleRate: Int) {
+        self.trackIndex = trackIndex
+        self.frame = frame
+        self.sampleRate = sampleRate
+    }
 }

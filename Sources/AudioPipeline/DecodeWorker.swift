@@ -24,23 +24,6 @@ import TrackPaths
 #endif
 import SystemSupport
 
-/// A place in the queue: a track and an output frame within it.
-public struct TrackPosition: Equatable, Sendable {
-    /// Index of the track in the worker's queue.
-    public var trackIndex: Int
-    /// Output frame within that track (0 is its first sample).
-    public var frame: Int
-    /// The rate the track's frames are played at, to turn `frame` into time.
-    public var sampleRate: Int
-
-    /// Creates a position.
-    public init(trackIndex: Int, frame: Int, sampleRate: Int) {
-        self.trackIndex = trackIndex
-        self.frame = frame
-        self.sampleRate = sampleRate
-    }
-}
-
 /// The decode thread: fills a `FrameRing` from a queue of audio files, ahead of the real-time consumer.
 ///
 /// How far ahead is the ring's capacity (for example 2 s). Tracks of the same format follow each other
@@ -75,6 +58,9 @@ public final class DecodeWorker: @unchecked Sendable {
 
     /// The ring this worker fills; the caller drains it (its consumer side).
     public let ring: FrameRing
+
+    /// The ReplayGain settings each opened track's gain is chosen by (a change applies from the next track).
+    public let replayGain = ReplayGainControl()
 
     /// The receiver of notices, called on the worker thread.
     private let notify: @Sendable (DecodeNotice) -> Void
@@ -535,8 +521,9 @@ public final class DecodeWorker: @unchecked Sendable {
             // The decoder is chosen by the file's content. Later MP3s are decoded at the rate already in the ring
             // (converted by libmpg123 when theirs differs), so a queue of MP3s never changes the stream's rate; the
             // other formats come at their own rate, and a change is announced like any other (`.formatChange`).
-            let decoder = try AudioFileKind.openDecoder(path: path,
-                                                        outputRate: work.ringFormat?.sampleRate)
+            // The gain (ReplayGain.swift) is chosen here, at the track's start, and scales its every frame.
+            let decoder = try replayGain.applied(to: AudioFileKind.openDecoder(
+                path: path, outputRate: work.ringFormat?.sampleRate))
             let frame = start.frame(in: decoder.format)
             if frame > 0 {
                 // A restored position past the track's end (the file changed since) starts at its last frame.

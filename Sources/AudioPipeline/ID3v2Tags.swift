@@ -118,10 +118,13 @@ enum ID3v2Tags {
                 } else if isUserText {
                     // Encoding, description, value: both strings in the frame's encoding.
                     let description = firstString(body.dropFirst(), encoding: body[0])
-                    guard description.terminated,
-                          let field = userTextFrames[description.text.lowercased()] else { continue }
+                    guard description.terminated else { continue }
                     let value = firstString(body.dropFirst(1 + description.consumed), encoding: body[0])
-                    findings.set(field, value.text)
+                    if let gainField = ReplayGainTags.field(named: description.text) {
+                        findings.metadata.replayGain.take(gainField, value.text)
+                    } else if let field = userTextFrames[description.text.lowercased()] {
+                        findings.set(field, value.text)
+                    }
                 } else if isIdentifier, let end = body.firstIndex(of: 0),
                           body[..<end].elementsEqual(musicBrainzOwner), end + 1 < body.count {
                     // Owner (Latin-1, terminated), then the identifier's bytes (ASCII for MusicBrainz).

@@ -297,6 +297,11 @@ enum VorbisComments {
                 readPicture(&picture, into: &findings)
                 continue
             }
+            if let gainField = ReplayGainTags.field(named: name), length <= 64 {
+                guard let tail = stream.take(rest) else { return }
+                findings.metadata.replayGain.take(gainField, String(decoding: valueStart + tail, as: UTF8.self))
+                continue
+            }
             guard let field = fields[name], length <= TagText.maximumTextBytes else {
                 guard stream.skip(rest) else { return }
                 continue

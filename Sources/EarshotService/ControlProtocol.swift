@@ -10,6 +10,7 @@
 //   {"command": "add", "paths": ["/music/a.mp3", {"base64": "L211c2ljL//+Lm1wMw=="}]}
 //
 // Parsing is a pure function of the line's bytes, so it can be tested (and fuzzed) without a socket.
+import AudioPipeline
 import EarshotCore
 import EarshotJSON
 import Glibc
@@ -37,6 +38,8 @@ public enum ControlRequest: Equatable, Sendable {
     case repeatMode(RepeatMode)
     /// Turn shuffle on or off: `{"command": "shuffle", "on": true}`.
     case shuffle(on: Bool)
+    /// Choose which ReplayGain value plays, from the next track: `{"command": "replaygain", "mode": "album"}`.
+    case replayGain(ReplayGainMode)
     /// Report the status.
     case status
     /// Keep the connection open and receive every event-log line as it happens.
@@ -61,8 +64,8 @@ public enum ControlRequest: Equatable, Sendable {
 
     /// The command names the protocol accepts.
     public static let commandNames = [
-        "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "status",
-        "events", "load", "add", "clear", "queue", "update", "rescan", "search", "find", "list", "searchadd",
+        "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "replaygain",
+        "status", "events", "load", "add", "clear", "queue", "update", "rescan", "search", "find", "list", "searchadd",
         "findadd", "ls",
     ]
 
@@ -172,6 +175,12 @@ extension ControlRequest {
                 return .failure(ControlRequestError("repeat needs a string field 'mode': off, track or queue"))
             }
             return .success(.repeatMode(mode))
+        case "replaygain":
+            guard let mode = (fields["mode"] as? String).flatMap(ReplayGainMode.init(rawValue:)) else {
+                return .failure(
+                    ControlRequestError("replaygain needs a string field 'mode': off, track, album or auto"))
+            }
+            return .success(.replayGain(mode))
         case "shuffle":
             guard let on = fields["on"] as? Bool else {
                 return .failure(ControlRequestError("shuffle needs a Boolean field 'on'"))
@@ -197,6 +206,7 @@ extension ControlRequest {
         case .volume(let percent): return #"{"command":"volume","percent":\#(percent)}"#
         case .repeatMode(let mode): return #"{"command":"repeat","mode":"\#(mode.rawValue)"}"#
         case .shuffle(let on): return #"{"command":"shuffle","on":\#(on)}"#
+        case .replayGain(let mode): return #"{"command":"replaygain","mode":"\#(mode.rawValue)"}"#
         case .load(let paths, let play):
             return ControlReply.line(["command": "load", "paths": paths.map(\.jsonValue), "play": play])
         case .add(let paths): return ControlReply.line(["command": "add", "paths": paths.map(\.jsonValue)])
@@ -252,6 +262,7 @@ extension ControlRequest {
         case .volume: return "volume"
         case .repeatMode: return "repeat"
         case .shuffle: return "shuffle"
+        case .replayGain: return "replaygain"
         case .status: return "status"
         case .events: return "events"
         case .load: return "load"

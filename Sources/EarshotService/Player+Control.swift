@@ -250,6 +250,10 @@ extension Player {
         case .volume(let percent): dispatch(.userVolume(percent: percent))
         case .repeatMode(let mode): choosePlayOrder(repeat: mode, shuffle: nil)
         case .shuffle(let on): choosePlayOrder(repeat: nil, shuffle: on)
+        case .replayGain(let mode):
+            // From the next track the decoder opens: the one playing keeps the gain it started with.
+            replayGain.mode = mode
+            worker.replayGain.set(replayGain, shuffled: rules.shuffle != nil)
         case .status, .events: break
         case .update, .libraryQuery, .browse:
             // The control server's handler answers these from the library, off the owner; one that reaches the owner
@@ -269,7 +273,7 @@ extension Player {
     func report() -> PlayerReport {
         PlayerReport(
             rules: rules, paths: paths, queueGeneration: queueGeneration, metadata: tracks[rules.queue.index]?.metadata,
-            artFile: tracks[rules.queue.index]?.artFile,
+            replayGain: replayGain, artFile: tracks[rules.queue.index]?.artFile,
             positionMilliseconds: positionMilliseconds, durationMilliseconds: durationMilliseconds,
             output: PlayerReport.Output(
                 sinkName: stream?.sinkName, streamOpen: stream != nil,

@@ -9,6 +9,15 @@ extension Player {
     func recordStartedTrack(_ index: Int, format: AudioFormat, lengthFrames: Int?, metadata: TrackMetadata) {
         let known = tracks[index]
         var metadata = metadata
+        let dropped = metadata.replayGain.problems
+        if !dropped.isEmpty {
+            // Kinds and counts only, never the text of the tag.
+            let counts = ReplayGainProblem.allCases.compactMap { problem -> String? in
+                let count = dropped.filter { $0 == problem }.count
+                return count > 0 ? "\(problem.rawValue)=\(count)" : nil
+            }
+            log.record("replaygain", ["track": "\(index + 1)", "droppedValues": counts.joined(separator: ",")])
+        }
         var skipShown = known?.coverSkipShown ?? false
         if let picture = metadata.cover {
             // `coverSettled` hears back; the picture's bytes (read from the file by the worker) are not kept here.

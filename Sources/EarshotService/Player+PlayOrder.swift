@@ -29,6 +29,8 @@ extension Player {
         let modes = PlayModes(rules)
         guard modes != followedModes else { return }
         followedModes = modes
+        // `auto` ReplayGain follows the shuffle: from the next track opened.
+        worker.replayGain.set(replayGain, shuffled: modes.shuffle != nil)
         // The queue's own order needs no tables (the decoder goes on with the next index, and none after the last): an
         // `add` to a long queue, which changes the order's length, then builds none.
         guard !rules.followsQueueOrder else {

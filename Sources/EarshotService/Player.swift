@@ -107,6 +107,8 @@ actor Player {
     var savedModes = SavedPlayModes.off
     /// The rules' order last handed to the decoder (Player+PlayOrder).
     var followedModes: PlayModes?
+    /// The ReplayGain settings: the configuration's, until a client's `replaygain` changes the mode.
+    var replayGain: ReplayGainSettings
     /// The translator's timer: armed only while a capture waits to have run long enough to count as a call, or a
     /// Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls).
     let translatorTimer: TickTimer
@@ -144,6 +146,8 @@ actor Player {
         // the bytes a tag held inline), and the owner hands it to the cover worker, which reads, hashes and writes it
         // at low priority and reports back through the inbox. Neither the decoder nor the owner waits for the disk.
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
+        replayGain = configuration.replayGain
+        worker.replayGain.set(replayGain, shuffled: false)
         covers = parts.makeCoverStore { job, outcome in inbox.yield(.cover(job, outcome)) }
         tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
         translatorTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.translatorDue(arming: arming)) }

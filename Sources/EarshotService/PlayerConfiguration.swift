@@ -1,4 +1,5 @@
 // What the player is told at start: where to play, how, and the user's resume policy.
+import AudioPipeline
 import EarshotCore
 import Glibc
 
@@ -39,6 +40,11 @@ public struct PlayerConfiguration: Sendable {
     /// Whether and when to resume after an interruption; whether a lock pauses; and the idle suspend held off while
     /// playing (rule 23), which the product does by default (configuration `inhibitIdleSuspend`).
     public var policy = ResumePolicy(inhibitIdleSuspend: true)
+    /// The ReplayGain mode, preamp and gain for untagged files (configuration `replayGain`, `replayGainPreampDb`,
+    /// `replayGainFallbackDb`). `auto` by default: a background player should spare its user the reach for the volume
+    /// between an old rip and a new master, and `auto` keeps an album's own dynamics when it plays in order. A file
+    /// with no values plays as it is (fallback 0 dB), as it did before.
+    public var replayGain = ReplayGainSettings(mode: .auto)
     /// Show a progress line on standard output (only when it is a terminal).
     public var showsProgress = false
     /// Log at debug level (still never user content).

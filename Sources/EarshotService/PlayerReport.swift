@@ -38,6 +38,8 @@ struct PlayerReport {
     var queueGeneration: Int
     /// The current track's tags, once the decoder opened it.
     var metadata: TrackMetadata?
+    /// The ReplayGain settings tracks are opened with now.
+    var replayGain = ReplayGainSettings()
     /// The current track's cover picture in the art cache, once stored.
     var artFile: TrackPath? = nil
     /// The position heard in the current track, in milliseconds.
@@ -68,6 +70,19 @@ struct PlayerReport {
     /// The current track's length in microseconds, as MPRIS shows it; nil without a current track or a known length.
     var lengthMicroseconds: Int64? {
         currentPath != nil ? durationMilliseconds.map { Int64($0) * 1000 } : nil
+    }
+
+    /// The ReplayGain mode, and the gain the current track plays at and where it came from (`trackTag`, `albumTag`,
+    /// `fallback` for a file with no value, `off`); the mode may have changed since the track began.
+    var replayGainStatus: [String: Any] {
+        let applied = currentPath != nil ? metadata?.replayGain.applied : nil
+        return [
+            "mode": replayGain.mode.rawValue,
+            "source": applied?.source.rawValue ?? "off",
+            // Rounded to a hundredth of a dB, as taggers write it.
+            "gainDb": ((applied?.effectiveDecibels ?? 0) * 100).rounded() / 100,
+            "limitedByPeak": applied?.limitedByPeak ?? false,
+        ]
     }
 
     /// The status object of control replies: kinds, states and numbers, never user content.
@@ -110,6 +125,7 @@ struct PlayerReport {
             "volume": rules.volumePercent,
             "repeat": rules.repeatMode.rawValue,
             "shuffle": rules.shuffle != nil,
+            "replayGain": replayGainStatus,
             "lastError": lastError,
             "slowestHandlingMicros": handling.slowestMicros,
             // Input kinds only (`request add`, `stream corked`), never their content.

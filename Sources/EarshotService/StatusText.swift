@@ -2,6 +2,19 @@
 
 /// Formats the status object of a reply.
 public enum StatusText {
+    /// For example "replaygain auto: -6.5 dB from the album tag" or "replaygain track: 0.0 dB, no value in the file".
+    private static func replayGainLine(mode: String, _ gain: [String: Any]) -> String {
+        let decibels = (gain["gainDb"] as? Double) ?? Double(gain["gainDb"] as? Int ?? 0)
+        let amount = String(Int((decibels * 10).rounded())).paddedTenths
+        let limited = gain["limitedByPeak"] as? Bool == true ? ", limited by its peak" : ""
+        switch gain["source"] as? String {
+        case "trackTag": return "replaygain \(mode): \(amount) dB from the track tag\(limited)"
+        case "albumTag": return "replaygain \(mode): \(amount) dB from the album tag\(limited)"
+        case "fallback": return "replaygain \(mode): \(amount) dB, no value in the file\(limited)"
+        default: return "replaygain \(mode): none applied"
+        }
+    }
+
     /// A few lines: playback, position, output.
     public static func render(_ status: [String: Any]) -> String {
         let playback = status["playback"] as? String ?? "unknown"
@@ -16,6 +29,9 @@ public enum StatusText {
         }
         let shuffle = status["shuffle"] as? Bool == true ? "on" : "off"
         lines.append("repeat \(status["repeat"] as? String ?? "off"), shuffle \(shuffle)")
+        if let gain = status["replayGain"] as? [String: Any], let mode = gain["mode"] as? String {
+            lines.append(replayGainLine(mode: mode, gain))
+        }
         let sink = status["sink"] as? String ?? "none"
         let corked = status["corked"] as? Bool == true ? "corked" : "running"
         let server = status["server"] as? String ?? "not connected"
@@ -81,5 +97,15 @@ public enum StatusText {
         let seconds = max(milliseconds, 0) / 1000
         let remainder = seconds % 60
         return "\(seconds / 60):\(remainder < 10 ? "0" : "")\(remainder)"
+    }
+}
+
+private extension String {
+    /// A whole number of tenths ("-65") as a decimal ("-6.5").
+    var paddedTenths: String {
+        let negative = hasPrefix("-")
+        var digits = negative ? String(dropFirst()) : self
+        while digits.count < 2 { digits = "0" + digits }
+        return (negative ? "-" : "") + digits.dropLast() + "." + digits.suffix(1)
     }
 }

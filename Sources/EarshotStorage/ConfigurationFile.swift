@@ -4,6 +4,7 @@
 // a wrong type, a value out of range, invalid JSON, an unreadable file) is an error naming the key and the
 // file, and the service refuses to start: guessing what the user meant could mean playing when they asked
 // it not to. `Config/config.json` in the repository documents every key with its default.
+import AudioPipeline
 import EarshotCore
 import EarshotJSON
 import EarshotService
@@ -78,7 +79,8 @@ public enum ConfigurationFile {
     public static let knownKeys = [
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
-        "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend", "musicDirectories",
+        "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend", "musicDirectories", "replayGain",
+        "replayGainPreampDb", "replayGainFallbackDb",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -89,6 +91,8 @@ public enum ConfigurationFile {
     public static let fadeMillisecondsRange = 0...500
     /// The allowed duck levels, in decibels under the user's volume (0: no ducking).
     public static let duckLevelRange = -60.0...0.0
+    /// The allowed ReplayGain preamps and fallback gains, in dB: as far as a tagged gain may go.
+    public static let replayGainDecibelsRange = -ReplayGainTags.gainLimitDb...ReplayGainTags.gainLimitDb
     /// The allowed log levels.
     public static let logLevels = ["info", "debug"]
 
@@ -200,6 +204,11 @@ struct ConfigurationContents {
     var duckRoles: [String]?
     /// `duckLevel`: decibels under the user's volume while ducked (-60...0).
     var duckLevel: Double?
+    /// `replayGain`: "off", "track", "album" or "auto".
+    var replayGainMode: ReplayGainMode?
+    /// `replayGainPreampDb` and `replayGainFallbackDb` (-40...40).
+    var replayGainPreampDb: Double?
+    var replayGainFallbackDb: Double?
     /// `musicDirectories`: the library's music folders (absolute, or `~/...`); absent or null for the XDG music folder.
     var musicDirectories: [String]?
 
@@ -281,6 +290,7 @@ struct ConfigurationContents {
             $0 as? Bool
         }
         try readEdges(object)
+        try readReplayGain(object)
         musicDirectories = try Self.value(
             "musicDirectories", in: object, expected: "an array of strings or null", nullAllowed: true) { value in
             guard let elements = value as? [Any] else { return nil }
@@ -315,6 +325,28 @@ struct ConfigurationContents {
             let range = ConfigurationFile.duckLevelRange
             throw .outOfRange(key: "duckLevel", allowed: "a number of decibels from \(Int(range.lowerBound)) to "
                                 + "\(Int(range.upperBound)) (0 turns ducking off)")
+        }
+    }
+
+    /// Reads the ReplayGain keys (`replayGain`, `replayGainPreampDb`, `replayGainFallbackDb`).
+    private mutating func readReplayGain(_ object: [String: Any]) throws(ConfigurationError.Problem) {
+        if let mode = try Self.value("replayGain", in: object, expected: "a string", { $0 as? String }) {
+            guard let known = ReplayGainMode(rawValue: mode) else {
+                let modes = ReplayGainMode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+                throw .outOfRange(key: "replayGain", allowed: "one of \(modes)")
+            }
+            replayGainMode = known
+        }
+        for key in ["replayGainPreampDb", "replayGainFallbackDb"] {
+            let decibels = try Self.value(key, in: object, expected: "a number") { value in
+                (value as? Int).map(Double.init) ?? (value as? Double)
+            }
+            if let decibels, !ConfigurationFile.replayGainDecibelsRange.contains(decibels) {
+                let range = ConfigurationFile.replayGainDecibelsRange
+                throw .outOfRange(key: key, allowed: "a number of decibels from \(Int(range.lowerBound)) to "
+                                    + "\(Int(range.upperBound))")
+            }
+            if key == "replayGainPreampDb" { replayGainPreampDb = decibels } else { replayGainFallbackDb = decibels }
         }
     }
 
@@ -354,6 +386,9 @@ struct ConfigurationContents {
         if let duckRoles { configuration.duckRoles = Set(duckRoles) }
         if let duckLevel { configuration.duckLevelDecibels = duckLevel }
         if let musicDirectories { configuration.musicDirectories = musicDirectories }
+        if let replayGainMode { configuration.replayGain.mode = replayGainMode }
+        if let replayGainPreampDb { configuration.replayGain.preampDb = replayGainPreampDb }
+        if let replayGainFallbackDb { configuration.replayGain.fallbackDb = replayGainFallbackDb }
         return configuration
     }
 }

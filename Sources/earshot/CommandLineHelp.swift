@@ -109,6 +109,9 @@ struct Verb {
              details: ["Under 'repeat track', next still moves on. The choice is kept across restarts."]),
         Verb("shuffle", forms: ["on|off"], "play the queue in a shuffled order, each track once a round",
              details: ["The order is kept across restarts; tracks added later take places among those to come."]),
+        Verb("replaygain", forms: ["off|track|album|auto"], "level tracks by their ReplayGain or R128 tags",
+             details: ["auto uses the album gain while the queue plays in order, the track gain under shuffle.",
+                       "From the next track; the configuration's replayGain is the mode at start (default auto)."]),
         Verb("status", forms: ["[--json]"], "show what the player is doing",
              details: ["With --json it prints one JSON object whose fields docs/usage.md documents (playback,",
                        "pauseReason, positionMs, sink, corked, ...)."],
@@ -142,8 +145,9 @@ struct Verb {
              options: [jsonOption]),
         Verb("ls", forms: ["[--json] [PATH]"], "list a folder of the library: its folders, then its files",
              options: [jsonOption]),
-        Verb("decode", forms: ["FILE"], "decode FILE as fast as possible and print its frames and seconds",
-             details: ["The audio is discarded; scripts/bench uses it to compare with 'mpg123 -t'."]),
+        Verb("decode", forms: ["[--gain] FILE"], "decode FILE as fast as possible and print its frames and seconds",
+             details: ["The audio is discarded; scripts/bench uses it to compare with 'mpg123 -t'."],
+             options: [VerbOption(synopsis: "--gain", meaning: "scale every sample by -6 dB as ReplayGain does")]),
         Verb("help", forms: ["[VERB]"], "show the help of VERB, or this help"),
     ]
 

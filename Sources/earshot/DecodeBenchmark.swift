@@ -15,10 +15,16 @@ enum DecodeBenchmark {
         public var seconds: Double
     }
 
-    /// Opens `path` and decodes all of it.
-    public static func run(path: TrackPath) throws(DecodeError) -> Result {
+    /// Opens `path` and decodes all of it; with `gain`, through the decode thread's ReplayGain scaling at -6 dB (the
+    /// gain of a file with no value, so that any file measures the scaling's cost).
+    public static func run(path: TrackPath, gain: Bool = false) throws(DecodeError) -> Result {
         let started = DispatchTime.now().uptimeNanoseconds
-        let decoder = try AudioFileKind.openDecoder(path: path)
+        var decoder = try AudioFileKind.openDecoder(path: path)
+        if gain {
+            let control = ReplayGainControl()
+            control.set(ReplayGainSettings(mode: .track, fallbackDb: -6), shuffled: false)
+            decoder = control.applied(to: decoder)
+        }
         let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 65_536 * 2)
         defer { buffer.deallocate() }
         var frames = 0

@@ -1,5 +1,6 @@
 // The `earshot` executable: argument handling (here) and wiring (PlayerService.swift). What it runs is in the owner's
 // target (EarshotService), its clients' (EarshotClients) and its storage's (EarshotStorage).
+import AudioPipeline
 import EarshotClients
 import EarshotCore
 import EarshotJSON
@@ -237,9 +238,11 @@ case "add":
     guard !expansion.paths.isEmpty else { fail("nothing to add", code: ExitStatus.failure) }
     control(.add(paths: expansion.paths))
 case "decode":
-    guard let file = singleOperand(of: verb, arguments).path else { usageError("an empty FILE argument", verb: verb) }
+    let (given, flags) = operands(of: verb, arguments, flags: ["--gain"])
+    guard given.count == 1 else { usageError("decode takes one FILE", verb: verb) }
+    guard let file = given[0].path else { usageError("an empty FILE argument", verb: verb) }
     do {
-        let result = try DecodeBenchmark.run(path: file)
+        let result = try DecodeBenchmark.run(path: file, gain: flags.contains("--gain"))
         print("frames=\(result.frames) seconds=\(result.seconds)")
     } catch {
         fail(error.description, code: ExitStatus.failure)
@@ -262,6 +265,12 @@ case "repeat":
         usageError("repeat takes off, track or queue, not \(text)", verb: verb)
     }
     control(.repeatMode(mode))
+case "replaygain":
+    let text = singleOperand(of: verb, arguments).text
+    guard let mode = ReplayGainMode(rawValue: text) else {
+        usageError("replaygain takes off, track, album or auto, not \(text)", verb: verb)
+    }
+    control(.replayGain(mode))
 case "shuffle":
     let text = singleOperand(of: verb, arguments).text
     guard text == "on" || text == "off" else { usageError("shuffle takes on or off, not \(text)", verb: verb) }

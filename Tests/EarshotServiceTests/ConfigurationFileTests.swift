@@ -1,4 +1,5 @@
 // The configuration file: defaults, every key, and every way a file is refused (with the key and the path).
+import AudioPipeline
 import EarshotCore
 import Foundation
 import Testing
@@ -55,6 +56,14 @@ struct ConfigurationFileTests {
         #expect(configuration.fadeMilliseconds == 50)
         #expect(configuration.duckRoles == ["a11y", "event"])
         #expect(configuration.duckLevelDecibels == -12)
+        #expect(configuration.replayGain == ReplayGainSettings(mode: .auto, preampDb: 0, fallbackDb: 0))
+    }
+
+    @Test("replayGain, replayGainPreampDb and replayGainFallbackDb are applied")
+    func replayGainKeys() throws {
+        let configuration = try load(#"{"replayGain": "album", "replayGainPreampDb": 3, "replayGainFallbackDb": -6.5}"#)
+        #expect(configuration.replayGain == ReplayGainSettings(mode: .album, preampDb: 3, fallbackDb: -6.5))
+        #expect(try load(#"{"replayGain": "off"}"#).replayGain.mode == .off)
     }
 
     @Test("fadeMs, duckRoles and duckLevel are applied; 0 turns fades and ducking off")
@@ -205,6 +214,8 @@ struct ConfigurationFileTests {
         (#"{"fadeMs": 40.5}"#, "fadeMs"),
         (#"{"duckRoles": "a11y"}"#, "duckRoles"),
         (#"{"duckLevel": "-12dB"}"#, "duckLevel"),
+        (#"{"replayGain": true}"#, "replayGain"),
+        (#"{"replayGainPreampDb": "3 dB"}"#, "replayGainPreampDb"),
     ])
     func wrongType(text: String, key: String) throws {
         let error = try refusal(text)
@@ -233,6 +244,9 @@ struct ConfigurationFileTests {
         (#"{"duckLevel": 3}"#, "duckLevel"),
         (#"{"duckLevel": -61}"#, "duckLevel"),
         (#"{"duckRoles": [""]}"#, "duckRoles"),
+        (#"{"replayGain": "Track"}"#, "replayGain"),
+        (#"{"replayGainPreampDb": 41}"#, "replayGainPreampDb"),
+        (#"{"replayGainFallbackDb": -80}"#, "replayGainFallbackDb"),
     ])
     func outOfRange(text: String, key: String) throws {
         let error = try refusal(text)

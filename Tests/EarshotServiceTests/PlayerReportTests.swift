@@ -137,4 +137,28 @@ struct PlayerReportTests {
         #expect(paused.status["idleInhibitorWanted"] as? Bool == false)
         #expect(!StatusText.render(paused.status).contains("idle suspend"))
     }
+
+    @Test("ReplayGain: status names the mode, the current track's gain and its source; the text says it in words")
+    func replayGain() throws {
+        let rules = PlayerState(
+            playback: .playing, queue: QueueCursor(trackCount: 2, index: 0),
+            stream: StreamCondition(isOpen: true, isCorked: false))
+        var report = Self.report(rules)
+        report.replayGain = ReplayGainSettings(mode: .auto)
+        report.metadata?.replayGain.applied = AppliedGain(
+            decibels: 12, linear: 1 / 0.9, source: .albumTag, limitedByPeak: true)
+        let gain = try #require(report.status["replayGain"] as? [String: Any])
+        #expect(gain["mode"] as? String == "auto")
+        #expect(gain["source"] as? String == "albumTag")
+        #expect(gain["gainDb"] as? Double == 0.92)
+        #expect(gain["limitedByPeak"] as? Bool == true)
+        #expect(StatusText.render(report.status).contains(
+            "replaygain auto: 0.9 dB from the album tag, limited by its peak"))
+        report.metadata?.replayGain.applied = AppliedGain(decibels: -6.5, linear: AppliedGain.linearFactor(-6.5),
+                                                          source: .fallback, limitedByPeak: false)
+        #expect(StatusText.render(report.status).contains("replaygain auto: -6.5 dB, no value in the file"))
+        report.metadata?.replayGain.applied = nil
+        report.replayGain.mode = .off
+        #expect(StatusText.render(report.status).contains("replaygain off: none applied"))
+    }
 }

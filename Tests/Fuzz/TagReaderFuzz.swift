@@ -4,7 +4,7 @@
 //
 // Besides "never crash or hang", it checks the readers' promises: a picture is never over the limit, its bytes are
 // exactly its length, and a problem is given only when no picture was taken; numbers are positive, and the library's
-// text fields are trimmed and never empty.
+// text fields are trimmed and never empty; ReplayGain values are in range.
 
 /// Stops the process with `message` when `condition` is false (fatalError keeps its message in -O builds).
 private func require(_ condition: Bool, _ message: @autoclosure () -> String) {
@@ -20,6 +20,14 @@ private func check(_ metadata: TrackMetadata) {
     }
     if let number = metadata.trackNumber { require(number > 0, "a track number below 1") }
     if let number = metadata.discNumber { require(number > 0, "a disc number below 1") }
+    // ReplayGain values are numbers in range or absent, never NaN or +80 dB.
+    let gains = metadata.replayGain
+    for gain in [gains.trackGain, gains.albumGain] {
+        if let gain { require(abs(gain) <= ReplayGainTags.gainLimitDb, "a gain out of range") }
+    }
+    for peak in [gains.trackPeak, gains.albumPeak] {
+        if let peak { require(peak > 0 && peak <= ReplayGainTags.peakLimit, "a peak out of range") }
+    }
     // The library's text fields: trimmed and never empty (an empty one is left out).
     for text in [metadata.genre, metadata.date, metadata.composer, metadata.musicBrainz.track,
                  metadata.musicBrainz.album, metadata.musicBrainz.artist, metadata.musicBrainz.albumArtist] {
