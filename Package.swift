@@ -86,6 +86,10 @@ let package = Package(
         // no thread, no I/O.
         .target(name: "EarshotJSON"),
 
+        // MPD's protocol as pure values: request lines split as MPD splits them, command lists, idle, `ACK` errors
+        // (the parser the MPD front-end's server feeds, fuzzed by scripts/fuzz). Standard library only.
+        .target(name: "MPDProtocol"),
+
         // The music library, an adapter that may wait for the disk: the SQLite database, the scanner on an idle
         // priority thread of its own, the inotify watcher, the query language (pure). The owner never imports it; the
         // executable wires it.
@@ -158,6 +162,8 @@ let package = Package(
             name: "MusicLibraryTests",
             dependencies: ["MusicLibrary", "AudioPipeline", "TrackPaths", "EarshotTestSupport"]
         ),
+        // MPD's protocol parser and framing, without a socket.
+        .testTarget(name: "MPDProtocolTests", dependencies: ["MPDProtocol"]),
         // MPRIS against a private dbus-daemon, driven by playerctl.
         .testTarget(name: "EarshotMPRISTests", dependencies: ["EarshotMPRIS", "TrackPaths", "EarshotTestSupport"]),
         // The logind adapter against python3-dbusmock's logind on a private bus (no sound server).
