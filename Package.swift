@@ -109,8 +109,11 @@ let package = Package(
         ),
 
         // What talks to clients, on threads of their own, each of which may wait for its client: the control socket,
-        // the replies it waits for, the event log's followers and their writer, `earshot events`.
-        .target(name: "EarshotClients", dependencies: ["EarshotService", "EarshotJSON", "SystemSupport", "TrackPaths"]),
+        // the replies it waits for, the event log's followers and their writer, `earshot events`, MPD's protocol.
+        .target(
+            name: "EarshotClients",
+            dependencies: ["EarshotService", "EarshotJSON", "SystemSupport", "TrackPaths", "MPDProtocol"]
+        ),
 
         // The disk, on threads that may wait for it: the state writer, the cover pictures' worker, and what the command
         // line reads before anything starts (the configuration file, the files and playlists a user names).
@@ -154,7 +157,7 @@ let package = Package(
             name: "EarshotServiceTests",
             dependencies: [
                 "EarshotService", "EarshotClients", "EarshotStorage", "EarshotJSON", "EarshotCore", "AudioPipeline",
-                "EarshotMPRIS", "TrackPaths", "EarshotTestSupport",
+                "EarshotMPRIS", "TrackPaths", "EarshotTestSupport", "MPDProtocol",
             ]
         ),
         // The music library on generated trees of tagged files: scanning, the database, the query language.
