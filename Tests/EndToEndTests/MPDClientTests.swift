@@ -1,0 +1,150 @@
+// MPD's protocol end to end (issue 37): `earshot serve` with `mpdListen` on a free loopback port and a private socket,
+// driven by the real mpc and by python3-mpd, each command checked against Earshot's own `status`. Every MPD command is
+// the user speaking through the same requests as the CLI: `pause` pauses, `play` is the user's play, and the rules
+// decide. A missing client is a failure, never a skip (scripts/test installs mpc and python3-mpd).
+#if canImport(Glibc)
+import Glibc
+#endif
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@Suite("MPD clients", .serialized)
+struct MPDClientTests {
+    /// A loopback port nobody listens on now (the kernel's choice; never MPD's 6600).
+    static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw ToolkitError("socket(): \(errno)") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+            }
+        }
+        guard bound else { throw ToolkitError("no free loopback port: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Starts a service serving MPD on a free port and `mpd.socket` in its folder, with two 30 s tracks loaded and
+    /// playing; runs `body` with the harness, the port and the socket path.
+    static func withPlayingService(
+        _ body: (ServiceHarness, ChildProcess, Int, String) async throws -> Void
+    ) async throws {
+        _ = try ProcessRunner.requireTool("mpc", package: "mpc")
+        try await ServiceHarness.run { harness in
+            let port = try freePort()
+            let socket = harness.root.appendingPathComponent("mpd.socket").path
+            try harness.writeConfiguration(#"{"fadeMs": 0, "mpdListen": ["127.0.0.1:\#(port)", "\#(socket)"]}"#)
+            let music = harness.root.appendingPathComponent("music", isDirectory: true)
+            let first = try Fixtures.copy(try Fixtures.tone(frequency: 440, seconds: 30), to: music, named: "a.mp3")
+            let second = try Fixtures.copy(try Fixtures.tone(frequency: 660, seconds: 30), to: music, named: "b.mp3")
+            let service = try await harness.startService()
+            try harness.earshotChecked(["play", first.path, second.path])
+            try await harness.waitForStatus(of: service, "playing the queue") { $0.playback == "playing" }
+            try await body(harness, service, port, socket)
+        }
+    }
+
+    /// Runs mpc against `host` (a socket path or 127.0.0.1) and `port`; throws unless it succeeds.
+    @discardableResult
+    static func mpc(_ host: String, _ port: Int, _ arguments: [String]) throws -> String {
+        try ProcessRunner.run("mpc", ["-h", host, "-p", "\(port)"] + arguments, timeout: .seconds(30))
+            .requireSuccess().standardOutput
+    }
+
+    /// Earshot's own status object, asked on its control socket.
+    static func status(_ harness: ServiceHarness) throws -> [String: Any] {
+        try #require(try harness.requestChecked(["command": "status"])["status"] as? [String: Any])
+    }
+
+    @Test("mpc on the port and the socket: pause, play, toggle, next, prev, volume, repeat, random, status, current")
+    func mpcDrivesThePlayer() async throws {
+        try await Self.withPlayingService { harness, service, port, socket in
+            let tcp = "127.0.0.1"
+            #expect(try Self.mpc(socket, port, ["status"]).contains("[playing] #1/2"))
+            try Self.mpc(socket, port, ["pause"])
+            let paused = try await harness.waitForStatus(of: service, "paused by mpc") { $0.playback == "paused" }
+            #expect(paused.pauseReason == "user", "\(paused)")
+            #expect(try Self.mpc(tcp, port, ["status"]).contains("[paused]"))
+            try Self.mpc(tcp, port, ["play"])
+            try await harness.waitForStatus(of: service, "playing after mpc play") { $0.playback == "playing" }
+            try Self.mpc(tcp, port, ["toggle"])
+            try await harness.waitForStatus(of: service, "paused by mpc toggle") { $0.playback == "paused" }
+            try Self.mpc(tcp, port, ["toggle"])
+            try await harness.waitForStatus(of: service, "playing after mpc toggle") { $0.playback == "playing" }
+            try Self.mpc(socket, port, ["next"])
+            try await harness.waitForStatus(of: service, "on the second track") { $0.trackIndex == 1 }
+            #expect(try Self.mpc(socket, port, ["current"]).contains("b.mp3"))
+            try Self.mpc(socket, port, ["prev"])
+            try await harness.waitForStatus(of: service, "back on the first track") { $0.trackIndex == 0 }
+            try Self.mpc(socket, port, ["volume", "40"])
+            try await harness.waitForStatus(of: service, "volume 40") { $0.volume == 40 }
+            #expect(try Self.mpc(socket, port, ["volume"]).contains("40%"))
+            try Self.mpc(socket, port, ["repeat", "on"])
+            try Self.mpc(socket, port, ["random", "on"])
+            let modes = try Self.status(harness)
+            #expect(modes["repeat"] as? String == "queue", "\(modes)")
+            #expect(modes["shuffle"] as? Bool == true, "\(modes)")
+            let shown = try Self.mpc(socket, port, ["status"])
+            #expect(shown.contains("repeat: on") && shown.contains("random: on"), "\(shown)")
+            try Self.mpc(socket, port, ["repeat", "off"])
+            #expect(try Self.status(harness)["repeat"] as? String == "off")
+            #expect(try Self.mpc(socket, port, ["playlist"]).split(separator: "\n").count == 2)
+        }
+    }
+
+    @Test("python3-mpd: command lists, list_OK, errors with their index, unknown commands, pause 1 is never a toggle")
+    func protocolThroughPythonMPD() async throws {
+        try await Self.withPlayingService { harness, service, port, socket in
+            let script = """
+                import mpd, sys
+                client = mpd.MPDClient()
+                client.timeout = 30
+                client.connect(sys.argv[1])
+                assert client.mpd_version.startswith("0.23"), client.mpd_version
+                client.ping()
+                client.pause(1)
+                client.pause(1)
+                assert client.status()["state"] == "pause", client.status()
+                client.command_list_ok_begin()
+                client.ping()
+                client.status()
+                client.setvol(30)
+                replies = client.command_list_end()
+                assert len(replies) == 3 and replies[1]["state"] == "pause", replies
+                assert client.status()["volume"] == "30", client.status()
+                try:
+                    client.command_list_ok_begin()
+                    client.ping()
+                    client.setvol(101)
+                    client.ping()
+                    client.command_list_end()
+                    raise SystemExit("no error for setvol 101")
+                except mpd.CommandError as error:
+                    assert "[2@1] {setvol}" in str(error), str(error)
+                try:
+                    client.sticker_list("song", "a.mp3")
+                    raise SystemExit("no error for sticker")
+                except mpd.CommandError as error:
+                    assert "[5@0] {} unknown command" in str(error), str(error)
+                client.pause(0)
+                print("ok")
+                """
+            // Debian's own Python, where python3-mpd installs (another python3 may come first in PATH).
+            let python = "/usr/bin/python3"
+            guard try ProcessRunner.run(python, ["-c", "import mpd"]).succeeded else {
+                throw ToolkitError("python3-mpd is needed for the MPD protocol tests: apt-get install python3-mpd")
+            }
+            let result = try ProcessRunner.run(python, ["-c", script, socket], timeout: .seconds(60))
+            try #require(result.succeeded && result.standardOutput.contains("ok"), "\(result.standardError)")
+            let playing = try await harness.waitForStatus(of: service, "pause 0 plays") { $0.playback == "playing" }
+            #expect(playing.volume == 30)
+            _ = port
+        }
+    }
+}
