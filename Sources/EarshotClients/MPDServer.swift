@@ -22,6 +22,8 @@ public final class MPDServer: Sendable {
     private let closing = Atomic<Bool>(false)
     private let listeners = LockedValue<[(descriptor: Int32, path: String?)]>([])
     private let clients = LockedValue<Set<Int32>>([])
+    /// The changes `idle` reports, per connection.
+    private let changes: MPDChanges
 
     /// Starts listening on each of `addresses` ("HOST:PORT", or an absolute Unix socket path) and answering through
     /// `ask` (the control socket's handler). A listener that cannot start is logged by its kind and cause and left
@@ -29,6 +31,7 @@ public final class MPDServer: Sendable {
     public init(addresses: [String], log: EventLog, ask: @escaping @Sendable (ControlRequest) -> String) {
         self.ask = ask
         self.log = log
+        changes = MPDChanges(log: log, ask: ask)
         for address in addresses {
             let kind = address.hasPrefix("/") ? "socket" : "tcp"
             let opened: Result<Int32, ControlSocketError> = kind == "socket"
@@ -81,21 +84,43 @@ public final class MPDServer: Sendable {
             var timeout = timeval(tv_sec: Self.sendTimeoutSeconds, tv_usec: 0)
             _ = setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             SystemThread.start(named: "earshot-mpd-client") { [self] in
-                serve(client)
+                let wake = changes.register(client)
+                serve(client, wake: wake)
+                changes.unregister(client)
                 clients.withLock { _ = $0.remove(client) }
                 close(client)
             }
         }
     }
 
-    /// Serves one client until it leaves, asks to close, breaks the framing or stops reading.
-    private func serve(_ client: Int32) {
+    /// Serves one client until it leaves, asks to close, breaks the framing or stops reading. `wake` becomes readable
+    /// when the connection has changes for `idle`.
+    private func serve(_ client: Int32, wake: Int32) {
         guard ControlServer.write(MPDSession.greeting, to: client) else { return }
         var buffer = MPDLineBuffer()
         var framing = MPDFraming()
         var session = MPDSession(ask: ask)
         var chunk = [UInt8](repeating: 0, count: 4096)
+        // What the present `idle` waits for (empty: anything).
+        var idleWanted = Set<MPDSubsystem>()
         while !closing.load(ordering: .acquiring) {
+            if framing.isIdling {
+                // Wait for the client (noidle, or hanging up) or for changes, with no timeout: an idle client costs
+                // nothing until something happens.
+                var polled = [pollfd(fd: client, events: Int16(POLLIN), revents: 0),
+                              pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+                let ready = poll(&polled, 2, -1)
+                if ready < 0 && errno == EINTR { continue }
+                guard ready > 0 else { return }
+                if polled[1].revents != 0 {
+                    let found = changes.take(client, wanted: idleWanted)
+                    if !found.isEmpty {
+                        framing.idleEnded()
+                        guard ControlServer.write(Self.changedLines(found), to: client) else { return }
+                    }
+                }
+                if polled[0].revents == 0 { continue }
+            }
             let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return }
@@ -113,6 +138,22 @@ public final class MPDServer: Sendable {
                     log.record("mpd", ["closed": "\(reason)"])
                     return
                 case .run(let batch):
+                    if !batch.isList, case .success(let request)? = batch.entries.first, request.name == "idle" {
+                        switch MPDCommand.parse(request) {
+                        case .success(.idle(let wanted)):
+                            idleWanted = wanted
+                            let found = changes.take(client, wanted: wanted)
+                            if found.isEmpty {
+                                framing.idleStarted()
+                            } else {
+                                guard ControlServer.write(Self.changedLines(found), to: client) else { return }
+                            }
+                        case .failure(let error):
+                            guard ControlServer.write(error.line, to: client) else { return }
+                        default: break
+                        }
+                        continue
+                    }
                     let reply = batch.reply { session.run($0) }
                     if session.closeRequested { return }
                     guard ControlServer.write(reply, to: client) else {
@@ -122,6 +163,11 @@ public final class MPDServer: Sendable {
                 }
             }
         }
+    }
+
+    /// The reply to `idle`: one `changed:` line a subsystem, sorted, then OK.
+    static func changedLines(_ changes: Set<MPDSubsystem>) -> String {
+        changes.map(\.rawValue).sorted().map { "changed: \($0)\n" }.joined() + "OK\n"
     }
 
     /// A listening Unix socket at `path`, user-only; refused when something already answers there.

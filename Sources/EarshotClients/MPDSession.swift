@@ -14,11 +14,12 @@ public struct MPDSession {
     /// The protocol version in the greeting: the commands answered are MPD 0.23's.
     public static let greeting = "OK MPD 0.23.0\n"
 
-    /// The commands this server answers; every other name is MPD's unknown command.
+    /// The commands this server answers; every other name is MPD's unknown command. `idle` and `noidle` are the
+    /// server's own (MPDServer, MPDChanges), never `run`'s.
     public static let answered: [String] = [
-        "binarylimit", "clear", "close", "commands", "currentsong", "decoders", "getvol", "next", "notcommands",
-        "password", "pause", "ping", "play", "playlistinfo", "previous", "random", "repeat", "seek", "seekcur",
-        "setvol", "stats", "status", "stop", "tagtypes", "urlhandlers", "volume",
+        "binarylimit", "clear", "close", "commands", "currentsong", "decoders", "getvol", "idle", "next", "noidle",
+        "notcommands", "password", "pause", "ping", "play", "playlistinfo", "previous", "random", "repeat", "seek",
+        "seekcur", "setvol", "stats", "status", "stop", "tagtypes", "urlhandlers", "volume",
     ]
 
     /// The tags `tagtypes` lists: those the library reads.

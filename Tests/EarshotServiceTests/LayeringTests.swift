@@ -72,7 +72,8 @@ struct LayeringTests {
     static let productTargets = [
         "EarshotCore", "TrackPaths", "SystemSupport", "AudioPipeline", "PulseOutput", "EarshotMPRIS",
         "EarshotLogind", "EarshotIdleInhibitor", "RealtimeScheduling", "EarshotService", "EarshotJSON", "EarshotClients",
-        "EarshotStorage", "MusicLibrary", "earshot",
+        "EarshotStorage", "MusicLibrary", "MPDProtocol",
+        "earshot",
     ]
 
     @Test("no target of the earshot product imports Foundation or FoundationEssentials (issue 14)")

@@ -148,3 +148,87 @@ struct MPDClientTests {
         }
     }
 }
+
+/// An MPD client waiting in `idle`, on the protocol's own lines (Python's standard library: python3-mpd's client
+/// has no split idle), started as a process of its own: it prints `idling` once its `idle` is sent, then the
+/// subsystems `idle` reported, comma-separated, then `noidle` once a second idle ended by `noidle` gave its OK.
+struct IdlingClient {
+    let process: ChildProcess
+
+    init(socket: String) throws {
+        let script = """
+            import socket, sys
+            connection = socket.socket(socket.AF_UNIX)
+            connection.connect(sys.argv[1])
+            stream = connection.makefile("rb", buffering=0)
+            def reply():
+                lines = []
+                while True:
+                    line = stream.readline().decode().rstrip("\\n")
+                    if line == "OK" or line.startswith("ACK") or line == "":
+                        return lines, line
+                    lines.append(line)
+            assert stream.readline().startswith(b"OK MPD "), "greeting"
+            connection.sendall(b"idle\\n")
+            print("idling", flush=True)
+            lines, end = reply()
+            assert end == "OK", end
+            print(",".join(sorted(line.split(": ", 1)[1] for line in lines)), flush=True)
+            connection.sendall(b"idle\\nnoidle\\n")
+            # A bare OK; or, when more changed since, the changes (and noidle, no longer idling, is ignored).
+            lines, end = reply()
+            assert end == "OK" and all(line.startswith("changed: ") for line in lines), (lines, end)
+            connection.sendall(b"ping\\n")
+            assert reply() == ([], "OK"), "ping"
+            print("noidle", flush=True)
+            """
+        process = try ChildProcess("/usr/bin/python3", rawArguments: [
+            Array("-c".utf8), Array(script.utf8), Array(socket.utf8),
+        ])
+    }
+
+    /// Waits (one generous timeout) until the client has printed `count` lines; returns them.
+    func lines(_ count: Int, timeout: Duration = .seconds(30)) async throws -> [String] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let lines = process.standardOutput().split(separator: "\n").map(String.init)
+            if lines.count >= count { return lines }
+            guard process.isRunning, ContinuousClock.now < deadline else {
+                throw ToolkitError("the idling client printed \(lines); stderr: \(process.standardError())")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
+
+@Suite("MPD clients and the rules", .serialized)
+struct MPDIdleTests {
+    @Test("an idling client hears `player` when the CLI pauses; noidle ends the next idle with its OK")
+    func idleHearsThePlayer() async throws {
+        try await MPDClientTests.withPlayingService { harness, service, _, socket in
+            let client = try IdlingClient(socket: socket)
+            defer { client.process.kill() }
+            _ = try await client.lines(1)
+            try harness.earshotChecked(["pause"])
+            let lines = try await client.lines(3)
+            #expect(lines[1].split(separator: ",").contains("player"), "\(lines)")
+            #expect(lines[2] == "noidle", "\(lines)")
+            _ = service
+        }
+    }
+
+    @Test("a call while an MPD client idles: the client hears `player`, the music pauses for the call")
+    func callReachesIdleClient() async throws {
+        try await MPDClientTests.withPlayingService { harness, service, _, socket in
+            let client = try IdlingClient(socket: socket)
+            defer { client.process.kill() }
+            _ = try await client.lines(1)
+            let call = try ServerControl.startPhoneCall(wav: try Fixtures.phoneCall(seconds: 3))
+            defer { call.kill() }
+            let lines = try await client.lines(2)
+            #expect(lines[1].split(separator: ",").contains("player"), "\(lines)")
+            let paused = try await harness.waitForStatus(of: service, "paused for the call") { $0.playback == "paused" }
+            #expect(paused.pauseReason != "user", "\(paused)")
+        }
+    }
+}
