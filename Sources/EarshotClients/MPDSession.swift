@@ -17,9 +17,10 @@ public struct MPDSession {
     /// The commands this server answers; every other name is MPD's unknown command. `idle` and `noidle` are the
     /// server's own (MPDServer, MPDChanges), never `run`'s.
     public static let answered: [String] = [
-        "binarylimit", "clear", "close", "commands", "currentsong", "decoders", "getvol", "idle", "next", "noidle",
-        "notcommands", "password", "pause", "ping", "play", "playlistinfo", "previous", "random", "repeat", "seek",
-        "seekcur", "setvol", "stats", "status", "stop", "tagtypes", "urlhandlers", "volume",
+        "add", "binarylimit", "clear", "close", "commands", "currentsong", "decoders", "find", "findadd", "getvol",
+        "idle", "list", "lsinfo", "next", "noidle", "notcommands", "password", "pause", "ping", "play", "playlistinfo",
+        "previous", "random", "repeat", "rescan", "search", "searchadd", "seek", "seekcur", "setvol", "stats",
+        "status", "stop", "tagtypes", "update", "urlhandlers", "volume",
     ]
 
     /// The tags `tagtypes` lists: those the library reads.
@@ -117,6 +118,7 @@ public struct MPDSession {
                 return .success((start..<end).map { Self.songLines(queue.paths[$0], position: $0) }.joined())
             }
         default:
+            if let reply = libraryReply(command, name: name) { return reply }
             // Typed by the parser but not answered by this server yet: unknown, as in `commands`.
             return .failure(MPDError(.unknown, "unknown command \"\(name)\""))
         }
@@ -157,7 +159,7 @@ public struct MPDSession {
     }
 
     /// The owner's reply to `request`, or its refusal as MPD's error.
-    private func reply(to request: ControlRequest, _ name: String) -> Result<[String: Any], MPDError> {
+    func reply(to request: ControlRequest, _ name: String) -> Result<[String: Any], MPDError> {
         let line = ask(request)
         guard let object = (try? JSONTree.parse(Array(line.utf8))) as? [String: Any] else {
             return .failure(MPDError(.system, command: name, "the player's reply could not be read"))

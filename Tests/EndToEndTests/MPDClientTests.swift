@@ -39,8 +39,10 @@ struct MPDClientTests {
         try await ServiceHarness.run { harness in
             let port = try freePort()
             let socket = harness.root.appendingPathComponent("mpd.socket").path
-            try harness.writeConfiguration(#"{"fadeMs": 0, "mpdListen": ["127.0.0.1:\#(port)", "\#(socket)"]}"#)
             let music = harness.root.appendingPathComponent("music", isDirectory: true)
+            try harness.writeConfiguration(#"""
+                {"fadeMs": 0, "mpdListen": ["127.0.0.1:\#(port)", "\#(socket)"], "musicDirectories": ["\#(music.path)"]}
+                """#)
             let first = try Fixtures.copy(try Fixtures.tone(frequency: 440, seconds: 30), to: music, named: "a.mp3")
             let second = try Fixtures.copy(try Fixtures.tone(frequency: 660, seconds: 30), to: music, named: "b.mp3")
             let service = try await harness.startService()
@@ -98,6 +100,23 @@ struct MPDClientTests {
         }
     }
 
+    @Test("mpc's library verbs: update, search, list, add (and a missing file refused), through the library's read side")
+    func mpcLibrary() async throws {
+        try await Self.withPlayingService { harness, _, port, socket in
+            try await LibraryTests.waitForTracks(2, harness)
+            try Self.mpc(socket, port, ["update"])
+            try await LibraryTests.waitForTracks(2, harness)
+            #expect(try Self.mpc(socket, port, ["search", "any", "b"]) == "b.mp3\n")
+            #expect(try Self.mpc(socket, port, ["list", "album"]).isEmpty)
+            try Self.mpc(socket, port, ["clear"])
+            try Self.mpc(socket, port, ["add", "b.mp3"])
+            let queue = try #require(try harness.requestChecked(["command": "queue"])["queue"] as? [String])
+            #expect(queue.count == 1 && queue[0].hasSuffix("/b.mp3"), "\(queue)")
+            let refused = try ProcessRunner.run("mpc", ["-h", socket, "add", "missing.mp3"], timeout: .seconds(30))
+            #expect(!refused.succeeded && refused.standardError.contains("No such song"), "\(refused.standardError)")
+        }
+    }
+
     @Test("python3-mpd: command lists, list_OK, errors with their index, unknown commands, pause 1 is never a toggle")
     func protocolThroughPythonMPD() async throws {
         try await Self.withPlayingService { harness, service, port, socket in
@@ -149,7 +168,7 @@ struct MPDClientTests {
     }
 }
 
-/// An MPD client waiting in `idle`, on the protocol's own lines (Python's standard library: python3-mpd's client
+/// An MPD client waiting in `idle player` (the library's first scan is `update`, not waited for here), on the protocol's own lines (Python's standard library: python3-mpd's client
 /// has no split idle), started as a process of its own: it prints `idling` once its `idle` is sent, then the
 /// subsystems `idle` reported, comma-separated, then `noidle` once a second idle ended by `noidle` gave its OK.
 struct IdlingClient {
@@ -169,7 +188,7 @@ struct IdlingClient {
                         return lines, line
                     lines.append(line)
             assert stream.readline().startswith(b"OK MPD "), "greeting"
-            connection.sendall(b"idle\\n")
+            connection.sendall(b"idle player\\n")
             print("idling", flush=True)
             lines, end = reply()
             assert end == "OK", end
