@@ -68,6 +68,7 @@ final class MPDChanges: Sendable {
             return connections.values.map { $0.wakePipe[1] }
         }
         var byte: UInt8 = 1
+        // Never waits: the wake-up pipes are non-blocking (BusPoll.makeWakePipe); a full one already holds a wake-up.
         for descriptor in pipes where descriptor >= 0 { _ = write(descriptor, &byte, 1) }
     }
 

@@ -4,6 +4,7 @@
 // the owner's reply; the owner never waits. A client that does not read its replies is dropped when a send stays
 // blocked for `sendTimeoutSeconds` (the kernel's socket buffer is the bounded buffer). A port another program holds
 // (a real MPD) is said once in the log; the other listeners keep serving.
+import EarshotJSON
 import EarshotService
 import Glibc
 import MPDProtocol
@@ -24,6 +25,9 @@ public final class MPDServer: Sendable {
     private let clients = LockedValue<Set<Int32>>([])
     /// The changes `idle` reports, per connection.
     private let changes: MPDChanges
+    /// The listeners that could not start, each as its kind and cause (`tcp 127.0.0.1:6600: port taken`), for
+    /// `status`.
+    public let unavailable: [String]
 
     /// Starts listening on each of `addresses` ("HOST:PORT", or an absolute Unix socket path) and answering through
     /// `ask` (the control socket's handler). A listener that cannot start is logged by its kind and cause and left
@@ -32,6 +36,7 @@ public final class MPDServer: Sendable {
         self.ask = ask
         self.log = log
         changes = MPDChanges(log: log, ask: ask)
+        var unavailable: [String] = []
         for address in addresses {
             let kind = address.hasPrefix("/") ? "socket" : "tcp"
             let opened: Result<Int32, ControlSocketError> = kind == "socket"
@@ -39,12 +44,27 @@ public final class MPDServer: Sendable {
             switch opened {
             case .failure(let error):
                 log.record("mpd", ["listen": kind, "state": "unavailable", "reason": error.description])
+                // The user's own status may name the address; the log does not.
+                unavailable.append("\(kind) \(address): \(error.description)")
             case .success(let descriptor):
                 listeners.withLock { $0.append((descriptor, kind == "socket" ? address : nil)) }
                 log.record("mpd", ["listen": kind, "state": "listening"])
-                SystemThread.start(named: "earshot-mpd") { [self] in acceptLoop(descriptor) }
             }
         }
+        self.unavailable = unavailable
+        for listener in listeners.withLock({ $0 }) {
+            SystemThread.start(named: "earshot-mpd") { [self] in acceptLoop(listener.descriptor) }
+        }
+    }
+
+    /// `reply` (a control reply to `status`) with the listeners that could not start as `mpdUnavailable` in its
+    /// status object; as it is when all started.
+    public static func noting(_ unavailable: [String], in reply: String) -> String {
+        guard !unavailable.isEmpty, var object = (try? JSONTree.parse(Array(reply.utf8))) as? [String: Any],
+              var status = object["status"] as? [String: Any] else { return reply }
+        status["mpdUnavailable"] = unavailable
+        object["status"] = status
+        return ControlReply.line(object)
     }
 
     /// Stops accepting, disconnects the clients and removes the socket files.

@@ -43,6 +43,8 @@ enum PlayerService {
         // The music library runs with the service only (not `earshot play FILE`): its thread starts below.
         let library = withMPRIS ? LibraryWiring.make(configuration, log: log, inbox: inbox) : nil
 
+        // The MPD listeners that could not start (a port taken), shown in `status`.
+        let mpdUnavailable = LockedValue<[String]>([])
         // Every front-end's request, answered on its client's thread (which may wait; the owner never does).
         let handler: @Sendable (ControlRequest) -> String = { request in
             @Sendable func ask(_ request: ControlRequest) -> String {
@@ -56,6 +58,7 @@ enum PlayerService {
             }) {
                 return reply
             }
+            if case .status = request { return MPDServer.noting(mpdUnavailable.withLock { $0 }, in: ask(request)) }
             return ask(request)
         }
         let server: ControlServer
@@ -69,6 +72,7 @@ enum PlayerService {
         // MPD's protocol, with the service only: the same requests as the control socket's, on threads of its own.
         let mpdServer = withMPRIS && !configuration.mpdListen.isEmpty
             ? MPDServer(addresses: configuration.mpdListen, log: log, ask: handler) : nil
+        if let mpdServer { mpdUnavailable.withLock { $0 = mpdServer.unavailable } }
 
         let positionCell = PositionCell()
         var mpris: MPRISServer?

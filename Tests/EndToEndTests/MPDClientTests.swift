@@ -13,9 +13,15 @@ import Testing
 struct MPDClientTests {
     /// A loopback port nobody listens on now (the kernel's choice; never MPD's 6600).
     static func freePort() throws -> Int {
+        let (descriptor, port) = try boundPort()
+        close(descriptor)
+        return port
+    }
+
+    /// A socket bound to a loopback port of the kernel's choice, and the port; the caller closes it.
+    static func boundPort() throws -> (descriptor: Int32, port: Int) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw ToolkitError("socket(): \(errno)") }
-        defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
@@ -26,8 +32,11 @@ struct MPDClientTests {
                 bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
             }
         }
-        guard bound else { throw ToolkitError("no free loopback port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            close(descriptor)
+            throw ToolkitError("no free loopback port: errno \(errno)")
+        }
+        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     /// Starts a service serving MPD on a free port and `mpd.socket` in its folder, with two 30 s tracks loaded and
@@ -100,7 +109,7 @@ struct MPDClientTests {
         }
     }
 
-    @Test("mpc's library verbs: update, search, list, add (and a missing file refused), through the library's read side")
+    @Test("mpc's library verbs: update, search, list, add (a missing file refused), through the library's read side")
     func mpcLibrary() async throws {
         try await Self.withPlayingService { harness, _, port, socket in
             try await LibraryTests.waitForTracks(2, harness)
@@ -114,6 +123,26 @@ struct MPDClientTests {
             #expect(queue.count == 1 && queue[0].hasSuffix("/b.mp3"), "\(queue)")
             let refused = try ProcessRunner.run("mpc", ["-h", socket, "add", "missing.mp3"], timeout: .seconds(30))
             #expect(!refused.succeeded && refused.standardError.contains("No such song"), "\(refused.standardError)")
+        }
+    }
+
+    @Test("a port another program holds: said once in the log and in status; the socket still serves")
+    func portTaken() async throws {
+        _ = try ProcessRunner.requireTool("mpc", package: "mpc")
+        try await ServiceHarness.run { harness in
+            // Another program (a real MPD, say) listens on the port.
+            let (holder, port) = try Self.boundPort()
+            defer { close(holder) }
+            try #require(listen(holder, 4) == 0)
+            let socket = harness.root.appendingPathComponent("mpd.socket").path
+            try harness.writeConfiguration(#"{"mpdListen": ["127.0.0.1:\#(port)", "\#(socket)"]}"#)
+            let service = try await harness.startService()
+            let status = try Self.status(harness)
+            #expect(status["mpdUnavailable"] as? [String] == ["tcp 127.0.0.1:\(port): port taken"], "\(status)")
+            #expect(try harness.earshotChecked(["status"]).standardOutput.contains("MPD's protocol: not served on tcp"))
+            #expect(try Self.mpc(socket, port, ["status"]).contains("volume:"))
+            let said = service.standardError().components(separatedBy: "mpd listen=tcp state=unavailable").count - 1
+            #expect(said == 1, "\(service.standardError())")
         }
     }
 
@@ -168,9 +197,10 @@ struct MPDClientTests {
     }
 }
 
-/// An MPD client waiting in `idle player` (the library's first scan is `update`, not waited for here), on the protocol's own lines (Python's standard library: python3-mpd's client
-/// has no split idle), started as a process of its own: it prints `idling` once its `idle` is sent, then the
-/// subsystems `idle` reported, comma-separated, then `noidle` once a second idle ended by `noidle` gave its OK.
+/// An MPD client waiting in `idle player` (the library's first scan is `update`, not waited for here), on the
+/// protocol's own lines (Python's standard library: python3-mpd's client has no split idle), started as a process of
+/// its own: it prints `idling` once its `idle` is sent, then the subsystems `idle` reported, comma-separated, then
+/// `noidle` once a second idle ended by `noidle` gave its OK.
 struct IdlingClient {
     let process: ChildProcess
 
