@@ -86,7 +86,7 @@ final class MPDChanges: Sendable {
             return
         }
         let reader = pair[1]
-        SystemThread.start(named: "earshot-mpd-idle") { [self] in
+        SystemThread.start(named: "earshot-mpdidle") { [self] in
             var buffer = MPDLineBuffer(limit: 1 << 16)
             var last = statusObject()
             var chunk = [UInt8](repeating: 0, count: 4096)

@@ -103,7 +103,7 @@ public final class MPDServer: Sendable {
             }
             var timeout = timeval(tv_sec: Self.sendTimeoutSeconds, tv_usec: 0)
             _ = setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            SystemThread.start(named: "earshot-mpd-client") { [self] in
+            SystemThread.start(named: "earshot-mpdconn") { [self] in
                 let wake = changes.register(client)
                 serve(client, wake: wake)
                 changes.unregister(client)

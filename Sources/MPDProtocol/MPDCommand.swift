@@ -182,8 +182,9 @@ public enum MPDCommand: Sendable, Equatable {
         },
         "seekcur": Entry(1, 1) { arguments throws(MPDError) in .seekcur(try arguments.seek(0)) },
         "setvol": Entry(1, 1) { arguments throws(MPDError) in
-            let volume = try arguments.integer(0)
-            guard (0...100).contains(volume) else { throw arguments.error("Invalid volume value") }
+            // MPD's own messages for a volume out of range.
+            let volume = try arguments.natural(0)
+            guard volume <= 100 else { throw arguments.error("Number too large: \(arguments.values[0])") }
             return .setvol(volume)
         },
         "volume": Entry(1, 1) { arguments throws(MPDError) in

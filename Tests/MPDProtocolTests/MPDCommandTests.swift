@@ -63,7 +63,8 @@ struct MPDCommandTests {
             .failure(MPDError(.argument, command: "play", "Number too large: 99999999999")))
         #expect(command("pause 2") == .failure(MPDError(.argument, command: "pause", "Boolean (0/1) expected: 2")))
         #expect(command("repeat on") == .failure(MPDError(.argument, command: "repeat", "Boolean (0/1) expected: on")))
-        #expect(command("setvol 101") == .failure(MPDError(.argument, command: "setvol", "Invalid volume value")))
+        #expect(command("setvol 101") == .failure(MPDError(.argument, command: "setvol", "Number too large: 101")))
+        #expect(command("setvol -1") == .failure(MPDError(.argument, command: "setvol", "Number is negative: -1")))
         #expect(command("seek 0 1e3") == .failure(MPDError(.argument, command: "seek", "Float expected: 1e3")))
         #expect(command("delete 5:2") == .failure(MPDError(.argument, command: "delete", "Malformed range: 5:2")))
         #expect(command("delete a:b") ==
