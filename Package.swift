@@ -86,6 +86,10 @@ let package = Package(
         // no thread, no I/O.
         .target(name: "EarshotJSON"),
 
+        // MPD's protocol as pure values: request lines split as MPD splits them, command lists, idle, `ACK` errors
+        // (the parser the MPD front-end's server feeds, fuzzed by scripts/fuzz). Standard library only.
+        .target(name: "MPDProtocol"),
+
         // The music library, an adapter that may wait for the disk: the SQLite database, the scanner on an idle
         // priority thread of its own, the inotify watcher, the query language (pure). The owner never imports it; the
         // executable wires it.
@@ -105,8 +109,11 @@ let package = Package(
         ),
 
         // What talks to clients, on threads of their own, each of which may wait for its client: the control socket,
-        // the replies it waits for, the event log's followers and their writer, `earshot events`.
-        .target(name: "EarshotClients", dependencies: ["EarshotService", "EarshotJSON", "SystemSupport", "TrackPaths"]),
+        // the replies it waits for, the event log's followers and their writer, `earshot events`, MPD's protocol.
+        .target(
+            name: "EarshotClients",
+            dependencies: ["EarshotService", "EarshotJSON", "SystemSupport", "TrackPaths", "MPDProtocol"]
+        ),
 
         // The disk, on threads that may wait for it: the state writer, the cover pictures' worker, and what the command
         // line reads before anything starts (the configuration file, the files and playlists a user names).
@@ -150,7 +157,7 @@ let package = Package(
             name: "EarshotServiceTests",
             dependencies: [
                 "EarshotService", "EarshotClients", "EarshotStorage", "EarshotJSON", "EarshotCore", "AudioPipeline",
-                "EarshotMPRIS", "TrackPaths", "EarshotTestSupport",
+                "EarshotMPRIS", "TrackPaths", "EarshotTestSupport", "MPDProtocol",
             ]
         ),
         // The music library on generated trees of tagged files: scanning, the database, the query language.
@@ -158,6 +165,8 @@ let package = Package(
             name: "MusicLibraryTests",
             dependencies: ["MusicLibrary", "AudioPipeline", "TrackPaths", "EarshotTestSupport"]
         ),
+        // MPD's protocol parser and framing, without a socket.
+        .testTarget(name: "MPDProtocolTests", dependencies: ["MPDProtocol"]),
         // MPRIS against a private dbus-daemon, driven by playerctl.
         .testTarget(name: "EarshotMPRISTests", dependencies: ["EarshotMPRIS", "TrackPaths", "EarshotTestSupport"]),
         // The logind adapter against python3-dbusmock's logind on a private bus (no sound server).

@@ -54,6 +54,9 @@ public struct PlayerConfiguration: Sendable {
     public var musicDirectories: [String]?
     /// The control socket path.
     public var socketPath: String = controlSocketPath()
+    /// Where MPD's protocol is served (configuration `mpdListen`): "HOST:PORT" strings and absolute socket paths;
+    /// empty: not at all. Only the executable's wiring reads it; the owner never does.
+    public var mpdListen: [String] = defaultMPDListen()
 
     /// The defaults.
     public init() {}

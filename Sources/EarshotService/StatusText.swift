@@ -42,6 +42,9 @@ public enum StatusText {
         } else if status["idleInhibitorWanted"] as? Bool == true {
             lines.append("idle suspend: not held off (no service took it)")
         }
+        if let mpd = status["mpdUnavailable"] as? [String], !mpd.isEmpty {
+            lines.append("MPD's protocol: not served on \(mpd.joined(separator: "; "))")
+        }
         if let interruptions = status["activeInterruptions"] as? [String], !interruptions.isEmpty {
             lines.append("interruptions: \(byKind(interruptions))")
         }

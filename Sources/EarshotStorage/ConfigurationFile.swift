@@ -80,7 +80,7 @@ public enum ConfigurationFile {
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
         "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend", "musicDirectories", "replayGain",
-        "replayGainPreampDb", "replayGainFallbackDb",
+        "replayGainPreampDb", "replayGainFallbackDb", "mpdListen",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -211,6 +211,9 @@ struct ConfigurationContents {
     var replayGainFallbackDb: Double?
     /// `musicDirectories`: the library's music folders (absolute, or `~/...`); absent or null for the XDG music folder.
     var musicDirectories: [String]?
+    /// `mpdListen`: where MPD's protocol is served, "HOST:PORT" strings and absolute socket paths; empty: off; absent
+    /// or null: 127.0.0.1:6600 and `mpd.socket` beside the control socket.
+    var mpdListen: [String]?
 
     /// Reads the file's top-level object, refusing unknown keys, wrong types and values out of range with a
     /// `ConfigurationError.Problem` that names the key. Keys are checked in this order, so a file with several
@@ -299,6 +302,28 @@ struct ConfigurationContents {
         }
         if let folders = musicDirectories, folders.contains(where: { !$0.hasPrefix("/") && !$0.hasPrefix("~/") }) {
             throw .outOfRange(key: "musicDirectories", allowed: "an array of absolute paths (or paths starting ~/)")
+        }
+        mpdListen = try Self.value(
+            "mpdListen", in: object, expected: "an array of strings or null", nullAllowed: true) { value in
+            guard let elements = value as? [Any] else { return nil }
+            let strings = elements.compactMap { $0 as? String }
+            return strings.count == elements.count ? strings : nil
+        }
+        if let addresses = mpdListen, !addresses.allSatisfy(Self.isListenAddress) {
+            throw .outOfRange(key: "mpdListen", allowed: "an array of \"HOST:PORT\" strings and absolute socket paths")
+        }
+    }
+
+    /// An absolute path, or an IPv4 address (or `localhost`), a colon and a port from 1 to 65535.
+    static func isListenAddress(_ text: String) -> Bool {
+        if text.hasPrefix("/") { return text.utf8.count < 108 }
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (1...65535).contains(port) else { return false }
+        let host = text[..<colon]
+        if host == "localhost" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { part in
+            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isNumber) && (Int(part) ?? 256) < 256
         }
     }
 
@@ -389,6 +414,7 @@ struct ConfigurationContents {
         if let replayGainMode { configuration.replayGain.mode = replayGainMode }
         if let replayGainPreampDb { configuration.replayGain.preampDb = replayGainPreampDb }
         if let replayGainFallbackDb { configuration.replayGain.fallbackDb = replayGainFallbackDb }
+        if let mpdListen { configuration.mpdListen = mpdListen }
         return configuration
     }
 }

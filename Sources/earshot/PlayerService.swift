@@ -43,26 +43,36 @@ enum PlayerService {
         // The music library runs with the service only (not `earshot play FILE`): its thread starts below.
         let library = withMPRIS ? LibraryWiring.make(configuration, log: log, inbox: inbox) : nil
 
+        // The MPD listeners that could not start (a port taken), shown in `status`.
+        let mpdUnavailable = LockedValue<[String]>([])
+        // Every front-end's request, answered on its client's thread (which may wait; the owner never does).
+        let handler: @Sendable (ControlRequest) -> String = { request in
+            @Sendable func ask(_ request: ControlRequest) -> String {
+                let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
+                inbox.request(request, replyTo: slot)
+                return slot.wait(timeout: .seconds(10))
+            }
+            // Library requests are answered here, on the client's thread; `findadd` queues through `add`.
+            if let library, let reply = LibraryWiring.answer(request, library: library, add: {
+                ask(.add(paths: $0))
+            }) {
+                return reply
+            }
+            if case .status = request { return MPDServer.noting(mpdUnavailable.withLock { $0 }, in: ask(request)) }
+            return ask(request)
+        }
         let server: ControlServer
         do {
-            server = try ControlServer(path: configuration.socketPath, log: log) { request in
-                @Sendable func ask(_ request: ControlRequest) -> String {
-                    let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
-                    inbox.request(request, replyTo: slot)
-                    return slot.wait(timeout: .seconds(10))
-                }
-                // Library requests are answered here, on the client's thread; `findadd` queues through `add`.
-                if let library, let reply = LibraryWiring.answer(request, library: library, add: {
-                    ask(.add(paths: $0))
-                }) {
-                    return reply
-                }
-                return ask(request)
-            }
+            server = try ControlServer(path: configuration.socketPath, log: log, handler: handler)
         } catch {
             StandardStream.writeError("earshot: \(error.description)\n")
             return 1
         }
+
+        // MPD's protocol, with the service only: the same requests as the control socket's, on threads of its own.
+        let mpdServer = withMPRIS && !configuration.mpdListen.isEmpty
+            ? MPDServer(addresses: configuration.mpdListen, log: log, ask: handler) : nil
+        if let mpdServer { mpdUnavailable.withLock { $0 = mpdServer.unavailable } }
 
         let positionCell = PositionCell()
         var mpris: MPRISServer?
@@ -112,6 +122,7 @@ enum PlayerService {
         idleInhibitor?.stop()
         library?.stop()
         server.shutdown()
+        mpdServer?.shutdown()
         log.record("service", ["state": "stopped", "exit": "\(code)"])
         // The owner queued its last lines for standard error and its progress line's end for standard output: written
         // before the process ends, unless a stream stalls.

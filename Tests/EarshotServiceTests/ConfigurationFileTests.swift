@@ -115,6 +115,21 @@ struct ConfigurationFileTests {
         #expect(Set(object.keys) == Set(ConfigurationFile.knownKeys + [ConfigurationFile.commentKey]))
     }
 
+    @Test("mpdListen: ports and socket paths, [] for off, null for the default; anything else refused by its key")
+    func mpdListen() throws {
+        #expect(try load(#"{"mpdListen": ["127.0.0.1:6601", "localhost:7000", "/run/user/1/x.socket"]}"#).mpdListen
+            == ["127.0.0.1:6601", "localhost:7000", "/run/user/1/x.socket"])
+        #expect(try load(#"{"mpdListen": []}"#).mpdListen == [])
+        #expect(try load(#"{"mpdListen": null}"#).mpdListen == PlayerConfiguration().mpdListen)
+        #expect(defaultMPDListen(environment: ["XDG_RUNTIME_DIR": "/run/user/7"])
+            == ["127.0.0.1:6600", "/run/user/7/earshot/mpd.socket"])
+        #expect(defaultMPDListen(environment: ["EARSHOT_SOCKET": "/tmp/t/control.sock"]) == ["/tmp/t/mpd.socket"])
+        for bad in [#"["6600"]"#, #"["host:6600"]"#, #"["127.0.0.1:0"]"#, #"["127.0.0.1:65536"]"#,
+                    #"["relative.sock"]"#, #"["1.2.3:4"]"#, #"[6600]"#, #""127.0.0.1:6600""#] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try load(#"{"mpdListen": \#(bad)}"#) }
+        }
+    }
+
     @Test("every key is applied")
     func everyKeyIsApplied() throws {
         let configuration = try load("""

@@ -72,7 +72,8 @@ struct LayeringTests {
     static let productTargets = [
         "EarshotCore", "TrackPaths", "SystemSupport", "AudioPipeline", "PulseOutput", "EarshotMPRIS",
         "EarshotLogind", "EarshotIdleInhibitor", "RealtimeScheduling", "EarshotService", "EarshotJSON", "EarshotClients",
-        "EarshotStorage", "MusicLibrary", "earshot",
+        "EarshotStorage", "MusicLibrary", "MPDProtocol",
+        "earshot",
     ]
 
     @Test("no target of the earshot product imports Foundation or FoundationEssentials (issue 14)")
@@ -193,6 +194,21 @@ struct LayeringTests {
         let package = try String(contentsOf: packageFile, encoding: .utf8)
         #expect(Self.dependencies(of: "MusicLibrary", inPackage: package)?.contains("CSQLite") == true)
         #expect(Self.dependencies(of: "EarshotService", inPackage: package)?.contains("MusicLibrary") == false)
+    }
+
+    @Test("MPD's protocol parser is pure: it imports nothing (no socket, no thread, no owner), so it can be fuzzed")
+    func mpdProtocolIsPure() throws {
+        let folder = Self.sources.appendingPathComponent("MPDProtocol", isDirectory: true)
+        let names = try Self.swiftFiles(of: "MPDProtocol")
+        #expect(!names.isEmpty, "Sources/MPDProtocol holds no Swift file")
+        for name in names {
+            let text = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+            let modules = Self.importedModules(text)
+            #expect(modules.isEmpty, "MPDProtocol/\(name) imports \(modules.joined(separator: ", "))")
+        }
+        let packageFile = Self.sources.deletingLastPathComponent().appendingPathComponent("Package.swift")
+        let package = try String(contentsOf: packageFile, encoding: .utf8)
+        #expect(Self.dependencies(of: "MPDProtocol", inPackage: package) == [])
     }
 
     @Test("the owner writes nothing to standard error itself: lines and messages go through the log's queue")

@@ -1,0 +1,74 @@
+// MPD's library commands in Earshot's terms: the library's own requests (the CLI's `search`, `find`, `list`,
+// `findadd`, `searchadd`, `update`, `ls`), answered by the library on the client's thread, and their JSON replies as
+// MPD's `file:` and `Tag: value` lines. Tag/value pairs only: MPD's filter expressions (`(artist == 'x')`) are refused
+// with the library's reason.
+import EarshotService
+import MPDProtocol
+import TrackPaths
+
+extension MPDSession {
+    /// MPD's names of the library's tags, by the library's names.
+    static let tagNames: [String: String] = [
+        "title": "Title", "artist": "Artist", "albumartist": "AlbumArtist", "album": "Album", "genre": "Genre",
+        "date": "Date", "composer": "Composer", "track": "Track", "disc": "Disc",
+    ]
+
+    /// The reply to a library command, or nil when `command` is not one.
+    func libraryReply(_ command: MPDCommand, name: String) -> Result<String, MPDError>? {
+        switch command {
+        case .search(let words): return query("search", words, name).map(Self.trackLines)
+        case .find(let words): return query("find", words, name).map(Self.trackLines)
+        case .searchadd(let words): return query("searchadd", words, name).map { _ in "" }
+        case .findadd(let words): return query("findadd", words, name).map { _ in "" }
+        case .add(let uri, let position) where position == nil:
+            // A file of the library, by its path below the music folder (MPD's URI).
+            return query("findadd", ["file", uri], name).flatMap { object in
+                (object["added"] as? Int ?? 0) > 0 ? .success("")
+                    : .failure(MPDError(.noExist, command: name, "No such song"))
+            }
+        case .add: return .failure(MPDError(.argument, command: name, "Earshot adds at the queue's end only"))
+        case .list(let tag, let words):
+            return query("list", [tag.lowercased()] + words, name).map { object in
+                let tagName = object["tag"] as? String ?? tag
+                let shown = Self.tagNames[tagName] ?? tag
+                return (object["values"] as? [Any] ?? []).compactMap { $0 as? String }
+                    .map { "\(shown): \($0)\n" }.joined()
+            }
+        case .update(let path), .rescan(let path):
+            let rescan = name == "rescan"
+            return reply(to: .update(path: path.map { TrackPath($0) }, rescan: rescan), name)
+                .map { _ in "updating_db: 1\n" }
+        case .lsinfo(let path):
+            return reply(to: .browse(path: path.flatMap { $0.isEmpty || $0 == "/" ? nil : TrackPath($0) }),
+                         name).map { object in
+                let folders = (object["folders"] as? [Any] ?? []).compactMap { $0 as? String }
+                let prefix = path.flatMap { $0.isEmpty || $0 == "/" ? nil : $0 + "/" } ?? ""
+                let directories = folders.map { "directory: \(prefix)\($0)\n" }.joined()
+                return directories + Self.trackLines(["tracks": object["files"] ?? []])
+            }
+        default: return nil
+        }
+    }
+
+    /// Asks the library `verb` with `words` (tag names lower-cased, as the library names them), tags included.
+    private func query(_ verb: String, _ words: [String], _ name: String) -> Result<[String: Any], MPDError> {
+        let lowered = words.enumerated().map { index, word in index % 2 == 0 ? word.lowercased() : word }
+        return reply(to: .libraryQuery(verb: verb, words: lowered, tags: true), name)
+    }
+
+    /// MPD's song lines for each track of a library reply.
+    static func trackLines(_ object: [String: Any]) -> String {
+        let tracks = (object["tracks"] as? [Any] ?? []).compactMap { $0 as? [String: Any] }
+        return tracks.map { track in
+            guard let file = track["file"] as? String else { return "" }
+            var lines = "file: \(file)\n"
+            for key in ["artist", "albumartist", "title", "album", "track", "disc", "date", "genre", "composer"] {
+                if let value = track[key], let shown = tagNames[key] { lines += "\(shown): \(value)\n" }
+            }
+            if let milliseconds = integer(track["durationMs"]) {
+                lines += "Time: \(milliseconds / 1000)\nduration: \(seconds(milliseconds: milliseconds))\n"
+            }
+            return lines
+        }.joined()
+    }
+}

@@ -1,0 +1,218 @@
+// One MPD client's commands in Earshot's terms: each typed `MPDCommand` becomes the same `ControlRequest` the CLI
+// sends (so the rulebook decides, as for any user), and the owner's JSON reply becomes MPD's `key: value` lines.
+// `pause 1` is `pause`, `pause 0` is the user's `play`, bare `pause` (MPD's old toggle) is `toggle`; nothing here
+// reaches the stream. Runs on the client's own thread, which may wait for the owner's reply; the owner never waits.
+import EarshotJSON
+import EarshotService
+import MPDProtocol
+
+/// The commands one MPD connection may run, and the connection's own state (whether it asked to close).
+public struct MPDSession {
+    /// Asks the owner one request and returns its reply line (the control socket's handler).
+    public typealias Ask = (ControlRequest) -> String
+
+    /// The protocol version in the greeting: the commands answered are MPD 0.23's.
+    public static let greeting = "OK MPD 0.23.0\n"
+
+    /// The commands this server answers; every other name is MPD's unknown command. `idle` and `noidle` are the
+    /// server's own (MPDServer, MPDChanges), never `run`'s.
+    public static let answered: [String] = [
+        "add", "binarylimit", "clear", "close", "commands", "currentsong", "decoders", "find", "findadd", "getvol",
+        "idle", "list", "lsinfo", "next", "noidle", "notcommands", "password", "pause", "ping", "play", "playlistinfo",
+        "previous", "random", "repeat", "rescan", "search", "searchadd", "seek", "seekcur", "setvol", "stats",
+        "status", "stop", "tagtypes", "update", "urlhandlers", "volume",
+    ]
+
+    /// The tags `tagtypes` lists: those the library reads.
+    static let tagTypes = ["Artist", "AlbumArtist", "Album", "Title", "Track", "Genre", "Date", "Composer", "Disc"]
+
+    private let ask: Ask
+    /// Set by `close`: the server closes the connection after the reply.
+    public private(set) var closeRequested = false
+
+    /// A session that reaches the owner through `ask`.
+    public init(ask: @escaping Ask) {
+        self.ask = ask
+    }
+
+    /// Runs one request: its reply lines (each ending with a newline), or MPD's error.
+    public mutating func run(_ request: MPDRequest) -> Result<String, MPDError> {
+        guard Self.answered.contains(request.name) else {
+            return .failure(MPDError(.unknown, "unknown command \"\(request.name)\""))
+        }
+        switch MPDCommand.parse(request) {
+        case .failure(let error): return .failure(error)
+        case .success(let command): return run(command, name: request.name)
+        }
+    }
+
+    private mutating func run(_ command: MPDCommand, name: String) -> Result<String, MPDError> {
+        switch command {
+        case .ping, .binarylimit, .notcommands, .urlhandlers: return .success("")
+        case .close:
+            closeRequested = true
+            return .success("")
+        case .commands: return .success(Self.answered.map { "command: \($0)\n" }.joined())
+        case .tagtypes(let words):
+            return .success(words.isEmpty ? Self.tagTypes.map { "tagtype: \($0)\n" }.joined() : "")
+        case .decoders:
+            return .success("plugin: earshot\n" + ["mp3", "flac", "ogg", "oga", "opus"].map { "suffix: \($0)\n" }
+                .joined())
+        case .password: return .failure(MPDError(.password, command: name, "incorrect password"))
+        case .status: return status().map(Self.statusLines)
+        case .stats: return .success("uptime: 0\nplaytime: 0\n")
+        case .getvol: return status().map { "volume: \(Self.integer($0["volume"]) ?? 0)\n" }
+        case .play(let position):
+            if let position {
+                // The queue's order is the rules' (rule 27): Earshot moves by next and previous, not to a position.
+                guard let status = try? status().get(), Self.integer(status["trackIndex"]) == position else {
+                    return .failure(MPDError(.argument, command: name, "Earshot plays the current track only"))
+                }
+            }
+            return perform(.play, name)
+        case .pause(let paused):
+            switch paused {
+            case true?: return perform(.pause, name)
+            case false?: return perform(.play, name)
+            case nil: return perform(.toggle, name)
+            }
+        case .stop: return perform(.stop, name)
+        case .next: return perform(.next, name)
+        case .previous: return perform(.previous, name)
+        case .seek(let position, let seconds):
+            guard let status = try? status().get(), Self.integer(status["trackIndex"]) == position else {
+                return .failure(MPDError(.argument, command: name, "Earshot seeks in the current track only"))
+            }
+            return perform(.seek(seconds: seconds), name)
+        case .seekcur(.to(let seconds)): return perform(.seek(seconds: seconds), name)
+        case .seekcur(.by(let seconds)):
+            return status().flatMap { status in
+                let now = Double(Self.integer(status["positionMs"]) ?? 0) / 1000
+                return perform(.seek(seconds: max(0, now + seconds)), name)
+            }
+        case .setvol(let percent): return perform(.volume(percent: percent), name)
+        case .volume(let change):
+            return status().flatMap { status in
+                let percent = min(100, max(0, (Self.integer(status["volume"]) ?? 0) + change))
+                return perform(.volume(percent: percent), name)
+            }
+        case .repeat(let on): return perform(.repeatMode(on ? .queue : .off), name)
+        case .random(let on): return perform(.shuffle(on: on), name)
+        case .clear: return perform(.clear, name)
+        case .currentsong:
+            return queue(name).flatMap { queue in
+                guard let status = try? status().get(), status["playback"] as? String != "stopped",
+                      let index = Self.integer(status["trackIndex"]), queue.paths.indices.contains(index) else {
+                    return .success("")
+                }
+                return .success(Self.songLines(queue.paths[index], position: index))
+            }
+        case .playlistinfo(let range):
+            return queue(name).flatMap { queue in
+                let start = range?.start ?? 0
+                let end = min(range?.end ?? queue.paths.count, queue.paths.count)
+                if let range, range.start >= queue.paths.count, !(range.start == 0 && range.end == nil) {
+                    return .failure(MPDError(.argument, command: name, "Bad song index"))
+                }
+                guard start < end else { return .success("") }
+                return .success((start..<end).map { Self.songLines(queue.paths[$0], position: $0) }.joined())
+            }
+        default:
+            if let reply = libraryReply(command, name: name) { return reply }
+            // Typed by the parser but not answered by this server yet: unknown, as in `commands`.
+            return .failure(MPDError(.unknown, "unknown command \"\(name)\""))
+        }
+    }
+
+    /// Sends `request` and answers with no lines, or the owner's refusal as MPD's error for `name`.
+    private func perform(_ request: ControlRequest, _ name: String) -> Result<String, MPDError> {
+        reply(to: request, name).map { _ in "" }
+    }
+
+    /// The queue's paths as the owner lists them (a path that is not UTF-8 is shown by its valid part) and the
+    /// current index.
+    private func queue(_ name: String) -> Result<(paths: [String], current: Int), MPDError> {
+        reply(to: .queue, name).map { object in
+            let entries = object["queue"] as? [Any] ?? []
+            let paths = entries.map { entry in
+                if let text = entry as? String { return text }
+                // TrackPath's lossless form for bytes that are not UTF-8: MPD's protocol is UTF-8 only.
+                return "(not UTF-8)"
+            }
+            return (paths, Self.integer(object["current"]) ?? 0)
+        }
+    }
+
+    /// One queue entry as MPD lists it: its file, position and id (Earshot's id is the position plus one).
+    static func songLines(_ path: String, position: Int) -> String {
+        "file: \(path)\nPos: \(position)\nId: \(position + 1)\n"
+    }
+
+    /// The owner's status object.
+    private func status() -> Result<[String: Any], MPDError> {
+        reply(to: .status, "status").flatMap { object in
+            guard let status = object["status"] as? [String: Any] else {
+                return .failure(MPDError(.system, command: "status", "the player's status could not be read"))
+            }
+            return .success(status)
+        }
+    }
+
+    /// The owner's reply to `request`, or its refusal as MPD's error.
+    func reply(to request: ControlRequest, _ name: String) -> Result<[String: Any], MPDError> {
+        let line = ask(request)
+        guard let object = (try? JSONTree.parse(Array(line.utf8))) as? [String: Any] else {
+            return .failure(MPDError(.system, command: name, "the player's reply could not be read"))
+        }
+        guard object["ok"] as? Bool == true else {
+            return .failure(MPDError(.system, command: name, object["error"] as? String ?? "refused"))
+        }
+        return .success(object)
+    }
+
+    /// MPD's `status` lines from Earshot's status object.
+    static func statusLines(_ status: [String: Any]) -> String {
+        let state: String
+        switch status["playback"] as? String {
+        case "playing": state = "play"
+        case "paused": state = "pause"
+        default: state = "stop"
+        }
+        let repeatMode = status["repeat"] as? String ?? "off"
+        let count = integer(status["trackCount"]) ?? 0
+        var lines = [
+            "volume: \(integer(status["volume"]) ?? 0)",
+            "repeat: \(repeatMode == "off" ? 0 : 1)",
+            "random: \(status["shuffle"] as? Bool == true ? 1 : 0)",
+            // MPD's repeat with single is Earshot's repeat of one track.
+            "single: \(repeatMode == "track" ? 1 : 0)",
+            "consume: 0",
+            "playlist: 1",
+            "playlistlength: \(count)",
+            "state: \(state)",
+        ]
+        if state != "stop", let index = integer(status["trackIndex"]), index >= 0, index < count {
+            lines.append("song: \(index)")
+            lines.append("songid: \(index + 1)")
+            lines.append("elapsed: \(seconds(milliseconds: integer(status["positionMs"]) ?? 0))")
+            if let duration = integer(status["durationMs"]) {
+                lines.append("duration: \(seconds(milliseconds: duration))")
+            }
+        }
+        return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// A JSON number as an integer (JSON numbers with a fraction are rounded down).
+    static func integer(_ value: Any?) -> Int? {
+        if let value = value as? Int { return value }
+        if let value = value as? Double, value.isFinite, abs(value) < 1e15 { return Int(value) }
+        return nil
+    }
+
+    /// Milliseconds as MPD writes seconds: three decimals.
+    static func seconds(milliseconds: Int) -> String {
+        let value = max(0, milliseconds)
+        let fraction = String(value % 1000)
+        return "\(value / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    }
+}

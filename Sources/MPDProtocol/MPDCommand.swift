@@ -1,0 +1,321 @@
+// The commands of MPD's protocol that Earshot answers, typed: a request's name and arguments checked as MPD checks
+// them (how many, which are numbers, ranges or Booleans) and turned into one value the server translates into the
+// player's requests. Every name not in `MPDCommand.names` is MPD's unknown command; nothing is silently accepted.
+// Pure: a request in, a command or an `MPDError` out.
+
+/// The change kinds `idle` waits for (MPD's subsystems). Earshot reports the first six; the others are accepted
+/// (a client may name them) and never happen.
+public enum MPDSubsystem: String, Sendable, Equatable, Hashable, CaseIterable {
+    case database, update, playlist, player, mixer, options
+    case storedPlaylist = "stored_playlist", output, sticker, subscription, message, partition, neighbor, mount
+}
+
+/// The part of the queue a range argument names: `N`, `START:END` (end excluded) or `START:` (to the end).
+public struct MPDRange: Sendable, Equatable {
+    /// The first position.
+    public var start: Int
+    /// The position after the last, or nil for the end of the queue.
+    public var end: Int?
+
+    /// The range from `start` to `end` (excluded; nil for the end of the queue).
+    public init(start: Int, end: Int?) {
+        self.start = start
+        self.end = end
+    }
+}
+
+/// How `seekcur` moves: to a time, or by a signed amount from where the track is.
+public enum MPDSeek: Sendable, Equatable {
+    /// To `seconds` from the track's start.
+    case to(seconds: Double)
+    /// By `seconds` (negative: back) from the present position.
+    case by(seconds: Double)
+}
+
+/// One command of MPD's protocol, its arguments checked.
+public enum MPDCommand: Sendable, Equatable {
+    // The connection.
+    case ping, close, commands, notcommands, urlhandlers, decoders
+    /// `tagtypes` with its optional sub-command and tags (`clear`, `all`, `enable`, `disable`), kept as sent.
+    case tagtypes([String])
+    /// `binarylimit SIZE`: accepted; Earshot sends no binary data.
+    case binarylimit(Int)
+    /// `password PASSWORD`: Earshot has no passwords.
+    case password(String)
+    /// `idle [SUBSYSTEM...]`; an empty set waits for any.
+    case idle(Set<MPDSubsystem>)
+
+    // What is playing.
+    case status, currentsong, stats, clearerror
+
+    // The transport.
+    /// `play [POSITION]`.
+    case play(position: Int?)
+    /// `playid [ID]`.
+    case playid(id: Int?)
+    /// `pause 1` (true), `pause 0` (false: the user's play), or bare `pause`, the old toggle (nil).
+    case pause(Bool?)
+    case stop, next, previous
+    /// `seek POSITION TIME`.
+    case seek(position: Int, seconds: Double)
+    /// `seekid ID TIME`.
+    case seekid(id: Int, seconds: Double)
+    /// `seekcur TIME`, `seekcur +TIME` or `seekcur -TIME`.
+    case seekcur(MPDSeek)
+    /// `setvol VOLUME`, 0 to 100.
+    case setvol(Int)
+    /// `volume CHANGE`, -100 to 100.
+    case volume(change: Int)
+    case getvol
+    /// `repeat 0|1`.
+    case `repeat`(Bool)
+    /// `random 0|1`.
+    case random(Bool)
+    /// `single 0|1|oneshot`, kept as sent.
+    case single(String)
+    /// `consume 0|1|oneshot`, kept as sent.
+    case consume(String)
+
+    // The queue.
+    /// `playlistinfo [POSITION|RANGE]`.
+    case playlistinfo(MPDRange?)
+    /// `playlistid [ID]`.
+    case playlistid(Int?)
+    /// `add URI [POSITION]`.
+    case add(uri: String, position: String?)
+    /// `addid URI [POSITION]`.
+    case addid(uri: String, position: String?)
+    case clear
+    /// `delete POSITION|RANGE`.
+    case delete(MPDRange)
+    /// `deleteid ID`.
+    case deleteid(Int)
+
+    // The library.
+    /// `lsinfo [URI]`.
+    case lsinfo(String?)
+    /// `listall [URI]`.
+    case listall(String?)
+    /// `listallinfo [URI]`.
+    case listallinfo(String?)
+    /// `find FILTER...` (a filter expression or tag/value pairs, then `sort` and `window`), kept as sent.
+    case find([String])
+    /// `search FILTER...`.
+    case search([String])
+    /// `findadd FILTER...`.
+    case findadd([String])
+    /// `searchadd FILTER...`.
+    case searchadd([String])
+    /// `list TAG [FILTER...] [group TAG...]`.
+    case list(tag: String, [String])
+    /// `count FILTER... [group TAG]`.
+    case count([String])
+    /// `update [URI]`.
+    case update(String?)
+    /// `rescan [URI]`.
+    case rescan(String?)
+
+    /// The names of the commands Earshot answers, as `commands` lists them (sorted, as MPD sorts them).
+    public static let names: [String] = table.keys.sorted()
+
+    /// `request` checked as MPD checks it: a name Earshot answers, the right number of arguments, numbers where
+    /// numbers go.
+    public static func parse(_ request: MPDRequest) -> Result<MPDCommand, MPDError> {
+        guard let entry = table[request.name] else {
+            return .failure(MPDError(.unknown, "unknown command \"\(request.name)\""))
+        }
+        let count = request.arguments.count
+        let name = request.name
+        if entry.least == entry.most, count != entry.least {
+            return .failure(MPDError(.argument, command: name, "wrong number of arguments for \"\(name)\""))
+        }
+        if count < entry.least {
+            return .failure(MPDError(.argument, command: name, "too few arguments for \"\(name)\""))
+        }
+        if let most = entry.most, count > most {
+            return .failure(MPDError(.argument, command: name, "too many arguments for \"\(name)\""))
+        }
+        let arguments = Arguments(name: name, values: request.arguments)
+        do throws(MPDError) {
+            return .success(try entry.make(arguments))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// One command's argument counts (`most` nil: no limit) and how its value is made.
+    private struct Entry: Sendable {
+        let least: Int
+        let most: Int?
+        let make: @Sendable (Arguments) throws(MPDError) -> MPDCommand
+
+        init(_ least: Int, _ most: Int?, _ make: @escaping @Sendable (Arguments) throws(MPDError) -> MPDCommand) {
+            self.least = least
+            self.most = most
+            self.make = make
+        }
+
+        /// A command without arguments.
+        static func bare(_ command: MPDCommand) -> Entry { Entry(0, 0) { _ throws(MPDError) in command } }
+    }
+
+    private static let table: [String: Entry] = [
+        "ping": .bare(.ping), "close": .bare(.close), "commands": .bare(.commands), "notcommands": .bare(.notcommands),
+        "urlhandlers": .bare(.urlhandlers), "decoders": .bare(.decoders),
+        "tagtypes": Entry(0, nil) { arguments throws(MPDError) in .tagtypes(arguments.values) },
+        "binarylimit": Entry(1, 1) { arguments throws(MPDError) in .binarylimit(try arguments.natural(0)) },
+        "password": Entry(1, 1) { arguments throws(MPDError) in .password(arguments.values[0]) },
+        "idle": Entry(0, nil) { arguments throws(MPDError) in .idle(try arguments.subsystems()) },
+        "status": .bare(.status), "currentsong": .bare(.currentsong), "stats": .bare(.stats),
+        "clearerror": .bare(.clearerror),
+        "play": Entry(0, 1) { arguments throws(MPDError) in .play(position: try arguments.optionalNatural(0)) },
+        "playid": Entry(0, 1) { arguments throws(MPDError) in .playid(id: try arguments.optionalNatural(0)) },
+        "pause": Entry(0, 1) { arguments throws(MPDError) in
+            .pause(arguments.values.isEmpty ? nil : try arguments.boolean(0))
+        },
+        "stop": .bare(.stop), "next": .bare(.next), "previous": .bare(.previous),
+        "seek": Entry(2, 2) { arguments throws(MPDError) in
+            .seek(position: try arguments.natural(0), seconds: try arguments.seconds(1))
+        },
+        "seekid": Entry(2, 2) { arguments throws(MPDError) in
+            .seekid(id: try arguments.natural(0), seconds: try arguments.seconds(1))
+        },
+        "seekcur": Entry(1, 1) { arguments throws(MPDError) in .seekcur(try arguments.seek(0)) },
+        "setvol": Entry(1, 1) { arguments throws(MPDError) in
+            // MPD's own messages for a volume out of range.
+            let volume = try arguments.natural(0)
+            guard volume <= 100 else { throw arguments.error("Number too large: \(arguments.values[0])") }
+            return .setvol(volume)
+        },
+        "volume": Entry(1, 1) { arguments throws(MPDError) in
+            let change = try arguments.integer(0)
+            guard (-100...100).contains(change) else { throw arguments.error("Invalid volume value") }
+            return .volume(change: change)
+        },
+        "getvol": .bare(.getvol),
+        "repeat": Entry(1, 1) { arguments throws(MPDError) in .repeat(try arguments.boolean(0)) },
+        "random": Entry(1, 1) { arguments throws(MPDError) in .random(try arguments.boolean(0)) },
+        "single": Entry(1, 1) { arguments throws(MPDError) in .single(try arguments.mode(0)) },
+        "consume": Entry(1, 1) { arguments throws(MPDError) in .consume(try arguments.mode(0)) },
+        "playlistinfo": Entry(0, 1) { arguments throws(MPDError) in
+            .playlistinfo(arguments.values.isEmpty ? nil : try arguments.range(0))
+        },
+        "playlistid": Entry(0, 1) { arguments throws(MPDError) in .playlistid(try arguments.optionalNatural(0)) },
+        "add": Entry(1, 2) { arguments throws(MPDError) in
+            .add(uri: arguments.values[0], position: arguments.values.count > 1 ? arguments.values[1] : nil)
+        },
+        "addid": Entry(1, 2) { arguments throws(MPDError) in
+            .addid(uri: arguments.values[0], position: arguments.values.count > 1 ? arguments.values[1] : nil)
+        },
+        "clear": .bare(.clear),
+        "delete": Entry(1, 1) { arguments throws(MPDError) in .delete(try arguments.range(0)) },
+        "deleteid": Entry(1, 1) { arguments throws(MPDError) in .deleteid(try arguments.natural(0)) },
+        "lsinfo": Entry(0, 1) { arguments throws(MPDError) in .lsinfo(arguments.values.first) },
+        "listall": Entry(0, 1) { arguments throws(MPDError) in .listall(arguments.values.first) },
+        "listallinfo": Entry(0, 1) { arguments throws(MPDError) in .listallinfo(arguments.values.first) },
+        "find": Entry(1, nil) { arguments throws(MPDError) in .find(arguments.values) },
+        "search": Entry(1, nil) { arguments throws(MPDError) in .search(arguments.values) },
+        "findadd": Entry(1, nil) { arguments throws(MPDError) in .findadd(arguments.values) },
+        "searchadd": Entry(1, nil) { arguments throws(MPDError) in .searchadd(arguments.values) },
+        "list": Entry(1, nil) { arguments throws(MPDError) in
+            .list(tag: arguments.values[0], Array(arguments.values.dropFirst()))
+        },
+        "count": Entry(1, nil) { arguments throws(MPDError) in .count(arguments.values) },
+        "update": Entry(0, 1) { arguments throws(MPDError) in .update(arguments.values.first) },
+        "rescan": Entry(0, 1) { arguments throws(MPDError) in .rescan(arguments.values.first) },
+    ]
+}
+
+/// One request's arguments, read as the types MPD's commands take, with MPD's messages for what does not fit.
+private struct Arguments {
+    let name: String
+    let values: [String]
+
+    func error(_ message: String) -> MPDError { MPDError(.argument, command: name, message) }
+
+    func integer(_ index: Int) throws(MPDError) -> Int {
+        let text = values[index]
+        let digits = text.hasPrefix("-") || text.hasPrefix("+") ? text.dropFirst() : Substring(text)
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw error("Integer expected: \(text)")
+        }
+        guard let value = Int(text), (Int(Int32.min)...Int(Int32.max)).contains(value) else {
+            throw error("Number too large: \(text)")
+        }
+        return value
+    }
+
+    func natural(_ index: Int) throws(MPDError) -> Int {
+        let value = try integer(index)
+        guard value >= 0 else { throw error("Number is negative: \(values[index])") }
+        return value
+    }
+
+    func optionalNatural(_ index: Int) throws(MPDError) -> Int? {
+        values.count > index ? try natural(index) : nil
+    }
+
+    func boolean(_ index: Int) throws(MPDError) -> Bool {
+        switch values[index] {
+        case "0": return false
+        case "1": return true
+        default: throw error("Boolean (0/1) expected: \(values[index])")
+        }
+    }
+
+    /// `0`, `1` or `oneshot` (`single` and `consume`).
+    func mode(_ index: Int) throws(MPDError) -> String {
+        guard ["0", "1", "oneshot"].contains(values[index]) else {
+            throw error("Boolean (0/1) or \"oneshot\" expected: \(values[index])")
+        }
+        return values[index]
+    }
+
+    /// A time in seconds, fractions allowed, never negative.
+    func seconds(_ index: Int) throws(MPDError) -> Double {
+        let text = values[index]
+        guard let value = Arguments.decimal(text), value >= 0 else { throw error("Float expected: \(text)") }
+        return value
+    }
+
+    func seek(_ index: Int) throws(MPDError) -> MPDSeek {
+        let text = values[index]
+        guard let sign = text.first, sign == "+" || sign == "-" else { return .to(seconds: try seconds(index)) }
+        guard let amount = Arguments.decimal(String(text.dropFirst())) else { throw error("Float expected: \(text)") }
+        return .by(seconds: sign == "-" ? -amount : amount)
+    }
+
+    func range(_ index: Int) throws(MPDError) -> MPDRange {
+        let text = values[index]
+        let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        func number(_ part: Substring) -> Int? {
+            guard !part.isEmpty, part.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(part),
+                  value <= Int(Int32.max) else { return nil }
+            return value
+        }
+        guard let start = number(parts[0]) else { throw error("Integer or range expected: \(text)") }
+        guard parts.count == 2 else { return MPDRange(start: start, end: start + 1) }
+        if parts[1].isEmpty { return MPDRange(start: start, end: nil) }
+        guard let end = number(parts[1]) else { throw error("Integer or range expected: \(text)") }
+        guard end >= start else { throw error("Malformed range: \(text)") }
+        return MPDRange(start: start, end: end)
+    }
+
+    func subsystems() throws(MPDError) -> Set<MPDSubsystem> {
+        var result = Set<MPDSubsystem>()
+        for value in values {
+            guard let subsystem = MPDSubsystem(rawValue: value) else {
+                throw error("Unrecognized idle event: \(value)")
+            }
+            result.insert(subsystem)
+        }
+        return result
+    }
+
+    /// A plain decimal number (digits, at most one point): what MPD's clients send for times.
+    static func decimal(_ text: String) -> Double? {
+        guard !text.isEmpty, text.filter({ $0 == "." }).count <= 1, text != ".",
+              text.allSatisfy({ $0 == "." || ($0.isASCII && $0.isNumber) }), text.count <= 32 else { return nil }
+        return Double(text)
+    }
+}

@@ -1,0 +1,98 @@
+// The MPD front-end's translation, with a fake owner: each MPD command becomes the CLI's request (pause 1 is `pause`,
+// pause 0 the user's `play`, bare pause the old toggle), and the owner's status becomes MPD's lines.
+import EarshotJSON
+import MPDProtocol
+import SystemSupport
+import Testing
+@testable import EarshotClients
+@testable import EarshotService
+
+@Suite("MPD session")
+struct MPDSessionTests {
+    /// A fake owner that records requests and answers `status` and `queue` from fixed values.
+    final class FakeOwner: Sendable {
+        let asked = LockedValue<[ControlRequest]>([])
+        var status: [String: Any] { [
+            "playback": "paused", "volume": 70, "repeat": "track", "shuffle": true, "trackIndex": 1, "trackCount": 2,
+            "positionMs": 12_345, "durationMs": 30_000,
+        ] }
+
+        func ask(_ request: ControlRequest) -> String {
+            asked.withLock { $0.append(request) }
+            switch request {
+            case .status: return ControlReply.success(["status": status])
+            case .queue: return ControlReply.success(["queue": ["/m/a.mp3", "/m/b.mp3"], "current": 1])
+            case .seek: return ControlReply.failure("nothing to seek in")
+            default: return ControlReply.success()
+            }
+        }
+    }
+
+    func run(_ line: String, _ owner: FakeOwner) -> String {
+        var session = MPDSession(ask: owner.ask)
+        let batch = MPDBatch(entries: [MPDRequest.parse(Array(line.utf8))], isList: false, listOK: false)
+        return batch.reply { session.run($0) }
+    }
+
+    @Test("pause 1, pause 0 and bare pause are the CLI's pause, play and toggle; the rest as the CLI sends them")
+    func transport() {
+        let owner = FakeOwner()
+        for line in ["pause 1", "pause 0", "pause", "stop", "next", "previous", "setvol 20", "repeat 1", "random 0"] {
+            #expect(run(line, owner) == "OK\n", "\(line)")
+        }
+        #expect(owner.asked.withLock { $0 } == [
+            .pause, .play, .toggle, .stop, .next, .previous, .volume(percent: 20), .repeatMode(.queue),
+            .shuffle(on: false),
+        ])
+    }
+
+    @Test("status and currentsong in MPD's words, from the owner's status and queue")
+    func status() {
+        let owner = FakeOwner()
+        #expect(run("status", owner) == """
+            volume: 70\nrepeat: 1\nrandom: 1\nsingle: 1\nconsume: 0\nplaylist: 1\nplaylistlength: 2\nstate: pause
+            song: 1\nsongid: 2\nelapsed: 12.345\nduration: 30.000\nOK\n
+            """)
+        #expect(run("currentsong", owner) == "file: /m/b.mp3\nPos: 1\nId: 2\nOK\n")
+        #expect(run("playlistinfo 0", owner) == "file: /m/a.mp3\nPos: 0\nId: 1\nOK\n")
+        #expect(run("getvol", owner) == "volume: 70\nOK\n")
+    }
+
+    @Test("relative volume and seeks from the owner's status; refusals carry the owner's reason")
+    func relative() {
+        let owner = FakeOwner()
+        #expect(run("volume +50", owner) == "OK\n")
+        #expect(owner.asked.withLock { $0.last } == .volume(percent: 100))
+        #expect(run("seekcur +5", owner) == "ACK [52@0] {seekcur} nothing to seek in\n")
+        #expect(owner.asked.withLock { $0.last } == .seek(seconds: 17.345))
+        #expect(run("seek 0 10", owner) == "ACK [2@0] {seek} Earshot seeks in the current track only\n")
+    }
+
+    @Test("idle's changes: the player, the mixer, the options and the queue from two statuses; queue events by line")
+    func idleChanges() {
+        let before: [String: Any] = ["playback": "playing", "trackIndex": 0, "volume": 50, "repeat": "off",
+                                     "shuffle": false, "trackCount": 2, "pauseReason": JSONNull()]
+        var after = before
+        #expect(MPDChanges.changes(from: before, to: after).isEmpty)
+        after["playback"] = "paused"
+        after["pauseReason"] = "call"
+        #expect(MPDChanges.changes(from: before, to: after) == [.player])
+        after["volume"] = 40
+        after["shuffle"] = true
+        after["trackCount"] = 3
+        #expect(MPDChanges.changes(from: before, to: after) == [.player, .mixer, .options, .playlist])
+        #expect(MPDChanges.changes(line: "T event kind=queueReplaced(2 tracks, at 0) playback=idle") == [.playlist])
+        #expect(MPDChanges.changes(line: "T event kind=userSeek(1000ms) playback=playing") == [.player])
+        #expect(MPDServer.changedLines([.player, .mixer]) == "changed: mixer\nchanged: player\nOK\n")
+    }
+
+    @Test("commands MPD has that this server does not answer are MPD's unknown command, never a silent OK")
+    func unknown() {
+        let owner = FakeOwner()
+        #expect(run("playid 1", owner) == "ACK [5@0] {} unknown command \"playid\"\n")
+        #expect(run("listall", owner) == "ACK [5@0] {} unknown command \"listall\"\n")
+        #expect(owner.asked.withLock { $0 }.isEmpty)
+        #expect(MPDSession.answered.filter { $0 != "noidle" }.allSatisfy(MPDCommand.names.contains))
+        #expect(MPDSession.answered == MPDSession.answered.sorted())
+    }
+}
