@@ -47,14 +47,18 @@ struct FakeCardHeadsetTests {
                 #expect(playing.sink == card.sink, "\(playing)")
                 let (started, startedDate) = (ContinuousClock.now, Date())
                 try await body(card, player, scratch)
-                // After an output loss the server moves our stream to a standard sink until Earshot's cork: RULES.md's
-                // 10 ms count from Earshot's decision (the notice's way to it is the server's and the scheduler's,
-                // and was 20.7 and 27.4 ms on PulseAudio under load; reported), plus one graph period on PipeWire,
-                // which stops a corked stream at a period's edge. With no loss, our audio never belongs there.
+                // When the headset's sink goes (an output loss, or a profile switch that destroys the A2DP node), the
+                // server moves our stream to a standard sink until Earshot's cork: RULES.md's 10 ms count from
+                // Earshot's decision to quiet it (the notice's way to it is the server's and the scheduler's, and was
+                // 20.7 and 27.4 ms on PulseAudio under load; reported), plus one graph period on PipeWire, which stops
+                // a corked stream at a period's edge. A test that never corks keeps the bound from its first command.
                 var quietFrom = started
                 var bound = 10.0
                 if player.standardError.contains("event kind=outputLost(") {
                     quietFrom = try await player.lossDecided(sent: started, sentDate: startedDate)
+                    bound += try TestEnvironment.serverPeriodSeconds() * 1000
+                } else if player.standardError.split(separator: "\n").contains(where: EarshotPlayer.corks) {
+                    quietFrom = try await player.quietDecided(sent: started, sentDate: startedDate)
                     bound += try TestEnvironment.serverPeriodSeconds() * 1000
                 }
                 for recording in try await stopRecorders(elsewhere) {

@@ -54,7 +54,7 @@ testretry_failure_messages() {
             message = ""
             if (match($0, /message="[^"]*"/)) { message = substr($0, RSTART + 9, RLENGTH - 10) }
             else if (match($0, /message=".*/)) { message = substr($0, RSTART + 9) }
-            gsub(/&#10;|&#xA;/, " / ", message); gsub(/&quot;/, "\"", message); gsub(/&apos;/, "\047", message)
+            gsub(/&#10;|&#xA;/, " / ", message); gsub(/&#8594;/, "->", message); gsub(/&quot;/, "\"", message); gsub(/&apos;/, "\047", message)
             gsub(/&lt;/, "<", message); gsub(/&gt;/, ">", message); gsub(/&amp;/, "\\&", message)
             printf "[testretry] failure in %s: %s\n", current, substr(message, 1, 400)
         }

@@ -1,5 +1,5 @@
-// When `earshot play` decided an output loss, on the test's monotonic clock: the moment RULES.md's "within 10 ms of
-// the notice" counts from. Shared by the fake card's suites and the virtual sink's: what a sink plays between a
+// When `earshot play` decided an output loss, or any pause that corks, on the test's monotonic clock: the moment
+// RULES.md's "within 10 ms of the notice" counts from. Shared by the fake card's suites and the virtual sink's: what a sink plays between a
 // device's change and this moment is the notice's way through the server and the scheduler, which Earshot cannot
 // shorten and which a loaded machine stretches (tests report it); what plays after it is Earshot's own part.
 import EarshotTestSupport
@@ -10,17 +10,37 @@ extension EarshotPlayer {
     /// The instant Earshot decided an output loss: its event log's time of `outputLost`, brought onto the monotonic
     /// clock through the two clocks read together (`sent`, `sentDate`) before the command that caused it.
     func lossDecided(sent: ContinuousClock.Instant, sentDate: Date) async throws -> ContinuousClock.Instant {
-        // The status can be read before the event's line reaches the log file (seen once on 0.3.65 under load).
-        var found: Substring?
-        _ = try? await waitUntil("the output loss is in the log", timeout: .seconds(10)) {
-            found = standardError.split(separator: "\n").first { $0.contains("event kind=outputLost(") }
-            return found != nil
-        }
-        let line = try #require(found, "no output loss in the log:\n\(standardError)")
-        let stamp = try #require(line.split(separator: " ").first)
+        try await decided("the output loss", sent: sent, sentDate: sentDate) { $0.contains("event kind=outputLost(") }
+    }
+
+    /// The instant Earshot first decided to quiet the stream after `sent`: the first event whose commands cork it (at
+    /// once or after a fade), whatever the event (a profile switch, a call, an output loss).
+    func quietDecided(sent: ContinuousClock.Instant, sentDate: Date) async throws -> ContinuousClock.Instant {
+        try await decided("a cork", sent: sent, sentDate: sentDate, matches: Self.corks)
+    }
+
+    /// Whether a log line is an event the rules answered with a cork (at once or after a fade).
+    static func corks(_ line: Substring) -> Bool {
+        guard line.contains("event kind="),
+              let field = line.split(separator: " ").last(where: { $0.hasPrefix("commands=") }) else { return false }
+        let commands = field.dropFirst("commands=".count).split(separator: ",")
+        return commands.contains("cork") || commands.contains("fadeOutAndCork")
+    }
+
+    /// The time of the first log line at or after `sentDate` that `matches`, on the monotonic clock.
+    private func decided(_ what: String, sent: ContinuousClock.Instant, sentDate: Date,
+                         matches: @escaping (Substring) -> Bool) async throws -> ContinuousClock.Instant {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let date = try #require(formatter.date(from: String(stamp)), "not a time: \(stamp)")
+        let time = { (line: Substring) in line.split(separator: " ").first.flatMap { formatter.date(from: String($0)) } }
+        // The status can be read before the event's line reaches the log file (seen once on 0.3.65 under load).
+        var found: Date?
+        _ = try? await waitUntil("\(what) is in the log", timeout: .seconds(10)) {
+            found = standardError.split(separator: "\n").lazy
+                .filter(matches).compactMap(time).first { $0.timeIntervalSince(sentDate) >= -0.001 }
+            return found != nil
+        }
+        let date = try #require(found, "no \(what) in the log:\n\(standardError)")
         return sent + .milliseconds(Int64((date.timeIntervalSince(sentDate) * 1000).rounded()))
     }
 }
