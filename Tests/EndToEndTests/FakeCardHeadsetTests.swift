@@ -222,8 +222,10 @@ struct FakeCardHeadsetTests {
             // A choice made with pactl is kept by WirePlumber for the card's next appearance: leave it on A2DP.
             defer { _ = try? ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, card.a2dpProfile]) }
             try ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, "off"])
-            let lost = try await player.waitForStatus("paused for the headset's profile with no nodes") {
-                $0.pauseReason == "outputLost"
+            // Read once the cork is acknowledged: until then the server still plays what it had, and the position
+            // (the last frame heard) runs on up to the cork (a status read in between said 1529 ms, then 1536).
+            let lost = try await player.waitForStatus("paused for the headset's profile with no nodes, corked") {
+                $0.pauseReason == "outputLost" && $0.corked
             }
             let asked = ContinuousClock.now
             let settled = try player.status()
