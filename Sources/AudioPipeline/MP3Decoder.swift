@@ -359,13 +359,17 @@ public final class MP3Decoder: AudioDecoder {
 
     // MARK: - Tags
 
-    /// The ID3v2 tag at the start of the file, read by `ID3v2Tags` (nothing when the file cannot be read).
+    /// The ID3v2 tag at the start of the file, read by `ID3v2Tags`, and the LAME tag's gains (nothing when the file
+    /// cannot be read).
     private static func readID3v2(_ path: TrackPath) -> (metadata: TrackMetadata, hasTag: Bool) {
         let descriptor = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
         guard descriptor >= 0 else { return (TrackMetadata(), false) }
         defer { close(descriptor) }
         guard let source = TagSource(descriptor: descriptor, path: path) else { return (TrackMetadata(), false) }
-        return ID3v2Tags.read(source)
+        var found = ID3v2Tags.read(source)
+        // The LAME tag's gains count only where the ID3v2 tag gave none.
+        found.metadata.replayGain.fillMissing(from: LAMETag.replayGain(source))
+        return found
     }
 
     /// The ID3v2 fields, completed from ID3v1 (Latin-1, read by libmpg123 from the file's last 128 bytes).
