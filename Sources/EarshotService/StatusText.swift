@@ -10,6 +10,8 @@ public enum StatusText {
         switch gain["source"] as? String {
         case "trackTag": return "replaygain \(mode): \(amount) dB from the track tag\(limited)"
         case "albumTag": return "replaygain \(mode): \(amount) dB from the album tag\(limited)"
+        case "trackMeasured": return "replaygain \(mode): \(amount) dB, the track as the library measured it\(limited)"
+        case "albumMeasured": return "replaygain \(mode): \(amount) dB, the album as the library measured it\(limited)"
         case "fallback": return "replaygain \(mode): \(amount) dB, no value in the file\(limited)"
         default: return "replaygain \(mode): none applied"
         }
@@ -71,6 +73,10 @@ public enum StatusText {
         if !skipped.isEmpty {
             let reasons = skipped.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
             line += " (skipped: \(reasons))"
+        }
+        if let measured = library["gainsMeasured"] as? Int {
+            let waiting = library["gainsToMeasure"] as? Int ?? 0
+            line += ", \(measured) gains measured" + (waiting > 0 ? " (\(waiting) to measure)" : "")
         }
         return line
     }
