@@ -58,7 +58,14 @@ public enum StatusText {
         if let failure = status["lastError"] as? [String: Any], let kind = failure["kind"] as? String {
             lines.append("last error: track \((failure["trackIndex"] as? Int ?? 0) + 1): \(kind)")
         }
-        if let library = status["library"] as? [String: Any] { lines.append(libraryLine(library)) }
+        if let library = status["library"] as? [String: Any] {
+            lines.append(libraryLine(library))
+            // The gains the library measured for tracks without tagged ones (docs/replaygain.md).
+            if let measured = library["gainsMeasured"] as? Int {
+                let waiting = library["gainsToMeasure"] as? Int ?? 0
+                lines.append("library gains: \(measured) measured, \(waiting) to measure")
+            }
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -73,10 +80,6 @@ public enum StatusText {
         if !skipped.isEmpty {
             let reasons = skipped.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
             line += " (skipped: \(reasons))"
-        }
-        if let measured = library["gainsMeasured"] as? Int {
-            let waiting = library["gainsToMeasure"] as? Int ?? 0
-            line += ", \(measured) gains measured" + (waiting > 0 ? " (\(waiting) to measure)" : "")
         }
         return line
     }
