@@ -63,7 +63,8 @@ final class LoudnessMeter {
     }
 
     deinit {
-        ebur128_destroy(&state)
+        // ebur128_destroy reads through the state it is given: a meter whose file did not open has none.
+        if state != nil { ebur128_destroy(&state) }
     }
 
     /// The integrated loudness in LUFS; nil for silence (libebur128 gives -infinity below its gate).

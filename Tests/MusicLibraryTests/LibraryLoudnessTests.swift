@@ -103,6 +103,17 @@ struct LibraryLoudnessTests {
         #expect(abs((try Self.gains(database, silent)?.trackGain ?? .nan) - 10) <= 0.5)
     }
 
+    @Test("a file that does not open, or is no audio, is not measurable; the meter frees nothing it did not make")
+    func unopenable() throws {
+        let (music, _) = Self.scratch()
+        #expect(LoudnessMeter(path: TrackPath(music.appendingPathComponent("missing.flac").path),
+                              cancelled: { false }) == nil)
+        let text = music.appendingPathComponent("text.flac")
+        try Data("not audio".utf8).write(to: text)
+        #expect(LoudnessMeter(path: TrackPath(text.path), cancelled: { false }) == nil)
+        #expect(LoudnessMeter(path: TrackPath(text.path), cancelled: { true }) == nil)
+    }
+
     @Test("a pass asked to stop leaves the rest for the next one")
     func cancelled() throws {
         let (music, path) = Self.scratch()
