@@ -455,3 +455,11 @@ public final class MP3Decoder: AudioDecoder {
 ///
 /// Since libmpg123 1.27 the call does nothing, but older libraries need it before `mpg123_new`.
 private let libraryReady: Bool = mpg123_init() == MPG123_OK.rawValue
+
+extension MP3Decoder: ScalingDecoder {
+    /// libmpg123's output volume (no ReplayGain of its own is asked: MPG123_RVA stays off), applied in its synthesis:
+    /// ReplayGain's gain costs nothing more than decoding. Set before the first frame is decoded.
+    func scaleOutput(by linear: Double) -> Bool {
+        mpg123_volume(handle, linear) == MPG123_OK.rawValue
+    }
+}

@@ -82,11 +82,17 @@ final class GainedDecoder: AudioDecoder {
     /// The library's tags for the file, shown instead of the file's own text tags.
     let libraryTags: TrackMetadata?
 
+    /// Whether the inner decoder scales its own output (libmpg123 does it in its synthesis, at no cost), so that the
+    /// loop here is not needed.
+    private let scaledInside: Bool
+
     init(_ inner: any AudioDecoder, gain: AppliedGain, gains: ReplayGainTags, libraryTags: TrackMetadata? = nil) {
         self.inner = inner
         self.gain = gain
         self.gains = gains
         self.libraryTags = libraryTags
+        // Asked before the first frame is decoded, so the scaling still starts on the track's first sample.
+        scaledInside = gain.linear != 1 && (inner as? ScalingDecoder)?.scaleOutput(by: gain.linear) == true
     }
 
     var format: AudioFormat { inner.format }
@@ -108,7 +114,7 @@ final class GainedDecoder: AudioDecoder {
 
     func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep {
         let step = try inner.decode(into: buffer)
-        if case .frames(let frames) = step {
+        if case .frames(let frames) = step, !scaledInside {
             gain.apply(to: UnsafeMutableBufferPointer(rebasing: buffer.prefix(frames * format.channels)))
         }
         return step
@@ -117,4 +123,11 @@ final class GainedDecoder: AudioDecoder {
     func seek(toFrame frame: Int) throws(DecodeError) {
         try inner.seek(toFrame: frame)
     }
+}
+
+/// A decoder that can scale its own output before the first frame it decodes (libmpg123's output volume, applied in
+/// its synthesis in floating point, rounded and clipped to 16 bits as the loop here does).
+protocol ScalingDecoder: AnyObject {
+    /// Scales every frame decoded from now on by `linear`; false when the decoder cannot.
+    func scaleOutput(by linear: Double) -> Bool
 }

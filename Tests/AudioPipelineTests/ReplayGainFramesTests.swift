@@ -127,4 +127,21 @@ struct ReplayGainFramesTests {
         let (plain, _) = try Self.lameMP3("replaygain-lame-none.mp3", ["--quiet", "--noreplaygain"])
         #expect(LAMETag.replayGain(TagSource(bytes: Array(try Data(contentsOf: plain)))).isEmpty)
     }
+
+    @Test("an MP3's gain, applied by libmpg123 in its synthesis, holds from the first sample (within 1 LSB)")
+    func scaledInsideFromTheFirstSample() throws {
+        let (mp3, _) = try Self.lameMP3("replaygain-inside.mp3", ["--quiet", "--noreplaygain"])
+        let plain = try TestAudio.decodeAll(try AudioFileKind.openDecoder(path: TrackPath(mp3.path)))
+        let control = ReplayGainControl()
+        // No gain in the file: the fallback, -6.02 dB (a factor of 0.5).
+        control.set(ReplayGainSettings(mode: .track, fallbackDb: -6.0206), shuffled: false)
+        let opened = try AudioFileKind.openDecoder(path: TrackPath(mp3.path))
+        let scaled = try TestAudio.decodeAll(control.applied(to: opened))
+        #expect(scaled.count == plain.count)
+        let worst = zip(plain, scaled).map { abs(Double($0) * 0.5 - Double($1)) }.max() ?? .infinity
+        #expect(worst <= 1, "the largest difference is \(worst)")
+        // The first decoded samples are scaled too (the tone starts at once: the first 1000 are not all silence).
+        #expect(plain.prefix(2000).contains { abs($0) > 100 })
+        #expect(zip(plain.prefix(2000), scaled.prefix(2000)).allSatisfy { abs(Double($0) * 0.5 - Double($1)) <= 1 })
+    }
 }
