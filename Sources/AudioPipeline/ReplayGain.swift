@@ -124,10 +124,3 @@ final class GainedDecoder: AudioDecoder {
         try inner.seek(toFrame: frame)
     }
 }
-
-/// A decoder that can scale its own output before the first frame it decodes (libmpg123's output volume, applied in
-/// its synthesis in floating point, rounded and clipped to 16 bits as the loop here does).
-protocol ScalingDecoder: AnyObject {
-    /// Scales every frame decoded from now on by `linear`; false when the decoder cannot.
-    func scaleOutput(by linear: Double) -> Bool
-}
