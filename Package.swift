@@ -39,6 +39,7 @@ let package = Package(
         .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
         // The music library's database (with FTS5, which Debian's build has).
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CEbur128", providers: [.apt(["libebur128-dev"])]),
         // gettid, RLIMIT_RTTIME and SCHED_RESET_ON_FORK, which Swift's Glibc module does not expose.
         .target(name: "CThreadShim"),
         // The MPRIS object's sd-bus vtables: C macros Swift cannot express, forwarding to Swift callbacks.
@@ -94,7 +95,8 @@ let package = Package(
         // priority thread of its own, the inotify watcher, the query language (pure). The owner never imports it; the
         // executable wires it.
         .target(
-            name: "MusicLibrary", dependencies: ["CSQLite", "AudioPipeline", "TrackPaths", "SystemSupport"]
+            name: "MusicLibrary",
+            dependencies: ["CSQLite", "CEbur128", "AudioPipeline", "TrackPaths", "SystemSupport"]
         ),
 
         // The serial owner: the player's actor on its own thread, its parts, the values it hands over and the small

@@ -523,7 +523,7 @@ public final class DecodeWorker: @unchecked Sendable {
             // other formats come at their own rate, and a change is announced like any other (`.formatChange`).
             // The gain (ReplayGain.swift) is chosen here, at the track's start, and scales its every frame.
             let decoder = try replayGain.applied(to: AudioFileKind.openDecoder(
-                path: path, outputRate: work.ringFormat?.sampleRate))
+                path: path, outputRate: work.ringFormat?.sampleRate), path: path)
             let frame = start.frame(in: decoder.format)
             if frame > 0 {
                 // A restored position past the track's end (the file changed since) starts at its last frame.

@@ -86,7 +86,8 @@ enum ID3v2Tags {
             offset = dataStart + size
             let isUserText = id == "TXXX" || id == "TXX"
             let isIdentifier = id == "UFID" || id == "UFI"
-            guard isPicture || isUserText || isIdentifier || textFrames[id] != nil else { continue }
+            let isVolume = id == "RVA2"
+            guard isPicture || isUserText || isIdentifier || isVolume || textFrames[id] != nil else { continue }
             // The frame's format flags, and the bytes they put before the data (group, data length).
             let format = version == 2 ? 0 : header[9]
             var bodyStart = dataStart
@@ -113,7 +114,9 @@ enum ID3v2Tags {
                             unsynchronised: unsynchronised, into: &findings)
             } else if bodySize <= TagText.maximumTextBytes, let raw = source.bytes(at: bodyStart, count: bodySize) {
                 let body = unsynchronised ? resynchronised(raw) : raw
-                if let field = textFrames[id] {
+                if isVolume {
+                    RVA2Frame.read(body[...], into: &findings.volumeAdjustments)
+                } else if let field = textFrames[id] {
                     findings.set(field, firstString(body.dropFirst(), encoding: body[0]).text)
                 } else if isUserText {
                     // Encoding, description, value: both strings in the frame's encoding.

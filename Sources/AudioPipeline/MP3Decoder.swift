@@ -359,13 +359,17 @@ public final class MP3Decoder: AudioDecoder {
 
     // MARK: - Tags
 
-    /// The ID3v2 tag at the start of the file, read by `ID3v2Tags` (nothing when the file cannot be read).
+    /// The ID3v2 tag at the start of the file, read by `ID3v2Tags`, and the LAME tag's gains (nothing when the file
+    /// cannot be read).
     private static func readID3v2(_ path: TrackPath) -> (metadata: TrackMetadata, hasTag: Bool) {
         let descriptor = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
         guard descriptor >= 0 else { return (TrackMetadata(), false) }
         defer { close(descriptor) }
         guard let source = TagSource(descriptor: descriptor, path: path) else { return (TrackMetadata(), false) }
-        return ID3v2Tags.read(source)
+        var found = ID3v2Tags.read(source)
+        // The LAME tag's gains count only where the ID3v2 tag gave none.
+        found.metadata.replayGain.fillMissing(from: LAMETag.replayGain(source))
+        return found
     }
 
     /// The ID3v2 fields, completed from ID3v1 (Latin-1, read by libmpg123 from the file's last 128 bytes).
@@ -451,3 +455,11 @@ public final class MP3Decoder: AudioDecoder {
 ///
 /// Since libmpg123 1.27 the call does nothing, but older libraries need it before `mpg123_new`.
 private let libraryReady: Bool = mpg123_init() == MPG123_OK.rawValue
+
+extension MP3Decoder: ScalingDecoder {
+    /// libmpg123's output volume (no ReplayGain of its own is asked: MPG123_RVA stays off), applied in its synthesis:
+    /// ReplayGain's gain costs nothing more than decoding. Set before the first frame is decoded.
+    func scaleOutput(by linear: Double) -> Bool {
+        mpg123_volume(handle, linear) == MPG123_OK.rawValue
+    }
+}

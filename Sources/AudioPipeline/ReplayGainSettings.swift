@@ -25,6 +25,10 @@ public enum ReplayGainSource: String, Equatable, Sendable {
     case trackTag
     /// The file's album gain.
     case albumTag
+    /// The track gain the library measured (EBU R128) for a file whose tags carry none.
+    case trackMeasured
+    /// The album gain the library measured for a file whose tags carry none.
+    case albumMeasured
     /// The file has no usable value: the configured fallback.
     case fallback
 }
@@ -56,8 +60,12 @@ public struct ReplayGainSettings: Equatable, Sendable {
         }
         // A file with only the other kind of gain uses it rather than the fallback: an album gain is the better guess
         // for a track, and a lone track's gain for its album.
-        let album = tags.albumGain.map { ($0, tags.albumPeak ?? tags.trackPeak, ReplayGainSource.albumTag) }
-        let track = tags.trackGain.map { ($0, tags.trackPeak ?? tags.albumPeak, ReplayGainSource.trackTag) }
+        let album = tags.albumGain.map {
+            ($0, tags.albumPeak ?? tags.trackPeak, tags.measured ? ReplayGainSource.albumMeasured : .albumTag)
+        }
+        let track = tags.trackGain.map {
+            ($0, tags.trackPeak ?? tags.albumPeak, tags.measured ? ReplayGainSource.trackMeasured : .trackTag)
+        }
         guard let (gain, peak, source) = preferAlbum ? album ?? track : track ?? album else {
             return AppliedGain.limited(decibels: fallbackDb, peak: nil, source: .fallback)
         }

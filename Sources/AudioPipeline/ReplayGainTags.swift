@@ -17,6 +17,8 @@ public struct ReplayGainTags: Equatable, Sendable {
     public var problems: [ReplayGainProblem] = []
     /// The gain the decode thread applies to the track, set when it opened it (nil: none, the mode was off).
     public var applied: AppliedGain?
+    /// Whether the values were measured by the library (EBU R128) rather than read from the file's tags.
+    public var measured = false
 
     /// Creates a set of values; every one defaults to absent.
     public init(trackGain: Double? = nil, trackPeak: Double? = nil, albumGain: Double? = nil,

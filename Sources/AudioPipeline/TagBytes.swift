@@ -162,6 +162,8 @@ struct TagFindings {
     var metadata = TrackMetadata()
     /// The pictures taken, each with its picture type (3 is the front cover in ID3 and FLAC alike).
     var pictures: [(type: Int, picture: CoverPicture)] = []
+    /// The gains of ID3v2 RVA2 frames, which fill only what the TXXX frames left (wherever the frames stand).
+    var volumeAdjustments = ReplayGainTags()
 
     /// Records a skipped picture's reason (the first one is kept).
     mutating func skipPicture(_ reason: String) {
@@ -171,6 +173,7 @@ struct TagFindings {
     /// The metadata with the cover chosen: the front cover if there is one, else the first picture.
     var result: TrackMetadata {
         var chosen = metadata
+        chosen.replayGain.fillMissing(from: volumeAdjustments)
         chosen.cover = (pictures.first { $0.type == 3 } ?? pictures.first)?.picture
         if chosen.cover != nil { chosen.coverProblem = nil }
         return chosen

@@ -124,6 +124,18 @@ extension MPRISServer {
                     try writer.string(path.fileURI)
                 }
             }
+            // Not in the MPRIS specification (its keys may be extended under a player's own prefix): which gain the
+            // track plays at and where it came from.
+            if let source = snapshot.replayGainSource {
+                try writer.entry("earshot:replayGainSource", BusType.string) { () throws(BusWriter.Failure) in
+                    try writer.string(source)
+                }
+            }
+            if let decibels = snapshot.replayGainDb {
+                try writer.entry("earshot:replayGainDb", BusType.double) { () throws(BusWriter.Failure) in
+                    try writer.double(decibels)
+                }
+            }
         }
     }
 

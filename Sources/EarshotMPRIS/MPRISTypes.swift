@@ -96,6 +96,11 @@ public struct MPRISSnapshot: Equatable, Sendable {
     public var filePath: TrackPath?
     /// `mpris:length` in microseconds, nil when unknown.
     public var lengthMicroseconds: Int64?
+    /// Where the current track's ReplayGain comes from (`trackTag`, `albumTag`, `trackMeasured`, `albumMeasured`,
+    /// `fallback`, `off`), published as `earshot:replayGainSource`; nil without a track.
+    public var replayGainSource: String?
+    /// The gain it plays at in dB, published as `earshot:replayGainDb`; nil without a track.
+    public var replayGainDb: Double?
     /// `Volume`: 1.0 is 100%.
     public var volume: Double
     /// `CanGoNext`.

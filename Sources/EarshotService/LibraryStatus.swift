@@ -16,6 +16,10 @@ public struct LibraryStatus: Equatable, Sendable {
     public var problem: String?
     /// Scans finished since the service started: `earshot update` waits for this to grow.
     public var scansFinished: Int
+    /// Tracks whose tags carry no gain: how many have gains the library measured, and how many wait to be measured
+    /// (nil before the first measuring pass ended).
+    public var gainsMeasured: Int?
+    public var gainsToMeasure: Int?
 
     /// A status; see the properties.
     public init(scanning: Bool, filesDone: Int = 0, filesToDo: Int = 0, tracks: Int? = nil,
@@ -35,6 +39,8 @@ public struct LibraryStatus: Equatable, Sendable {
                                      "skipped": skipped, "scansFinished": scansFinished]
         if let tracks { object["tracks"] = tracks }
         if let problem { object["problem"] = problem }
+        if let gainsMeasured { object["gainsMeasured"] = gainsMeasured }
+        if let gainsToMeasure { object["gainsToMeasure"] = gainsToMeasure }
         return object
     }
 }

@@ -148,6 +148,7 @@ actor Player {
         worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
         replayGain = configuration.replayGain
         worker.replayGain.set(replayGain, shuffled: false)
+        worker.replayGain.setLibrary(parts.library)
         covers = parts.makeCoverStore { job, outcome in inbox.yield(.cover(job, outcome)) }
         tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
         translatorTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.translatorDue(arming: arming)) }

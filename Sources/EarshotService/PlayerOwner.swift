@@ -1,10 +1,12 @@
 // Starting the owner, and its inbox as the threads around it see it. The `earshot` executable makes what the owner
 // hands work to (`OwnerParts`: the event log, the state writer, MPRIS, the cover pictures' store), the threads that put
 // inputs in (`PlayerInbox`: the control socket, MPRIS, signals), and then runs the owner here.
+import AudioPipeline
 import Dispatch
 import EarshotCore
 import EarshotMPRIS
 import SystemSupport
+import TrackPaths
 
 /// The owner's inbox: every input of the player, from every thread, in one order. Putting one in never waits.
 public struct PlayerInbox: Sendable {
@@ -66,13 +68,18 @@ public struct OwnerParts: Sendable {
     public var sleepDelay: (any SleepDelayReleasing)?
     /// Holds the desktop's idle suspend off while playing (rule 23); nil when the player does not ask for it.
     public var idleInhibitor: (any IdleSuspendInhibiting)?
+    /// What the music library knows of a file (its tags, the gains it measured), asked by the decode thread at a
+    /// track's start (never by the owner); nil without a library.
+    public var library: (@Sendable (TrackPath) -> LibraryTrackInfo?)?
 
     /// The parts the owner is given.
     public init(
         log: any EventRecording, stateSaver: (any StateSaving)?, mpris: (any MPRISPublishing)?,
         positionCell: PositionCell, makeCoverStore: @escaping CoverStoreMaker,
-        sleepDelay: (any SleepDelayReleasing)? = nil, idleInhibitor: (any IdleSuspendInhibiting)? = nil
+        sleepDelay: (any SleepDelayReleasing)? = nil, idleInhibitor: (any IdleSuspendInhibiting)? = nil,
+        library: (@Sendable (TrackPath) -> LibraryTrackInfo?)? = nil
     ) {
+        self.library = library
         self.log = log
         self.stateSaver = stateSaver
         self.mpris = mpris

@@ -152,7 +152,7 @@ struct PlayerReport {
         }
         let path = currentPath
         let hasTrack = path != nil
-        return MPRISSnapshot(
+        var snapshot = MPRISSnapshot(
             playbackStatus: status,
             trackId: hasTrack ? currentTrackId : nil,
             title: hasTrack ? metadata?.title : nil,
@@ -171,5 +171,10 @@ struct PlayerReport {
             canSeek: hasTrack,
             loopStatus: MPRISSnapshot.LoopStatus(rules.repeatMode),
             shuffle: rules.shuffle != nil)
+        if hasTrack, let gain = replayGainStatus["source"] as? String {
+            snapshot.replayGainSource = gain
+            snapshot.replayGainDb = replayGainStatus["gainDb"] as? Double
+        }
+        return snapshot
     }
 }

@@ -10,6 +10,8 @@ public enum StatusText {
         switch gain["source"] as? String {
         case "trackTag": return "replaygain \(mode): \(amount) dB from the track tag\(limited)"
         case "albumTag": return "replaygain \(mode): \(amount) dB from the album tag\(limited)"
+        case "trackMeasured": return "replaygain \(mode): \(amount) dB, the track as the library measured it\(limited)"
+        case "albumMeasured": return "replaygain \(mode): \(amount) dB, the album as the library measured it\(limited)"
         case "fallback": return "replaygain \(mode): \(amount) dB, no value in the file\(limited)"
         default: return "replaygain \(mode): none applied"
         }
@@ -56,7 +58,14 @@ public enum StatusText {
         if let failure = status["lastError"] as? [String: Any], let kind = failure["kind"] as? String {
             lines.append("last error: track \((failure["trackIndex"] as? Int ?? 0) + 1): \(kind)")
         }
-        if let library = status["library"] as? [String: Any] { lines.append(libraryLine(library)) }
+        if let library = status["library"] as? [String: Any] {
+            lines.append(libraryLine(library))
+            // The gains the library measured for tracks without tagged ones (docs/replaygain.md).
+            if let measured = library["gainsMeasured"] as? Int {
+                let waiting = library["gainsToMeasure"] as? Int ?? 0
+                lines.append("library gains: \(measured) measured, \(waiting) to measure")
+            }
+        }
         return lines.joined(separator: "\n")
     }
 

@@ -12,7 +12,7 @@ public final class LibraryDatabase {
     static let applicationID = 0x4572_7368
 
     /// The schema this build writes (PRAGMA user_version).
-    public static let schemaVersion = 1
+    public static let schemaVersion = 2
 
     /// The statements that bring the schema from version N to N+1, at index N. Version 0 is an empty file; a later
     /// change appends its step here (an ALTER TABLE, or a table rebuilt), so a file of any older version is brought up
@@ -40,6 +40,18 @@ public final class LibraryDatabase {
                 title, artist, albumartist, album, genre, composer, date, file,
                 tokenize = 'unicode61 remove_diacritics 2', prefix = '2')
             """,
+        ],
+        // 2: the gains measured for files whose tags carry none (LibraryLoudness.swift). Whether a file's tags carry
+        // a gain was not recorded before: every file is read again at the next scan (its time made unknown).
+        [
+            "ALTER TABLE files ADD COLUMN tagged_gain INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE files ADD COLUMN loudness INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE files ADD COLUMN track_gain REAL",
+            "ALTER TABLE files ADD COLUMN track_peak REAL",
+            "ALTER TABLE files ADD COLUMN album_gain REAL",
+            "ALTER TABLE files ADD COLUMN album_peak REAL",
+            "UPDATE files SET mtime = -1",
+            "CREATE INDEX files_loudness ON files(loudness, tagged_gain)",
         ],
     ]
 

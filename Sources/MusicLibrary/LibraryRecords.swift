@@ -125,8 +125,9 @@ extension LibraryDatabase {
         let tags = entry.tags
         try connection.statement("""
             INSERT INTO files(root, path, folder, kind, size, mtime, title, artist, albumartist, album, genre, date,
-                track, disc, composer, mb_track, mb_album, mb_artist, mb_albumartist, cover, duration, samplerate)
-            VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                track, disc, composer, mb_track, mb_album, mb_artist, mb_albumartist, cover, duration, samplerate,
+                tagged_gain)
+            VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).bind([
                 .integer(root), .blob(entry.relativePath), .blob(entry.folder), .text(entry.kind.rawValue),
                 .integer(entry.size), .integer(entry.modificationTime), .optional(tags.title), .optional(tags.artist),
@@ -136,6 +137,7 @@ extension LibraryDatabase {
                 .optional(tags.musicBrainz.artist), .optional(tags.musicBrainz.albumArtist),
                 .integer(entry.hasCover ? 1 : 0), entry.durationSeconds.map { .real($0) } ?? .null,
                 .optional(entry.sampleRate),
+                .integer(tags.replayGain.trackGain != nil || tags.replayGain.albumGain != nil ? 1 : 0),
             ]).run()
         guard entry.kind != .playlist, entry.kind != .failed else { return }
         try connection.statement("""
@@ -153,7 +155,7 @@ extension LibraryDatabase {
 
 extension LibraryDatabase {
     /// The columns a track is read from, in `entry(from:roots:)`'s order.
-    private static let entryColumns = """
+    static let entryColumns = """
         root, path, kind, size, mtime, title, artist, albumartist, album, genre, date, track, disc, composer,
         mb_track, mb_album, mb_artist, mb_albumartist, cover, duration, samplerate
         """
@@ -246,7 +248,7 @@ extension LibraryDatabase {
     }
 
     /// An entry from a row of `entryColumns`.
-    private static func entry(from row: SQLiteStatement, roots: [Int: TrackPath]) -> LibraryEntry? {
+    static func entry(from row: SQLiteStatement, roots: [Int: TrackPath]) -> LibraryEntry? {
         guard let root = roots[row.integer(0)], let kind = LibraryEntry.Kind(rawValue: row.text(2) ?? "") else {
             return nil
         }

@@ -105,6 +105,15 @@ public struct LibraryScanner {
                 }
                 guard !cancelled() else { break }
                 let entry = Self.read(candidate, root: item.root)
+                if entry.failure == "vanished" {
+                    // Gone between the walk and the read (deleted or moved mid-scan): counted, and forgotten as any
+                    // file no longer there is (a move is seen where it went).
+                    counts.skipped["vanished", default: 0] += 1
+                    seen.remove(candidate.relativePath)
+                    done += 1
+                    progress(done, total)
+                    continue
+                }
                 if entry.kind == .failed {
                     counts.skipped[entry.failure ?? "unreadable", default: 0] += 1
                 } else if !candidate.isPlaylist {
@@ -237,8 +246,13 @@ public struct LibraryScanner {
             entry.sampleRate = decoder.format.sampleRate
             entry.durationSeconds = decoder.lengthFrames.map { Double($0) / Double(decoder.format.sampleRate) }
         } catch {
-            entry.failure = error.kind == .cannotOpen && error.message.contains("ermission")
-                ? "permission" : error.kind.rawValue
+            var status = stat()
+            if !Self.status(path.bytes, &status, follow: true) && errno == ENOENT {
+                entry.failure = "vanished"
+            } else {
+                entry.failure = error.kind == .cannotOpen && error.message.contains("ermission")
+                    ? "permission" : error.kind.rawValue
+            }
         }
         return entry
     }

@@ -7,6 +7,7 @@
 //   behind a lock. WAL lets them read while a scan writes; they see whole batches.
 // The owner never calls in here: the control server's handler answers library requests before they reach it, and a
 // scan's progress reaches the owner only as a report.
+import AudioPipeline
 import Glibc
 import SystemSupport
 import TrackPaths
@@ -30,6 +31,8 @@ public final class MusicLibraryService: @unchecked Sendable {
         case scanFailed(reason: String)
         /// The music folders are watched (inotify), or not (why); changes are then seen only by `update`.
         case watching(Bool, reason: String?)
+        /// A pass measuring the loudness of tracks without tagged gains ended (or gave way to a scan).
+        case measured(LoudnessCounts, milliseconds: Int)
     }
 
     /// A scan asked for.
@@ -96,8 +99,17 @@ public final class MusicLibraryService: @unchecked Sendable {
         SystemThread.makeIdle()
         guard var database = open() else { return }
         startWatching()
+        // Whether tracks may be waiting for their loudness to be measured: at the start and after every scan, once
+        // no scan is asked for.
+        var measuring = true
         while true {
             condition.lock()
+            if measuring && pending.isEmpty && !stopping {
+                condition.unlock()
+                measuring = false
+                measureLoudness(database)
+                continue
+            }
             while pending.isEmpty && !stopping { condition.wait() }
             if stopping {
                 condition.unlock()
@@ -116,6 +128,7 @@ public final class MusicLibraryService: @unchecked Sendable {
                 database = reopened
                 scans = []
             }
+            measuring = true
             for request in scans {
                 guard scan(request, into: database) else {
                     // The file was damaged or replaced under the service: set aside and rebuilt, as at a start.
@@ -197,6 +210,30 @@ public final class MusicLibraryService: @unchecked Sendable {
             report(.scanFailed(reason: error.description))
             return !error.meansBrokenFile
         }
+    }
+
+    /// Measures what has no gain yet, giving way to any scan asked for meanwhile, and reports the counts when it did
+    /// anything. A database failure is reported as a scan's would be; the next scan reopens as needed.
+    private func measureLoudness(_ database: LibraryDatabase) {
+        let started = Condition.monotonicNanoseconds()
+        do {
+            let counts = try LibraryScanner.measureLoudness(into: database, cancelled: { [self] in
+                condition.lock()
+                defer { condition.unlock() }
+                return stopping || !pending.isEmpty
+            })
+            guard counts.measured + counts.failed > 0 else { return }
+            let milliseconds = Int((Condition.monotonicNanoseconds() - started) / 1_000_000)
+            report(.measured(counts, milliseconds: milliseconds))
+        } catch {
+            report(.scanFailed(reason: error.description))
+        }
+    }
+
+    /// What the library holds of the file at `path` (its tags, the gains it measured), for the decode thread at a
+    /// track's start; nil when the file is not in the library or the library cannot be read.
+    public func trackInfo(for path: TrackPath) -> LibraryTrackInfo? {
+        try? reading { database throws(SQLiteError) in try database.trackInfo(for: path) }
     }
 
     // MARK: Queries (on the caller's thread, which may wait)

@@ -147,7 +147,7 @@ struct Verb {
              options: [jsonOption]),
         Verb("decode", forms: ["[--gain] FILE"], "decode FILE as fast as possible and print its frames and seconds",
              details: ["The audio is discarded; scripts/bench uses it to compare with 'mpg123 -t'."],
-             options: [VerbOption(synopsis: "--gain", meaning: "scale every sample by -6 dB as ReplayGain does")]),
+             options: [VerbOption(synopsis: "--gain", meaning: "scale every sample by its ReplayGain (track; else -6 dB)")]),
         Verb("help", forms: ["[VERB]"], "show the help of VERB, or this help"),
     ]
 

@@ -15,8 +15,8 @@ enum DecodeBenchmark {
         public var seconds: Double
     }
 
-    /// Opens `path` and decodes all of it; with `gain`, through the decode thread's ReplayGain scaling at -6 dB (the
-    /// gain of a file with no value, so that any file measures the scaling's cost).
+    /// Opens `path` and decodes all of it; with `gain`, through the decode thread's ReplayGain scaling in track mode:
+    /// the file's own gain (an MP3 from lame has the LAME tag's), else -6 dB (so that any file measures the cost).
     public static func run(path: TrackPath, gain: Bool = false) throws(DecodeError) -> Result {
         let started = DispatchTime.now().uptimeNanoseconds
         var decoder = try AudioFileKind.openDecoder(path: path)

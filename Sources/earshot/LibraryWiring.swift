@@ -27,6 +27,22 @@ enum LibraryWiring {
         let environment = ProcessEnvironment.current
         // Scans finished so far (the library's thread alone reports; the lock is for Swift's checking).
         let finished = LockedValue(0)
+        // The last measuring pass's counts, shown with every status the library sends after it.
+        let loudness = LockedValue<LoudnessCounts?>(nil)
+        let send: @Sendable (LibraryStatus) -> Void = { status in
+            var status = status
+            if let counts = loudness.withLock({ $0 }) {
+                status.gainsMeasured = counts.withMeasuredGain
+                status.gainsToMeasure = counts.toMeasure
+            }
+            inbox.library(status)
+        }
+        // The status last sent, which a measuring pass's counts complete.
+        let last = LockedValue(LibraryStatus(scanning: false))
+        let remember: @Sendable (LibraryStatus) -> Void = { status in
+            last.withLock { $0 = status }
+            send(status)
+        }
         return MusicLibraryService(
             databasePath: LibraryLocations.databasePath(environment: environment),
             roots: musicFolders(configuration, environment: environment)
@@ -42,10 +58,10 @@ enum LibraryWiring {
                 }
             case .unavailable(let reason):
                 log.record("library", ["database": "unavailable", "reason": reason])
-                inbox.library(LibraryStatus(scanning: false, problem: "unavailable (\(reason))"))
+                remember(LibraryStatus(scanning: false, problem: "unavailable (\(reason))"))
             case .scanning(let done, let toDo):
                 if done == 0 { log.record("library", ["scan": "started", "toRead": "\(toDo)"]) }
-                inbox.library(LibraryStatus(scanning: true, filesDone: done, filesToDo: toDo,
+                remember(LibraryStatus(scanning: true, filesDone: done, filesToDo: toDo,
                                             scansFinished: finished.withLock { $0 }))
             case .scanned(let counts, let tracks, let milliseconds):
                 let skipped = counts.skipped.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
@@ -59,7 +75,7 @@ enum LibraryWiring {
                     count += 1
                     return count
                 }
-                inbox.library(LibraryStatus(scanning: false, filesDone: counts.read, filesToDo: counts.read,
+                remember(LibraryStatus(scanning: false, filesDone: counts.read, filesToDo: counts.read,
                                             tracks: tracks, skipped: counts.skipped, scansFinished: count))
             case .watching(let watching, let reason):
                 if watching {
@@ -67,13 +83,21 @@ enum LibraryWiring {
                 } else {
                     log.record("library", ["watch": "unavailable", "reason": reason ?? ""])
                 }
+            case .measured(let counts, let milliseconds):
+                log.record("library", [
+                    "loudness": "measured", "tracks": "\(counts.measured)", "failed": "\(counts.failed)",
+                    "withMeasuredGain": "\(counts.withMeasuredGain)", "toMeasure": "\(counts.toMeasure)",
+                    "ms": "\(milliseconds)",
+                ])
+                loudness.withLock { $0 = counts }
+                send(last.withLock { $0 })
             case .scanFailed(let reason):
                 log.record("library", ["scan": "failed", "reason": reason])
                 let count = finished.withLock { count in
                     count += 1
                     return count
                 }
-                inbox.library(LibraryStatus(scanning: false, problem: "scan failed (\(reason))", scansFinished: count))
+                remember(LibraryStatus(scanning: false, problem: "scan failed (\(reason))", scansFinished: count))
             }
         }
     }

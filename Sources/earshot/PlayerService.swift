@@ -109,11 +109,14 @@ enum PlayerService {
             ? IdleInhibitor(report: { report in log.record(report) }) : nil
         idleInhibitor?.start()
         library?.start()
+        // The decode thread asks the library for a track's tags and the gains it measured (LibraryLoudness).
+        var libraryLookup: (@Sendable (TrackPath) -> LibraryTrackInfo?)?
+        if let library { libraryLookup = { path in library.trackInfo(for: path) } }
         let parts = OwnerParts(
             log: log, stateSaver: stateWriter, mpris: mpris, positionCell: positionCell,
             makeCoverStore: { report in
                 CoverArtWorker(cache: CoverArtCache(environment: ProcessEnvironment.current), report: report)
-            }, sleepDelay: logind, idleInhibitor: idleInhibitor)
+            }, sleepDelay: logind, idleInhibitor: idleInhibitor, library: libraryLookup)
         if case .service = mode { log.record("service", ["state": "started"]) }
         let code = PlayerOwner.run(configuration: configuration, mode: mode, inbox: inbox, parts: parts)
         // The owner handed its last state over (`shutdown`): on disk before the process ends.

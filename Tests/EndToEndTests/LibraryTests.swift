@@ -159,4 +159,44 @@ struct LibraryTests {
             #expect(await harness.stopService(service) == 0)
         }
     }
+
+    @Test("an unreadable file and folder are counted as permission and left out; the rest is found and plays")
+    func unreadable() async throws {
+        try await ServiceHarness.run { harness in
+            let music = try LibraryFixtures.make(in: harness.root.appendingPathComponent("music", isDirectory: true))
+            let closedFolder = music.appendingPathComponent("Sigur Rós")
+            let closedFile = music.appendingPathComponent("Miles Davis/1959 Kind of Blue/01 So What.mp3")
+            let files = FileManager.default
+            try files.setAttributes([.posixPermissions: 0], ofItemAtPath: closedFolder.path)
+            try files.setAttributes([.posixPermissions: 0], ofItemAtPath: closedFile.path)
+            defer {
+                try? files.setAttributes([.posixPermissions: 0o755], ofItemAtPath: closedFolder.path)
+                try? files.setAttributes([.posixPermissions: 0o644], ofItemAtPath: closedFile.path)
+            }
+            try harness.writeConfiguration(#"{"musicDirectories": ["\#(music.path)"]}"#)
+            // Root reads any file: the service runs without the capabilities that ignore file modes, as a user would.
+            let launcher = getuid() == 0
+                ? [try ProcessRunner.locate("setpriv").path, "--bounding-set=-dac_override,-dac_read_search"] : []
+            let service = try await harness.startService(launcher: launcher)
+            let readable = LibraryFixtures.tracksInOrder.filter {
+                !$0.path.hasPrefix("Sigur Rós/") && $0.path != "Miles Davis/1959 Kind of Blue/01 So What.mp3"
+            }
+            try await Self.waitForTracks(readable.count, harness)
+            let skipped = try Self.library(harness)["skipped"] as? [String: Int] ?? [:]
+            #expect(skipped["permission"] == 2, "\(skipped)")
+            let text = try harness.earshotChecked(["status"]).standardOutput
+            #expect(text.contains("2 permission"), "\(text)")
+            #expect(try Self.lines(harness, ["search", "album", "kind"]) == readable.filter {
+                $0.album == "Kind of Blue"
+            }.map(\.path))
+            // What is readable plays, from the library's own words.
+            _ = try harness.earshotChecked(["findadd", "album", "Kind of Blue"])
+            try harness.earshotChecked(["play"])
+            _ = try await harness.settle("playing", timeout: .seconds(20)) { try harness.status().playback }
+            #expect(try harness.status().playback == "playing")
+            // The log names kinds and counts, never the folders or files.
+            #expect(!service.standardError().contains("So What") && !service.standardError().contains("Sigur"))
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
 }

@@ -2,7 +2,9 @@
 // values, with the mode set in the configuration file. Two tones 10 dB apart come out at one level in `track` mode
 // and 10 dB apart with `off`; a tone peaking at -1 dBFS asked to rise 12 dB is held under full scale by its peak; a
 // gain change at a gapless seam takes effect on the seam's first sample, with no ramp. Through `earshot serve`, the
-// `replaygain` verb changes the mode from the next track, and status names the gain and its source.
+// `replaygain` verb changes the mode from the next track, and status names the gain and its source. Two untagged
+// tones 10 dB apart in the service's music folder are measured by the library (EBU R128) and then level as tagged
+// ones do, with status and MPRIS naming the measured gain.
 //
 // The fixtures are FLAC (lossless) sines made by sox, so every level is known exactly. The tolerances come from the
 // signal, not from timing: a sine's RMS over whole cycles is its amplitude / √2 whatever the window's place, 16-bit
@@ -192,6 +194,56 @@ struct ReplayGainPlaybackTests {
             #expect(text.contains("replaygain track: 6.0 dB from the track tag"), "\(text)")
             let refused = try harness.earshot(["replaygain", "loud"])
             #expect(!refused.succeeded, "replaygain loud was accepted")
+        }
+    }
+
+    @Test("untagged tones 10 dB apart, measured by the library, play within 0.5 dB; status and MPRIS say measured")
+    func measuredByTheLibrary() async throws {
+        try await ServiceHarness.run { harness in
+            let music = harness.root.appendingPathComponent("music", isDirectory: true)
+            try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
+            // 1 kHz stereo sines peaking at -6 and -16 dBFS measure -6 and -16 LUFS: gains of -12 and -2 dB bring both
+            // to -18 dBFS peaks, -21.0 dBFS RMS. No tags: the gains can only come from the library.
+            let loud = try tone("loud", frequency: 1000, seconds: 1.5, peakDBFS: -6, tags: [:], in: music)
+            let quiet = try tone("quiet", frequency: 1000, seconds: 1.5, peakDBFS: -16, tags: [:], in: music)
+            try harness.writeConfiguration(
+                #"{"fadeMs": 0, "replayGain": "track", "musicDirectories": ["\#(music.path)"]}"#)
+            let service = try await harness.startService()
+            func status() throws -> [String: Any] {
+                try harness.requestChecked(["command": "status"])["status"] as? [String: Any] ?? [:]
+            }
+            // Measured under SCHED_IDLE after the first scan: generous on a loaded machine.
+            try await waitUntil("the library measured both tracks", timeout: .seconds(180),
+                                interval: .milliseconds(50)) {
+                (try status()["library"] as? [String: Any])?["gainsMeasured"] as? Int == 2
+            }
+            let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
+            try harness.earshotChecked(["play", loud.path, quiet.path])
+            try await waitUntil("the first track plays at its measured gain", timeout: .seconds(20)) {
+                let gain = try status()["replayGain"] as? [String: Any] ?? [:]
+                return gain["source"] as? String == "trackMeasured"
+            }
+            let applied = try status()["replayGain"] as? [String: Any] ?? [:]
+            #expect(abs((applied["gainDb"] as? Double ?? 0) - -12) <= 0.5, "\(applied)")
+            let text = try harness.earshotChecked(["status"]).standardOutput
+            #expect(text.contains(" dB, the track as the library measured it"), "\(text)")
+            #expect(text.contains("\nlibrary gains: 2 measured, 0 to measure"), "\(text)")
+            let metadata = try harness.playerctlEarshot(["metadata", "--format",
+                                                         "{{earshot:replayGainSource}} {{earshot:replayGainDb}}"])
+            #expect(metadata.hasPrefix("trackMeasured -1"), "MPRIS metadata: \(metadata)")
+            _ = try await harness.settle("stopped", timeout: .seconds(30)) { try harness.status().playback }
+            try await Task.sleep(for: .milliseconds(300))
+            let recording = try await recorder.stop()
+            let ranges = recording.audibleRanges()
+            #expect(ranges.count == 1, "audible ranges: \(ranges)")
+            let start = try #require(ranges.first).lowerBound
+            let first = level(recording, (start + 0.3)..<(start + 1.2))
+            let second = level(recording, (start + 1.8)..<(start + 2.7))
+            report("ReplayGain measured: first track", first, unit: "dBFS RMS")
+            report("ReplayGain measured: second track", second, unit: "dBFS RMS")
+            #expect(abs(first - second) <= 0.5, "measured gains: \(first) and \(second) dBFS")
+            #expect(abs(first - -21.01) <= 0.5, "the first track at \(first) dBFS")
+            #expect(service.isRunning, "the service stopped: \(service.standardError())")
         }
     }
 }

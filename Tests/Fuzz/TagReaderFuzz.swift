@@ -1,6 +1,6 @@
-// libFuzzer target for Earshot's own tag readers fed arbitrary bytes in memory: the ID3v2 reader, the FLAC metadata
-// block reader and the Ogg comment-header reader (Vorbis and Opus forms), each on every input, with the picture each
-// finds loaded. Not a SwiftPM target: scripts/fuzz compiles it with Sources/AudioPipeline's sources.
+// libFuzzer target for Earshot's own tag readers fed arbitrary bytes in memory: the ID3v2 reader (with its RVA2
+// frames), the LAME tag's gains, the FLAC metadata block reader and the Ogg comment-header reader (Vorbis and Opus
+// forms), each on every input, with the picture each finds loaded. Not a SwiftPM target: scripts/fuzz compiles it with Sources/AudioPipeline's sources.
 //
 // Besides "never crash or hang", it checks the readers' promises: a picture is never over the limit, its bytes are
 // exactly its length, and a problem is given only when no picture was taken; numbers are positive, and the library's
@@ -42,6 +42,10 @@ public func fuzzTagReaders(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     // reaches its structures and not just its signature check.
     let id3 = ID3v2Tags.read(TagSource(bytes: bytes))
     check(id3.metadata)
+    // The LAME tag's gains (in the first MPEG frame, after any ID3v2 tag), as MP3Decoder merges them.
+    var lame = TrackMetadata()
+    lame.replayGain = LAMETag.replayGain(TagSource(bytes: bytes))
+    check(lame)
     check(FLACTags.read(TagSource(bytes: bytes)))
     check(FLACTags.read(TagSource(bytes: Array("fLaC".utf8) + bytes)))
     check(OggTags.read(TagSource(bytes: bytes), opus: false))

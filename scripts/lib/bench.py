@@ -134,6 +134,12 @@ def print_table(results):
         lines.append(f"decode the same as {name}: earshot {entry['earshotCpuSeconds']:.3f} CPU s, "
                      f"{references.get(name, name)} {entry['referenceCpuSeconds']:.3f} CPU s: "
                      f"{entry['throughputRatio']:.2f}x its throughput")
+    gain = results.get("replayGainDecode")
+    if gain:
+        lines.append(f"ReplayGain's cost on the 300 s MP3: earshot {gain['earshotGainCpuSeconds']:.3f} CPU s with the "
+                     f"gain, {gain['earshotCpuSeconds']:.3f} without ({gain['earshotCostPercent']:+.1f} %); "
+                     f"`mpg123 -t --rva-mix` {gain['mpg123RvaCpuSeconds']:.3f}, without "
+                     f"{gain['mpg123CpuSeconds']:.3f} ({gain['mpg123CostPercent']:+.1f} %)")
     if "error" in queue:
         lines.append(f"earshot serve with a {queue.get('tracks', '?')}-track queue: {queue['error']}")
     else:
@@ -217,6 +223,8 @@ def main():
     parser.add_argument("--other-unplugs", type=int, default=4)
     parser.add_argument("--output", required=True)
     parser.add_argument("--decode", help="CPU seconds of `earshot decode` and `mpg123 -t` on one file")
+    parser.add_argument("--replaygain-decode",
+                        help="CPU seconds of `earshot decode --gain`, without, `mpg123 -t --rva-mix`, without")
     parser.add_argument("--format-decode", action="append", default=[],
                         help="FORMAT, then CPU seconds of `earshot decode` and of the format's reference decoder")
     parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups,saving,handling")
@@ -284,6 +292,12 @@ def main():
         earshot_decode, mpg123_decode = (float(x) for x in args.decode.split())
         results["decode"] = {"earshotCpuSeconds": earshot_decode, "mpg123CpuSeconds": mpg123_decode,
                              "throughputRatio": round(mpg123_decode / earshot_decode, 3)}
+    if args.replaygain_decode:
+        gain, plain, rva, unscaled = (float(x) for x in args.replaygain_decode.split())
+        results["replayGainDecode"] = {
+            "earshotGainCpuSeconds": gain, "earshotCpuSeconds": plain, "mpg123RvaCpuSeconds": rva,
+            "mpg123CpuSeconds": unscaled, "earshotCostPercent": round(100 * (gain - plain) / max(plain, 1e-6), 1),
+            "mpg123CostPercent": round(100 * (rva - unscaled) / max(unscaled, 1e-6), 1)}
     for entry in args.format_decode:
         name, earshot_seconds, reference_seconds = entry.split()
         results.setdefault("formatDecode", {})[name] = {

@@ -127,9 +127,11 @@ final class ServiceHarness: Sendable {
 
     /// Starts `earshot serve` without waiting for it; for tests that expect it to exit.
     /// `extraEnvironment` goes on top of `environment` (a fake logind's `DBUS_SYSTEM_BUS_ADDRESS`).
-    func spawnService(extraEnvironment: [String: String] = [:]) throws -> ChildProcess {
+    /// `launcher` runs it (`setpriv ...`, which then `exec`s earshot), or nothing to start it directly.
+    func spawnService(extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> ChildProcess {
+        let command = launcher + [try TestEnvironment.earshotBinary.path, "serve"]
         let service = try ChildProcess(
-            try TestEnvironment.earshotBinary.path, ["serve"],
+            command[0], Array(command.dropFirst()),
             environment: environment.merging(extraEnvironment) { _, extra in extra })
         services.withLock { $0.append(service) }
         return service
@@ -138,9 +140,10 @@ final class ServiceHarness: Sendable {
     /// Starts `earshot serve` and waits until its control socket answers `status --json` (and, with
     /// `waitForMPRIS`, until `playerctl -l` lists it).
     func startService(
-        waitForMPRIS: Bool = false, extraEnvironment: [String: String] = [:], timeout: Duration = .seconds(20)
+        waitForMPRIS: Bool = false, extraEnvironment: [String: String] = [:], launcher: [String] = [],
+        timeout: Duration = .seconds(20)
     ) async throws -> ChildProcess {
-        let service = try spawnService(extraEnvironment: extraEnvironment)
+        let service = try spawnService(extraEnvironment: extraEnvironment, launcher: launcher)
         // Asked on the socket from here: starting an `earshot status` process per poll would cost more than the
         // wait itself on a loaded machine.
         let ready = "earshot serve answers `status` on its socket"
