@@ -36,9 +36,13 @@ struct LibraryWatchTests {
             let started = Condition.monotonicNanoseconds()
             let deadline = started + UInt64(timeout * 1e9)
             while true {
-                if try holds() { return Double(Condition.monotonicNanoseconds() - started) / 1e9 }
+                // The count is taken before looking, so that a report arriving between the look and the wait is not
+                // missed (the wait would then be for a report that may never come).
                 condition.lock()
                 let seen = all.count
+                condition.unlock()
+                if try holds() { return Double(Condition.monotonicNanoseconds() - started) / 1e9 }
+                condition.lock()
                 while all.count == seen && Condition.monotonicNanoseconds() < deadline {
                     condition.wait(untilMonotonicNanoseconds: deadline)
                 }
