@@ -96,6 +96,8 @@ struct PlayerReport {
             if case .outputLost(let cause) = reason { lossReason = cause.description }
         }
         var lastError: Any = JSONNull()
+        // What follows the current track when it ends (MPD's `nextsong`).
+        let nextTrack = rules.playback == .idle ? nil : rules.track(after: rules.queue.index, trackEnded: true)
         if let failure = rules.lastFailure {
             lastError = ["trackIndex": failure.index, "kind": failure.failure.description]
         }
@@ -113,7 +115,9 @@ struct PlayerReport {
             "trackIndex": rules.queue.index,
             "trackCount": rules.queue.trackCount,
             "trackID": identities.ids.indices.contains(rules.queue.index) ? identities.ids[rules.queue.index] : 0,
-            "nextTrackIndex": rules.track(after: rules.queue.index, trackEnded: true).map { $0 as Any } ?? JSONNull(),
+            "nextTrackIndex": nextTrack.map { $0 as Any } ?? JSONNull(),
+            "nextTrackID": nextTrack.flatMap { identities.ids.indices.contains($0) ? identities.ids[$0] : nil }
+                .map { $0 as Any } ?? JSONNull(),
             "queueVersion": identities.version,
             "sink": output.sinkName.map { $0 as Any } ?? JSONNull(),
             // The rules' acknowledged fact, reported by the executor (`streamCorked`, `streamUncorked`, ...).

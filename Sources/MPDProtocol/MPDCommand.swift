@@ -90,6 +90,30 @@ public enum MPDCommand: Sendable, Equatable {
     case delete(MPDRange)
     /// `deleteid ID`.
     case deleteid(Int)
+    /// `move POSITION|RANGE TO`.
+    case move(MPDRange, to: Int)
+    /// `moveid ID TO`.
+    case moveid(id: Int, to: Int)
+    /// `swap POSITION POSITION`.
+    case swap(Int, Int)
+    /// `swapid ID ID`.
+    case swapid(Int, Int)
+    /// `plchanges VERSION [RANGE]`.
+    case plchanges(version: Int, MPDRange?)
+    /// `plchangesposid VERSION [RANGE]`.
+    case plchangesposid(version: Int, MPDRange?)
+    /// `playlistfind TAG VALUE...` (exact match).
+    case playlistfind([String])
+    /// `playlistsearch TAG VALUE...` (case-insensitive substring).
+    case playlistsearch([String])
+    /// `shuffle [RANGE]`.
+    case shuffle(MPDRange?)
+    /// `prio PRIORITY RANGE...`: accepted, Earshot has no priorities.
+    case prio(Int, [MPDRange])
+    /// `prioid PRIORITY ID...`: accepted.
+    case prioid(Int, [Int])
+    /// `crossfade SECONDS`.
+    case crossfade(Int)
 
     // The library.
     /// `lsinfo [URI]`.
@@ -210,6 +234,39 @@ public enum MPDCommand: Sendable, Equatable {
         "clear": .bare(.clear),
         "delete": Entry(1, 1) { arguments throws(MPDError) in .delete(try arguments.range(0)) },
         "deleteid": Entry(1, 1) { arguments throws(MPDError) in .deleteid(try arguments.natural(0)) },
+        "move": Entry(2, 2) { arguments throws(MPDError) in
+            .move(try arguments.range(0), to: try arguments.natural(1))
+        },
+        "moveid": Entry(2, 2) { arguments throws(MPDError) in
+            .moveid(id: try arguments.natural(0), to: try arguments.natural(1))
+        },
+        "swap": Entry(2, 2) { arguments throws(MPDError) in .swap(try arguments.natural(0), try arguments.natural(1)) },
+        "swapid": Entry(2, 2) { arguments throws(MPDError) in
+            .swapid(try arguments.natural(0), try arguments.natural(1))
+        },
+        "plchanges": Entry(1, 2) { arguments throws(MPDError) in
+            .plchanges(version: try arguments.natural(0), arguments.values.count > 1 ? try arguments.range(1) : nil)
+        },
+        "plchangesposid": Entry(1, 2) { arguments throws(MPDError) in
+            .plchangesposid(version: try arguments.natural(0),
+                            arguments.values.count > 1 ? try arguments.range(1) : nil)
+        },
+        "playlistfind": Entry(2, nil) { arguments throws(MPDError) in .playlistfind(arguments.values) },
+        "playlistsearch": Entry(2, nil) { arguments throws(MPDError) in .playlistsearch(arguments.values) },
+        "shuffle": Entry(0, 1) { arguments throws(MPDError) in
+            .shuffle(arguments.values.isEmpty ? nil : try arguments.range(0))
+        },
+        "prio": Entry(2, nil) { arguments throws(MPDError) in
+            .prio(try arguments.priority(0), try (1..<arguments.values.count).map { index throws(MPDError) in
+                try arguments.range(index)
+            })
+        },
+        "prioid": Entry(2, nil) { arguments throws(MPDError) in
+            .prioid(try arguments.priority(0), try (1..<arguments.values.count).map { index throws(MPDError) in
+                try arguments.natural(index)
+            })
+        },
+        "crossfade": Entry(1, 1) { arguments throws(MPDError) in .crossfade(try arguments.natural(0)) },
         "lsinfo": Entry(0, 1) { arguments throws(MPDError) in .lsinfo(arguments.values.first) },
         "listall": Entry(0, 1) { arguments throws(MPDError) in .listall(arguments.values.first) },
         "listallinfo": Entry(0, 1) { arguments throws(MPDError) in .listallinfo(arguments.values.first) },
@@ -248,6 +305,13 @@ private struct Arguments {
     func natural(_ index: Int) throws(MPDError) -> Int {
         let value = try integer(index)
         guard value >= 0 else { throw error("Number is negative: \(values[index])") }
+        return value
+    }
+
+    /// A priority, 0 to 255.
+    func priority(_ index: Int) throws(MPDError) -> Int {
+        let value = try natural(index)
+        guard value <= 255 else { throw error("Priority out of range: \(values[index])") }
         return value
     }
 

@@ -1,0 +1,85 @@
+// MPD's queue commands end to end (issue 37, rule 25): python3-mpd edits the queue of a playing `earshot serve` by ids
+// and positions (addid at a position, moveid, swap, deleteid of the playing track, playid, seekid, shuffle,
+// plchanges by version, playlistfind through the library), each reply checked against MPD's meaning and the result
+// against Earshot's own status: the playing track plays on wherever it moves, ids survive the edits.
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@Suite("MPD queue", .serialized)
+struct MPDQueueTests {
+    @Test("python3-mpd edits the playing queue: ids stay, the playing track plays on, plchanges lists what moved")
+    func editsThroughPythonMPD() async throws {
+        try await MPDClientTests.withPlayingService { harness, service, _, socket in
+            try await LibraryTests.waitForTracks(2, harness)
+            let script = """
+                import mpd, sys, time
+                client = mpd.MPDClient()
+                client.timeout = 30
+                client.connect(sys.argv[1])
+                def status():
+                    return client.status()
+                before = status()
+                assert before["state"] == "play" and before["song"] == "0", before
+                first_id = before["songid"]
+                version = int(before["playlist"])
+                queue = client.playlistinfo()
+                second_id = queue[1]["id"]
+                # A third entry in front of the playing track: it plays on at position 1, its id unchanged.
+                new_id = client.addid("b.mp3", 0)
+                now = status()
+                assert now["state"] == "play" and now["song"] == "1" and now["songid"] == first_id, now
+                assert int(now["playlist"]) > version and now["playlistlength"] == "3", now
+                # Every entry changed place but none of those before the insertion: all three are listed.
+                assert len(client.plchanges(version)) == 3, client.plchanges(version)
+                assert [entry["id"] for entry in client.plchangesposid(version)] == [new_id, first_id, second_id]
+                version = int(now["playlist"])
+                client.moveid(new_id, 2)
+                order = [entry["id"] for entry in client.playlistinfo()]
+                assert order == [first_id, second_id, new_id], order
+                assert [entry["cpos"] for entry in client.plchangesposid(version)] == ["0", "1", "2"]
+                client.swap(0, 1)
+                now = status()
+                assert now["song"] == "1" and now["songid"] == first_id and now["state"] == "play", now
+                assert client.playlistid(second_id)[0]["pos"] == "0"
+                assert [entry["id"] for entry in client.playlistsearch("any", "b")] == [second_id, new_id]
+                # The playing track deleted: the one at its place plays.
+                client.deleteid(first_id)
+                now = status()
+                assert now["state"] == "play" and now["songid"] == new_id and now["playlistlength"] == "2", now
+                client.playid(second_id)
+                client.seekid(second_id, 12)
+                now = status()
+                assert now["songid"] == second_id and now["state"] == "play", now
+                assert float(now["elapsed"]) >= 11.5, now
+                for bad in (lambda: client.deleteid(999), lambda: client.playid(999)):
+                    try:
+                        bad()
+                        raise SystemExit("no error for a missing id")
+                    except mpd.CommandError as error:
+                        assert "No such song" in str(error), str(error)
+                try:
+                    client.move(5, 0)
+                    raise SystemExit("no error for a bad index")
+                except mpd.CommandError as error:
+                    assert "Bad song index" in str(error), str(error)
+                client.shuffle()
+                assert status()["songid"] == second_id
+                print("ok", second_id)
+                """
+            let python = "/usr/bin/python3"
+            guard try ProcessRunner.run(python, ["-c", "import mpd"]).succeeded else {
+                throw ToolkitError("python3-mpd is needed for the MPD protocol tests: apt-get install python3-mpd")
+            }
+            let result = try ProcessRunner.run(python, ["-c", script, socket], timeout: .seconds(60))
+            try #require(result.succeeded && result.standardOutput.contains("ok"), "\(result.standardError)")
+            // Earshot's own status agrees: playing b.mp3, of two tracks, past the seek.
+            let status = try await harness.waitForStatus(of: service, "playing after the edits") {
+                $0.playback == "playing" && $0.trackCount == 2
+            }
+            let queue = try #require(try harness.requestChecked(["command": "queue"])["queue"] as? [String])
+            #expect(queue[status.trackIndex].hasSuffix("/b.mp3"), "\(queue) at \(status.trackIndex)")
+            #expect((try MPDClientTests.status(harness)["positionMs"] as? Int ?? 0) >= 11_500)
+        }
+    }
+}
