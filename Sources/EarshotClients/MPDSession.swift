@@ -18,23 +18,30 @@ public struct MPDSession {
     /// server's own (MPDServer, MPDChanges), never `run`'s.
     public static let answered: [String] = [
         "add", "addid", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "crossfade",
-        "currentsong", "decoders", "delete", "deleteid", "find", "findadd", "getvol", "idle", "list", "lsinfo", "move",
-        "moveid", "next", "noidle", "notcommands", "password", "pause", "ping", "play", "playid", "playlistfind",
-        "playlistid", "playlistinfo", "playlistsearch", "plchanges", "plchangesposid", "previous", "prio", "prioid",
-        "random", "repeat", "rescan", "search", "searchadd", "seek", "seekcur", "seekid", "setvol", "shuffle",
-        "single", "stats", "status", "stop", "swap", "swapid", "tagtypes", "update", "urlhandlers", "volume",
+        "currentsong", "decoders", "delete", "deleteid", "find", "findadd", "getvol", "idle", "list", "listplaylist",
+        "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next", "noidle", "notcommands",
+        "password", "pause", "ping", "play", "playid", "playlistadd", "playlistclear", "playlistdelete",
+        "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges", "plchangesposid", "previous",
+        "prio", "prioid", "random", "rename", "repeat", "rescan", "rm", "save", "search", "searchadd", "seek",
+        "seekcur", "seekid", "setvol", "shuffle", "single", "stats", "status", "stop", "swap", "swapid", "tagtypes",
+        "update", "urlhandlers", "volume",
     ]
 
     /// The tags `tagtypes` lists: those the library reads.
     static let tagTypes = ["Artist", "AlbumArtist", "Album", "Title", "Track", "Genre", "Date", "Composer", "Disc"]
 
     private let ask: Ask
+    /// The stored playlists' folder (nil: none configured, the commands are refused).
+    let playlists: MPDStoredPlaylists?
+    /// Set when a command changed a stored playlist: the server tells idle clients (`stored_playlist`).
+    public var storedPlaylistsChanged = false
     /// Set by `close`: the server closes the connection after the reply.
     public private(set) var closeRequested = false
 
-    /// A session that reaches the owner through `ask`.
-    public init(ask: @escaping Ask) {
+    /// A session that reaches the owner through `ask`, with stored playlists in `playlistDirectory`.
+    public init(ask: @escaping Ask, playlistDirectory: String? = nil) {
         self.ask = ask
+        playlists = playlistDirectory.map(MPDStoredPlaylists.init(directory:))
     }
 
     /// Runs one request: its reply lines (each ending with a newline), or MPD's error.
@@ -109,6 +116,7 @@ public struct MPDSession {
             }
         default:
             if let reply = queueReply(command, name: name) ?? libraryReply(command, name: name) { return reply }
+            if let reply = playlistReply(command, name: name) { return reply }
             // Typed by the parser but not answered by this server yet: unknown, as in `commands`.
             return .failure(MPDError(.unknown, "unknown command \"\(name)\""))
         }

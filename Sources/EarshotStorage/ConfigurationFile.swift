@@ -80,7 +80,7 @@ public enum ConfigurationFile {
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
         "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend", "musicDirectories", "replayGain",
-        "replayGainPreampDb", "replayGainFallbackDb", "mpdListen",
+        "replayGainPreampDb", "replayGainFallbackDb", "mpdListen", "playlistDirectory",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -214,6 +214,9 @@ struct ConfigurationContents {
     /// `mpdListen`: where MPD's protocol is served, "HOST:PORT" strings and absolute socket paths; empty: off; absent
     /// or null: 127.0.0.1:6600 and `mpd.socket` beside the control socket.
     var mpdListen: [String]?
+    /// `playlistDirectory`: the folder of MPD's stored playlists (absolute, or `~/...`); absent or null for
+    /// `$XDG_DATA_HOME/earshot/playlists`.
+    var playlistDirectory: String?
 
     /// Reads the file's top-level object, refusing unknown keys, wrong types and values out of range with a
     /// `ConfigurationError.Problem` that names the key. Keys are checked in this order, so a file with several
@@ -311,6 +314,11 @@ struct ConfigurationContents {
         }
         if let addresses = mpdListen, !addresses.allSatisfy(Self.isListenAddress) {
             throw .outOfRange(key: "mpdListen", allowed: "an array of \"HOST:PORT\" strings and absolute socket paths")
+        }
+        playlistDirectory = try Self.value(
+            "playlistDirectory", in: object, expected: "a string or null", nullAllowed: true) { $0 as? String }
+        if let folder = playlistDirectory, !folder.hasPrefix("/") && !folder.hasPrefix("~/") {
+            throw .outOfRange(key: "playlistDirectory", allowed: "an absolute path (or a path starting ~/)")
         }
     }
 
@@ -415,6 +423,7 @@ struct ConfigurationContents {
         if let replayGainPreampDb { configuration.replayGain.preampDb = replayGainPreampDb }
         if let replayGainFallbackDb { configuration.replayGain.fallbackDb = replayGainFallbackDb }
         if let mpdListen { configuration.mpdListen = mpdListen }
+        if let playlistDirectory { configuration.playlistDirectory = playlistDirectory }
         return configuration
     }
 }

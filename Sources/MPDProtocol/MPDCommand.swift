@@ -115,6 +115,27 @@ public enum MPDCommand: Sendable, Equatable {
     /// `crossfade SECONDS`.
     case crossfade(Int)
 
+    // Stored playlists.
+    case listplaylists
+    /// `listplaylist NAME`.
+    case listplaylist(String)
+    /// `listplaylistinfo NAME`.
+    case listplaylistinfo(String)
+    /// `save NAME`.
+    case save(String)
+    /// `load NAME [RANGE]`.
+    case load(String, MPDRange?)
+    /// `playlistadd NAME URI`.
+    case playlistadd(String, uri: String)
+    /// `playlistclear NAME`.
+    case playlistclear(String)
+    /// `playlistdelete NAME POSITION`.
+    case playlistdelete(String, position: Int)
+    /// `rm NAME`.
+    case rm(String)
+    /// `rename NAME NEW_NAME`.
+    case rename(String, to: String)
+
     // The library.
     /// `lsinfo [URI]`.
     case lsinfo(String?)
@@ -267,6 +288,22 @@ public enum MPDCommand: Sendable, Equatable {
             })
         },
         "crossfade": Entry(1, 1) { arguments throws(MPDError) in .crossfade(try arguments.natural(0)) },
+        "listplaylists": .bare(.listplaylists),
+        "listplaylist": Entry(1, 1) { arguments throws(MPDError) in .listplaylist(arguments.values[0]) },
+        "listplaylistinfo": Entry(1, 1) { arguments throws(MPDError) in .listplaylistinfo(arguments.values[0]) },
+        "save": Entry(1, 1) { arguments throws(MPDError) in .save(arguments.values[0]) },
+        "load": Entry(1, 2) { arguments throws(MPDError) in
+            .load(arguments.values[0], arguments.values.count > 1 ? try arguments.range(1) : nil)
+        },
+        "playlistadd": Entry(2, 2) { arguments throws(MPDError) in
+            .playlistadd(arguments.values[0], uri: arguments.values[1])
+        },
+        "playlistclear": Entry(1, 1) { arguments throws(MPDError) in .playlistclear(arguments.values[0]) },
+        "playlistdelete": Entry(2, 2) { arguments throws(MPDError) in
+            .playlistdelete(arguments.values[0], position: try arguments.natural(1))
+        },
+        "rm": Entry(1, 1) { arguments throws(MPDError) in .rm(arguments.values[0]) },
+        "rename": Entry(2, 2) { arguments throws(MPDError) in .rename(arguments.values[0], to: arguments.values[1]) },
         "lsinfo": Entry(0, 1) { arguments throws(MPDError) in .lsinfo(arguments.values.first) },
         "listall": Entry(0, 1) { arguments throws(MPDError) in .listall(arguments.values.first) },
         "listallinfo": Entry(0, 1) { arguments throws(MPDError) in .listallinfo(arguments.values.first) },

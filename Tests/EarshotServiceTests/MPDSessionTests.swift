@@ -1,6 +1,7 @@
 // The MPD front-end's translation, with a fake owner: each MPD command becomes the CLI's request (pause 1 is `pause`,
 // pause 0 the user's `play`, bare pause the old toggle), and the owner's status becomes MPD's lines.
 import EarshotJSON
+import Foundation
 import MPDProtocol
 import SystemSupport
 import Testing
@@ -123,4 +124,34 @@ struct MPDSessionTests {
         #expect(MPDSession.answered.filter { $0 != "noidle" }.allSatisfy(MPDCommand.names.contains))
         #expect(MPDSession.answered == MPDSession.answered.sorted())
     }
+}
+
+@Suite("MPD stored playlists, on disk")
+struct MPDStoredPlaylistFileTests {
+    @Test("save, list, read, modify, rename and remove .m3u files; bad names, missing and existing playlists refused")
+    func files() throws {
+        let directory = "/tmp/earshot-playlists-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+        defer { _ = try? FileManager.default.removeItem(atPath: directory) }
+        let playlists = MPDStoredPlaylists(directory: directory + "/deep")
+        #expect(playlists.list().isEmpty)
+        #expect(playlists.write("one", ["/m/a.mp3", "/m/b.mp3"], mustBeNew: true) .done)
+        #expect(playlists.write("one", [], mustBeNew: true) .failure == .exists)
+        #expect(playlists.list().map(\.name) == ["one"])
+        #expect(playlists.read("one") == .success(["/m/a.mp3", "/m/b.mp3"]))
+        #expect(playlists.read("two") .failure == .noSuchPlaylist)
+        #expect(playlists.read("a/b") .failure == .badName)
+        #expect(playlists.rename("one", to: "two") .done)
+        #expect(playlists.modify("two") { $0.remove(at: 0); return .success(()) } .done)
+        #expect(playlists.read("two") == .success(["/m/b.mp3"]))
+        #expect(playlists.remove("two") .done)
+        #expect(playlists.remove("two") .failure == .noSuchPlaylist)
+        #expect(MPDStoredPlaylists.timestamp(0) == "1970-01-01T00:00:00Z")
+    }
+}
+
+extension Result {
+    /// Whether it succeeded.
+    var done: Bool { if case .success = self { true } else { false } }
+    /// Its failure, nil on success.
+    var failure: Failure? { if case .failure(let failure) = self { failure } else { nil } }
 }

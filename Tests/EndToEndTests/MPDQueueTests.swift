@@ -83,3 +83,69 @@ struct MPDQueueTests {
         }
     }
 }
+
+@Suite("MPD stored playlists", .serialized)
+struct MPDStoredPlaylistTests {
+    @Test("mpc save, lsplaylists, load, rm and python3-mpd's playlist commands: .m3u files, stored_playlist for idle")
+    func storedPlaylists() async throws {
+        try await MPDClientTests.withPlayingService { harness, _, port, socket in
+            try await LibraryTests.waitForTracks(2, harness)
+            let folder = harness.root.appendingPathComponent("data/earshot/playlists")
+            try MPDClientTests.mpc(socket, port, ["save", "evening"])
+            let saved = try String(contentsOf: folder.appendingPathComponent("evening.m3u"), encoding: .utf8)
+            #expect(saved.split(separator: "\n").map { $0.hasSuffix("/a.mp3") || $0.hasSuffix("/b.mp3") }
+                == [true, true], "\(saved)")
+            let listed = try MPDClientTests.mpc(socket, port, ["lsplaylists"])
+            #expect(listed == "evening\n", "\(listed)")
+            let again = try ProcessRunner.run("mpc", ["-h", socket, "save", "evening"], timeout: .seconds(30))
+            #expect(!again.succeeded && again.standardError.contains("already exists"), "\(again.standardError)")
+            try MPDClientTests.mpc(socket, port, ["load", "evening"])
+            #expect(try MPDClientTests.status(harness)["trackCount"] as? Int == 4)
+            let script = """
+                import mpd, socket, sys
+                client = mpd.MPDClient()
+                client.timeout = 30
+                client.connect(sys.argv[1])
+                # A second client idles for stored playlists on the protocol's own lines.
+                watcher = socket.socket(socket.AF_UNIX)
+                watcher.connect(sys.argv[1])
+                lines = watcher.makefile("rb", buffering=0)
+                assert lines.readline().startswith(b"OK MPD ")
+                watcher.sendall(b"idle stored_playlist\\n")
+                client.ping()
+                client.playlistadd("morning", "b.mp3")
+                assert lines.readline() == b"changed: stored_playlist\\n"
+                assert lines.readline() == b"OK\\n"
+                client.playlistadd("morning", "a.mp3")
+                assert [line.rsplit("/", 1)[1] for line in client.listplaylist("morning")] == ["b.mp3", "a.mp3"]
+                client.playlistdelete("morning", 0)
+                assert len(client.listplaylistinfo("morning")) == 1
+                client.rename("morning", "noon")
+                names = sorted(entry["playlist"] for entry in client.listplaylists())
+                assert names == ["evening", "noon"], names
+                assert client.listplaylists()[0]["last-modified"].endswith("Z")
+                client.clear()
+                client.load("evening", "1:2")
+                assert client.status()["playlistlength"] == "1", client.status()
+                for bad, message in ((lambda: client.load("nothing"), "No such playlist"),
+                                     (lambda: client.rename("noon", "evening"), "already exists"),
+                                     (lambda: client.save("a/b"), "Bad playlist name"),
+                                     (lambda: client.playlistdelete("noon", 5), "Bad song index")):
+                    try:
+                        bad()
+                        raise SystemExit("no error: " + message)
+                    except mpd.CommandError as error:
+                        assert message in str(error), str(error)
+                client.playlistclear("noon")
+                assert client.listplaylist("noon") == []
+                client.rm("noon")
+                print("ok")
+                """
+            let result = try ProcessRunner.run("/usr/bin/python3", ["-c", script, socket], timeout: .seconds(60))
+            try #require(result.succeeded && result.standardOutput.contains("ok"), "\(result.standardError)")
+            #expect(try MPDClientTests.mpc(socket, port, ["lsplaylists"]) == "evening\n")
+            try MPDClientTests.mpc(socket, port, ["rm", "evening"])
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        }
+    }
+}
