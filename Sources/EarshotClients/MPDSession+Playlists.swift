@@ -1,7 +1,7 @@
 // MPD's stored-playlist commands in Earshot's terms: the files are read and written on the client's thread
 // (MPDStoredPlaylists); `save` takes the queue as the owner lists it, `load` hands the playlist's paths to the owner's
 // `add` (the CLI's request, which the rules take like any addition), `playlistadd` resolves a library file to its
-// path. A change sets `storedPlaylistsChanged`, which the server reports to idle clients as `stored_playlist`.
+// path. A change is noted in `changed`, which the server reports to idle clients as `stored_playlist`.
 import EarshotService
 import MPDProtocol
 import TrackPaths
@@ -19,7 +19,7 @@ extension MPDSession {
             return .failure(MPDError(.unknown, command: name, "stored playlists are not configured"))
         }
         let result = playlistReply(command, playlists, name)
-        if changing, case .success = result { storedPlaylistsChanged = true }
+        if changing, case .success = result { changed.insert(.storedPlaylist) }
         return result
     }
 
@@ -49,7 +49,9 @@ extension MPDSession {
             return playlists.read(playlist).mapError(failed).flatMap { paths in
                 let start = range?.start ?? 0
                 let end = min(range?.end ?? paths.count, paths.count)
-                guard start <= paths.count else { return .failure(MPDError(.argument, command: name, "Bad song index")) }
+                guard start <= paths.count else {
+                    return .failure(MPDError(.argument, command: name, "Bad song index"))
+                }
                 guard start < end else { return .success("") }
                 return reply(to: .add(paths: Array(paths[start..<end])), name).map { _ in "" }
             }

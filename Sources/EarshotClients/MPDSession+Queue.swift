@@ -156,7 +156,8 @@ extension MPDSession {
         let lowered = words.enumerated().map { index, word in index % 2 == 0 ? word.lowercased() : word }
         let found = reply(to: .libraryQuery(verb: exact ? "find" : "search", words: lowered, tags: true), name)
         return found.flatMap { object in
-            let paths = Set((object["tracks"] as? [Any] ?? []).compactMap { ($0 as? [String: Any])?["path"] as? String })
+            let tracks = (object["tracks"] as? [Any] ?? []).compactMap { $0 as? [String: Any] }
+            let paths = Set(tracks.compactMap { $0["path"] as? String })
             return queue(name).map { queue in
                 queue.paths.indices.filter { paths.contains(queue.paths[$0]) }.map(queue.songLines).joined()
             }

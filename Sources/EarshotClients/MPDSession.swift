@@ -18,13 +18,14 @@ public struct MPDSession {
     /// server's own (MPDServer, MPDChanges), never `run`'s.
     public static let answered: [String] = [
         "add", "addid", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "crossfade",
-        "currentsong", "decoders", "delete", "deleteid", "find", "findadd", "getvol", "idle", "list", "listplaylist",
-        "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next", "noidle", "notcommands",
-        "password", "pause", "ping", "play", "playid", "playlistadd", "playlistclear", "playlistdelete",
-        "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges", "plchangesposid", "previous",
-        "prio", "prioid", "random", "rename", "repeat", "rescan", "rm", "save", "search", "searchadd", "seek",
-        "seekcur", "seekid", "setvol", "shuffle", "single", "stats", "status", "stop", "swap", "swapid", "tagtypes",
-        "update", "urlhandlers", "volume",
+        "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find", "findadd", "getvol",
+        "idle", "list", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
+        "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid", "playlistadd",
+        "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistsearch",
+        "plchanges", "plchangesposid", "previous", "prio", "prioid", "random", "rename", "repeat", "replay_gain_mode",
+        "replay_gain_status", "rescan", "rm", "save", "search", "searchadd", "seek", "seekcur", "seekid", "setvol",
+        "shuffle", "single", "stats", "status", "stop", "swap", "swapid", "tagtypes", "toggleoutput", "update",
+        "urlhandlers", "volume",
     ]
 
     /// The tags `tagtypes` lists: those the library reads.
@@ -33,15 +34,26 @@ public struct MPDSession {
     private let ask: Ask
     /// The stored playlists' folder (nil: none configured, the commands are refused).
     let playlists: MPDStoredPlaylists?
-    /// Set when a command changed a stored playlist: the server tells idle clients (`stored_playlist`).
-    public var storedPlaylistsChanged = false
+    /// What this connection's commands changed that the event log does not tell (a stored playlist, the output, the
+    /// ReplayGain mode): the server hands it to every connection's `idle` and empties it.
+    public var changed: Set<MPDSubsystem> = []
+    /// The password that unlocks this connection (configuration `mpdPassword`); nil: none needed.
+    let password: String?
+    /// Whether this connection may run every command: no password is configured, or it sent the right one.
+    var authorized: Bool
+    /// Earshot's one output, switched by `enableoutput` and `disableoutput` (shared by every connection).
+    let outputSwitch: MPDOutputSwitch
     /// Set by `close`: the server closes the connection after the reply.
     public private(set) var closeRequested = false
 
     /// A session that reaches the owner through `ask`, with stored playlists in `playlistDirectory`.
-    public init(ask: @escaping Ask, playlistDirectory: String? = nil) {
+    public init(ask: @escaping Ask, playlistDirectory: String? = nil, password: String? = nil,
+                outputSwitch: MPDOutputSwitch = MPDOutputSwitch()) {
         self.ask = ask
         playlists = playlistDirectory.map(MPDStoredPlaylists.init(directory:))
+        self.password = password
+        authorized = password == nil
+        self.outputSwitch = outputSwitch
     }
 
     /// Runs one request: its reply lines (each ending with a newline), or MPD's error.
@@ -49,6 +61,7 @@ public struct MPDSession {
         guard Self.answered.contains(request.name) else {
             return .failure(MPDError(.unknown, "unknown command \"\(request.name)\""))
         }
+        if let refusal = refusal(of: request.name) { return .failure(refusal) }
         switch MPDCommand.parse(request) {
         case .failure(let error): return .failure(error)
         case .success(let command): return run(command, name: request.name)
@@ -67,7 +80,6 @@ public struct MPDSession {
         case .decoders:
             return .success("plugin: earshot\n" + ["mp3", "flac", "ogg", "oga", "opus"].map { "suffix: \($0)\n" }
                 .joined())
-        case .password: return .failure(MPDError(.password, command: name, "incorrect password"))
         case .status: return status().map(Self.statusLines)
         case .stats: return .success("uptime: 0\nplaytime: 0\n")
         case .getvol: return status().map { "volume: \(Self.integer($0["volume"]) ?? 0)\n" }
@@ -116,7 +128,7 @@ public struct MPDSession {
             }
         default:
             if let reply = queueReply(command, name: name) ?? libraryReply(command, name: name) { return reply }
-            if let reply = playlistReply(command, name: name) { return reply }
+            if let reply = playlistReply(command, name: name) ?? outputReply(command, name: name) { return reply }
             // Typed by the parser but not answered by this server yet: unknown, as in `commands`.
             return .failure(MPDError(.unknown, "unknown command \"\(name)\""))
         }

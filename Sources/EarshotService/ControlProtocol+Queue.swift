@@ -49,7 +49,9 @@ extension ControlRequest {
     }
 
     /// Parses the fields of a queue edit named `command`.
-    static func parseQueueEdit(_ command: String, _ fields: [String: Any]) -> Result<ControlRequest, ControlRequestError> {
+    static func parseQueueEdit(
+        _ command: String, _ fields: [String: Any]
+    ) -> Result<ControlRequest, ControlRequestError> {
         func position(_ key: String) -> Int? {
             guard let value = fields[key] as? Int, (0...Int(Int32.max)).contains(value) else { return nil }
             return value

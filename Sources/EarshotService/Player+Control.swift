@@ -278,7 +278,8 @@ extension Player {
     /// The player's state as status and MPRIS show it, read in one place (see `PlayerReport`).
     func report() -> PlayerReport {
         PlayerReport(
-            rules: rules, paths: paths, queueGeneration: queueGeneration, identities: identities, metadata: tracks[rules.queue.index]?.metadata,
+            rules: rules, paths: paths, queueGeneration: queueGeneration, identities: identities,
+            metadata: tracks[rules.queue.index]?.metadata,
             replayGain: replayGain, artFile: tracks[rules.queue.index]?.artFile,
             positionMilliseconds: positionMilliseconds, durationMilliseconds: durationMilliseconds,
             output: PlayerReport.Output(

@@ -60,6 +60,8 @@ public struct PlayerConfiguration: Sendable {
     /// The folder of MPD's stored playlists (configuration `playlistDirectory`; absolute, or `~/...`); nil for
     /// `$XDG_DATA_HOME/earshot/playlists`. Only the MPD front-end reads it.
     public var playlistDirectory: String?
+    /// The password MPD's clients send before any other command (configuration `mpdPassword`); nil: none.
+    public var mpdPassword: String?
 
     /// The defaults.
     public init() {}

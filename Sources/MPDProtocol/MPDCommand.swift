@@ -115,6 +115,18 @@ public enum MPDCommand: Sendable, Equatable {
     /// `crossfade SECONDS`.
     case crossfade(Int)
 
+    // Outputs and ReplayGain.
+    case outputs
+    /// `enableoutput ID`.
+    case enableoutput(Int)
+    /// `disableoutput ID`.
+    case disableoutput(Int)
+    /// `toggleoutput ID`.
+    case toggleoutput(Int)
+    /// `replay_gain_mode off|track|album|auto`.
+    case replayGainMode(String)
+    case replayGainStatus
+
     // Stored playlists.
     case listplaylists
     /// `listplaylist NAME`.
@@ -288,6 +300,17 @@ public enum MPDCommand: Sendable, Equatable {
             })
         },
         "crossfade": Entry(1, 1) { arguments throws(MPDError) in .crossfade(try arguments.natural(0)) },
+        "outputs": .bare(.outputs),
+        "enableoutput": Entry(1, 1) { arguments throws(MPDError) in .enableoutput(try arguments.natural(0)) },
+        "disableoutput": Entry(1, 1) { arguments throws(MPDError) in .disableoutput(try arguments.natural(0)) },
+        "toggleoutput": Entry(1, 1) { arguments throws(MPDError) in .toggleoutput(try arguments.natural(0)) },
+        "replay_gain_mode": Entry(1, 1) { arguments throws(MPDError) in
+            guard ["off", "track", "album", "auto"].contains(arguments.values[0]) else {
+                throw arguments.error("Unrecognized replay gain mode")
+            }
+            return .replayGainMode(arguments.values[0])
+        },
+        "replay_gain_status": .bare(.replayGainStatus),
         "listplaylists": .bare(.listplaylists),
         "listplaylist": Entry(1, 1) { arguments throws(MPDError) in .listplaylist(arguments.values[0]) },
         "listplaylistinfo": Entry(1, 1) { arguments throws(MPDError) in .listplaylistinfo(arguments.values[0]) },

@@ -43,7 +43,7 @@ struct QueueEditTests {
         }
     }
 
-    @Test("Rule 25: the current track deleted while playing: the track at its place plays; the last one: stopped, quiet")
+    @Test("Rule 25: the current track deleted while playing: the track at its place plays; the last: stopped, quiet")
     func currentTrackDeleted() {
         var store = RuleStore(Given.playing)
         store.send(.queueEdited(.delete(start: 0, end: 1)), commands: [.playTrack(index: 0)]) {

@@ -116,6 +116,45 @@ struct MPDSessionTests {
         #expect(run("single oneshot", owner) == "ACK [2@0] {single} Earshot has no oneshot mode\n")
     }
 
+    @Test("a configured password: only password, ping, close and commands before it; the wrong one refused")
+    func password() {
+        let owner = FakeOwner()
+        var session = MPDSession(ask: owner.ask, password: "sesame")
+        func run(_ line: String) -> String {
+            MPDBatch(entries: [MPDRequest.parse(Array(line.utf8))], isList: false, listOK: false)
+                .reply { session.run($0) }
+        }
+        #expect(run("status") == "ACK [4@0] {status} you don't have permission for \"status\"\n")
+        #expect(session.refusal(of: "idle") != nil)
+        #expect(run("ping") == "OK\n")
+        #expect(run("password wrong") == "ACK [3@0] {password} incorrect password\n")
+        #expect(run("password sesame") == "OK\n")
+        #expect(run("getvol") == "volume: 70\nOK\n")
+        #expect(session.refusal(of: "idle") == nil)
+        #expect(owner.asked.withLock { $0 } == [.status])
+    }
+
+    @Test("the one output: disabling is the user's pause, enabling starts nothing; replay_gain_mode is replaygain")
+    func outputsAndReplayGain() {
+        let owner = FakeOwner()
+        let outputs = MPDOutputSwitch()
+        var session = MPDSession(ask: owner.ask, outputSwitch: outputs)
+        func run(_ line: String) -> String {
+            MPDBatch(entries: [MPDRequest.parse(Array(line.utf8))], isList: false, listOK: false)
+                .reply { session.run($0) }
+        }
+        #expect(run("outputs") == "outputid: 0\noutputname: Earshot\nplugin: pulse\noutputenabled: 1\nOK\n")
+        #expect(run("disableoutput 0") == "OK\n")
+        #expect(session.changed == [.output])
+        #expect(run("outputs").contains("outputenabled: 0"))
+        #expect(run("enableoutput 0") == "OK\n")
+        #expect(run("toggleoutput 0") == "OK\n")
+        #expect(run("disableoutput 1") == "ACK [50@0] {disableoutput} No such audio output\n")
+        #expect(run("replay_gain_mode album") == "OK\n")
+        #expect(run("replay_gain_mode loud") == "ACK [2@0] {replay_gain_mode} Unrecognized replay gain mode\n")
+        #expect(owner.asked.withLock { $0.filter { $0 != .status } } == [.pause, .pause, .replayGain(.album)])
+    }
+
     @Test("commands MPD has that this server does not answer are MPD's unknown command, never a silent OK")
     func unknown() {
         let owner = FakeOwner()

@@ -149,3 +149,26 @@ struct MPDStoredPlaylistTests {
         }
     }
 }
+
+@Suite("MPD outputs and ReplayGain", .serialized)
+struct MPDOutputTests {
+    @Test("mpc outputs, disable (the user's pause), enable (nothing starts), replaygain as earshot replaygain")
+    func outputsAndReplayGain() async throws {
+        try await MPDClientTests.withPlayingService { harness, service, port, socket in
+            #expect(try MPDClientTests.mpc(socket, port, ["outputs"]).contains("Output 1 (Earshot) is enabled"))
+            try MPDClientTests.mpc(socket, port, ["disable", "1"])
+            let paused = try await harness.waitForStatus(of: service, "paused by disable") { $0.playback == "paused" }
+            #expect(paused.pauseReason == "user", "\(paused)")
+            #expect(try MPDClientTests.mpc(socket, port, ["outputs"]).contains("is disabled"))
+            try MPDClientTests.mpc(socket, port, ["enable", "1"])
+            #expect(try MPDClientTests.status(harness)["playback"] as? String == "paused")
+            try MPDClientTests.mpc(socket, port, ["play"])
+            try await harness.waitForStatus(of: service, "playing again") { $0.playback == "playing" }
+            #expect(try MPDClientTests.mpc(socket, port, ["outputs"]).contains("is enabled"))
+            try MPDClientTests.mpc(socket, port, ["replaygain", "album"])
+            let gain = try #require(try MPDClientTests.status(harness)["replayGain"] as? [String: Any])
+            #expect(gain["mode"] as? String == "album", "\(gain)")
+            #expect(try MPDClientTests.mpc(socket, port, ["replaygain"]).contains("album"))
+        }
+    }
+}
