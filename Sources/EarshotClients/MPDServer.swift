@@ -191,6 +191,12 @@ public final class MPDServer: Sendable {
                         }
                         continue
                     }
+                    if !batch.isList, case .success(let request)? = batch.entries.first,
+                       request.name == "albumart" || request.name == "readpicture" {
+                        let reply = session.picture(request)
+                        guard ControlServer.write(bytes: reply, to: client) else { return }
+                        continue
+                    }
                     let reply = batch.reply { session.run($0) }
                     if !session.changed.isEmpty {
                         changes.post(session.changed)

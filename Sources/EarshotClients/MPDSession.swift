@@ -17,12 +17,12 @@ public struct MPDSession {
     /// The commands this server answers; every other name is MPD's unknown command. `idle` and `noidle` are the
     /// server's own (MPDServer, MPDChanges), never `run`'s.
     public static let answered: [String] = [
-        "add", "addid", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "crossfade",
+        "add", "addid", "albumart", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "crossfade",
         "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find", "findadd", "getvol",
         "idle", "list", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
         "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid", "playlistadd",
-        "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistsearch",
-        "plchanges", "plchangesposid", "previous", "prio", "prioid", "random", "rename", "repeat", "replay_gain_mode",
+        "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges",
+        "plchangesposid", "previous", "prio", "prioid", "random", "readpicture", "rename", "repeat", "replay_gain_mode",
         "replay_gain_status", "rescan", "rm", "save", "search", "searchadd", "seek", "seekcur", "seekid", "setvol",
         "shuffle", "single", "stats", "status", "stop", "swap", "swapid", "tagtypes", "toggleoutput", "update",
         "urlhandlers", "volume",
@@ -41,6 +41,10 @@ public struct MPDSession {
     let password: String?
     /// Whether this connection may run every command: no password is configured, or it sent the right one.
     var authorized: Bool
+    /// The largest binary chunk this client takes (`binarylimit`; MPD's default).
+    var binaryLimit = 8192
+    /// The last picture read, by its URI and kind: a client reads one picture in many chunks.
+    var lastPicture: (key: String, picture: MPDPicture?)?
     /// Earshot's one output, switched by `enableoutput` and `disableoutput` (shared by every connection).
     let outputSwitch: MPDOutputSwitch
     /// Set by `close`: the server closes the connection after the reply.
@@ -70,7 +74,13 @@ public struct MPDSession {
 
     private mutating func run(_ command: MPDCommand, name: String) -> Result<String, MPDError> {
         switch command {
-        case .ping, .binarylimit, .notcommands, .urlhandlers: return .success("")
+        case .ping, .notcommands, .urlhandlers: return .success("")
+        case .binarylimit(let size):
+            binaryLimit = size
+            return .success("")
+        case .albumart, .readpicture:
+            // Binary replies are the server's (`picture`), outside command lists only.
+            return .failure(MPDError(.argument, command: name, "\(name) is answered outside command lists only"))
         case .close:
             closeRequested = true
             return .success("")

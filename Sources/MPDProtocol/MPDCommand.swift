@@ -38,7 +38,7 @@ public enum MPDCommand: Sendable, Equatable {
     case ping, close, commands, notcommands, urlhandlers, decoders
     /// `tagtypes` with its optional sub-command and tags (`clear`, `all`, `enable`, `disable`), kept as sent.
     case tagtypes([String])
-    /// `binarylimit SIZE`: accepted; Earshot sends no binary data.
+    /// `binarylimit SIZE`: the largest binary chunk (`albumart`, `readpicture`) the client takes, at least 64.
     case binarylimit(Int)
     /// `password PASSWORD`: Earshot has no passwords.
     case password(String)
@@ -114,6 +114,12 @@ public enum MPDCommand: Sendable, Equatable {
     case prioid(Int, [Int])
     /// `crossfade SECONDS`.
     case crossfade(Int)
+
+    // Pictures.
+    /// `albumart URI OFFSET`.
+    case albumart(uri: String, offset: Int)
+    /// `readpicture URI OFFSET`.
+    case readpicture(uri: String, offset: Int)
 
     // Outputs and ReplayGain.
     case outputs
@@ -220,7 +226,11 @@ public enum MPDCommand: Sendable, Equatable {
         "ping": .bare(.ping), "close": .bare(.close), "commands": .bare(.commands), "notcommands": .bare(.notcommands),
         "urlhandlers": .bare(.urlhandlers), "decoders": .bare(.decoders),
         "tagtypes": Entry(0, nil) { arguments throws(MPDError) in .tagtypes(arguments.values) },
-        "binarylimit": Entry(1, 1) { arguments throws(MPDError) in .binarylimit(try arguments.natural(0)) },
+        "binarylimit": Entry(1, 1) { arguments throws(MPDError) in
+            let size = try arguments.natural(0)
+            guard size >= 64 else { throw arguments.error("Value too small") }
+            return .binarylimit(size)
+        },
         "password": Entry(1, 1) { arguments throws(MPDError) in .password(arguments.values[0]) },
         "idle": Entry(0, nil) { arguments throws(MPDError) in .idle(try arguments.subsystems()) },
         "status": .bare(.status), "currentsong": .bare(.currentsong), "stats": .bare(.stats),
@@ -300,6 +310,12 @@ public enum MPDCommand: Sendable, Equatable {
             })
         },
         "crossfade": Entry(1, 1) { arguments throws(MPDError) in .crossfade(try arguments.natural(0)) },
+        "albumart": Entry(2, 2) { arguments throws(MPDError) in
+            .albumart(uri: arguments.values[0], offset: try arguments.natural(1))
+        },
+        "readpicture": Entry(2, 2) { arguments throws(MPDError) in
+            .readpicture(uri: arguments.values[0], offset: try arguments.natural(1))
+        },
         "outputs": .bare(.outputs),
         "enableoutput": Entry(1, 1) { arguments throws(MPDError) in .enableoutput(try arguments.natural(0)) },
         "disableoutput": Entry(1, 1) { arguments throws(MPDError) in .disableoutput(try arguments.natural(0)) },

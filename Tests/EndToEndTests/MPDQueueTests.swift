@@ -172,3 +172,73 @@ struct MPDOutputTests {
         }
     }
 }
+
+@Suite("MPD pictures", .serialized)
+struct MPDPictureTests {
+    @Test("readpicture and albumart in binarylimit chunks: the embedded picture, the folder's cover file, errors")
+    func pictures() async throws {
+        try await MPDClientTests.withPlayingService { harness, _, port, socket in
+            let music = harness.root.appendingPathComponent("music", isDirectory: true)
+            let embedded = Fixtures.fakePicture(count: 20_000, seed: 7)
+            let tagged = try Fixtures.coverTagged(.flac, picture: embedded, name: "mpd-cover.flac", title: "Pictured",
+                                                  albumArtist: "Someone", trackNumber: "1")
+            let album = music.appendingPathComponent("album", isDirectory: true)
+            try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+            _ = try Fixtures.copy(tagged, to: album, named: "c.flac")
+            let coverFile = Fixtures.fakePicture(count: 5_000, seed: 9)
+            try Data(coverFile).write(to: music.appendingPathComponent("cover.jpg"))
+            try Data(embedded).write(to: harness.root.appendingPathComponent("embedded.bin"))
+            try Data(coverFile).write(to: harness.root.appendingPathComponent("cover.bin"))
+            try MPDClientTests.mpc(socket, port, ["update"])
+            try await LibraryTests.waitForTracks(3, harness)
+            let script = """
+                import socket, sys
+                connection = socket.socket(socket.AF_UNIX)
+                connection.connect(sys.argv[1])
+                stream = connection.makefile("rb", buffering=0)
+                assert stream.readline().startswith(b"OK MPD ")
+                def ask(line):
+                    connection.sendall(line.encode() + b"\\n")
+                    fields = {}
+                    while True:
+                        reply = stream.readline()
+                        if reply == b"OK\\n" or reply.startswith(b"ACK"):
+                            return fields, reply.decode()
+                        key, value = reply.decode().rstrip("\\n").split(": ", 1)
+                        if key == "binary":
+                            data = b""
+                            while len(data) < int(value):
+                                data += stream.read(int(value) - len(data))
+                            assert stream.read(1) == b"\\n"
+                            fields["data"] = data
+                        else:
+                            fields[key] = value
+                def whole(command, uri):
+                    data = b""
+                    while True:
+                        fields, end = ask('%s "%s" %d' % (command, uri, len(data)))
+                        assert end == "OK\\n", end
+                        assert len(fields["data"]) <= 4096
+                        data += fields["data"]
+                        if len(data) >= int(fields["size"]):
+                            return data, fields
+                assert ask("binarylimit 4096")[1] == "OK\\n"
+                data, fields = whole("readpicture", "album/c.flac")
+                assert data == open(sys.argv[2], "rb").read() and fields["type"] == "image/png", fields
+                # albumart: the folder's cover file where there is one, else the embedded picture.
+                assert whole("albumart", "a.mp3")[0] == open(sys.argv[3], "rb").read()
+                assert whole("albumart", "album/c.flac")[0] == data
+                assert ask('readpicture "a.mp3" 0') == ({}, "OK\\n")
+                assert ask('readpicture "missing.mp3" 0')[1].startswith("ACK [50@0] {readpicture} No such song")
+                assert ask('readpicture "album/c.flac" 999999')[1].startswith("ACK [2@0] {readpicture} Bad file offset")
+                assert ask("binarylimit 10")[1].startswith("ACK [2@0] {binarylimit}")
+                print("ok")
+                """
+            let result = try ProcessRunner.run("/usr/bin/python3", [
+                "-c", script, socket, harness.root.appendingPathComponent("embedded.bin").path,
+                harness.root.appendingPathComponent("cover.bin").path,
+            ], timeout: .seconds(60))
+            try #require(result.succeeded && result.standardOutput.contains("ok"), "\(result.standardError)")
+        }
+    }
+}
