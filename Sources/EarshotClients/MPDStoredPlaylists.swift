@@ -97,6 +97,8 @@ struct MPDStoredPlaylists: Sendable {
             bytes.append(0x0A)
         }
         var written = 0
+        // An MPD client's thread, never the owner's: it may wait for the disk.
+        WaitGuard.check("a stored playlist written to disk")
         while written < bytes.count {
             let count = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
@@ -107,6 +109,7 @@ struct MPDStoredPlaylists: Sendable {
             }
             written += count
         }
+        WaitGuard.check("a stored playlist synced to disk")
         let synced = fsync(descriptor) == 0
         close(descriptor)
         guard synced, Glibc.rename(temporary, file(name)) == 0 else {
@@ -126,6 +129,7 @@ struct MPDStoredPlaylists: Sendable {
         case .failure(let failure): return .failure(failure)
         }
         if case .failure(let failure) = change(&paths) { return .failure(failure) }
+        WaitGuard.check("a stored playlist written to disk")
         return write(name, paths)
     }
 
