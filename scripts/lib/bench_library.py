@@ -277,7 +277,8 @@ class ProtocolClient:
     def __init__(self, path):
         self.socket = socket.socket(socket.AF_UNIX)
         self.socket.connect(path)
-        self.stream = self.socket.makefile("rb", buffering=0)
+        # Buffered: a reply of 10 000 songs is read in large chunks, not a byte at a time.
+        self.stream = self.socket.makefile("rb", buffering=1 << 16)
         assert self.stream.readline().startswith(b"OK MPD ")
 
     def ask(self, line):
