@@ -114,7 +114,10 @@ let package = Package(
         // the replies it waits for, the event log's followers and their writer, `earshot events`, MPD's protocol.
         .target(
             name: "EarshotClients",
-            dependencies: ["EarshotService", "EarshotJSON", "SystemSupport", "TrackPaths", "MPDProtocol"]
+            dependencies: [
+                "EarshotService", "EarshotCore", "AudioPipeline", "EarshotJSON", "SystemSupport", "TrackPaths",
+                "MPDProtocol",
+            ]
         ),
 
         // The disk, on threads that may wait for it: the state writer, the cover pictures' worker, and what the command

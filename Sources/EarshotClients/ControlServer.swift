@@ -176,8 +176,12 @@ public final class ControlServer: Sendable {
 
     /// Writes all of `text`; false when the peer is gone.
     static func write(_ text: String, to descriptor: Int32) -> Bool {
+        write(bytes: Array(text.utf8), to: descriptor)
+    }
+
+    /// Sends all of `bytes` (binary replies: MPD's pictures); false when the client is gone or stopped reading.
+    static func write(bytes: [UInt8], to descriptor: Int32) -> Bool {
         WaitGuard.check("a blocking send to a control client")
-        let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { raw in

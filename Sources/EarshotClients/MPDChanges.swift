@@ -143,6 +143,8 @@ final class MPDChanges: Sendable {
         if differs("playback") || differs("trackIndex") || differs("pauseReason") { changes.insert(.player) }
         if differs("volume") { changes.insert(.mixer) }
         if differs("repeat") || differs("shuffle") { changes.insert(.options) }
+        if (old["replayGain"] as? [String: Any])?["mode"] as? String
+            != (new["replayGain"] as? [String: Any])?["mode"] as? String { changes.insert(.options) }
         if differs("trackCount") { changes.insert(.playlist) }
         return changes
     }

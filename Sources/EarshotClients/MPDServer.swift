@@ -20,6 +20,12 @@ public final class MPDServer: Sendable {
 
     private let ask: @Sendable (ControlRequest) -> String
     private let log: EventLog
+    /// The stored playlists' folder, absolute.
+    private let playlistDirectory: String
+    /// The password that unlocks a connection (configuration `mpdPassword`); nil: none needed.
+    private let password: String?
+    /// Earshot's one output as MPD's clients switch it.
+    private let outputSwitch = MPDOutputSwitch()
     private let closing = Atomic<Bool>(false)
     private let listeners = LockedValue<[(descriptor: Int32, path: String?)]>([])
     private let clients = LockedValue<Set<Int32>>([])
@@ -32,9 +38,15 @@ public final class MPDServer: Sendable {
     /// Starts listening on each of `addresses` ("HOST:PORT", or an absolute Unix socket path) and answering through
     /// `ask` (the control socket's handler). A listener that cannot start is logged by its kind and cause and left
     /// out; the others serve.
-    public init(addresses: [String], log: EventLog, ask: @escaping @Sendable (ControlRequest) -> String) {
+    public init(addresses: [String], playlistDirectory: String?, password: String? = nil, log: EventLog,
+                ask: @escaping @Sendable (ControlRequest) -> String) {
         self.ask = ask
+        self.password = password
         self.log = log
+        let environment = ProcessEnvironment.current
+        let home = environment["HOME"] ?? "/"
+        self.playlistDirectory = playlistDirectory.map { $0.hasPrefix("~/") ? home + $0.dropFirst(1) : $0 }
+            ?? MPDStoredPlaylists.defaultDirectory(environment: environment)
         changes = MPDChanges(log: log, ask: ask)
         var unavailable: [String] = []
         for address in addresses {
@@ -119,7 +131,8 @@ public final class MPDServer: Sendable {
         guard ControlServer.write(MPDSession.greeting, to: client) else { return }
         var buffer = MPDLineBuffer()
         var framing = MPDFraming()
-        var session = MPDSession(ask: ask)
+        var session = MPDSession(ask: ask, playlistDirectory: playlistDirectory, password: password,
+                                 outputSwitch: outputSwitch)
         var chunk = [UInt8](repeating: 0, count: 4096)
         // What the present `idle` waits for (empty: anything).
         var idleWanted = Set<MPDSubsystem>()
@@ -159,6 +172,10 @@ public final class MPDServer: Sendable {
                     return
                 case .run(let batch):
                     if !batch.isList, case .success(let request)? = batch.entries.first, request.name == "idle" {
+                        if let refusal = session.refusal(of: "idle") {
+                            guard ControlServer.write(refusal.line, to: client) else { return }
+                            continue
+                        }
                         switch MPDCommand.parse(request) {
                         case .success(.idle(let wanted)):
                             idleWanted = wanted
@@ -174,7 +191,17 @@ public final class MPDServer: Sendable {
                         }
                         continue
                     }
+                    if !batch.isList, case .success(let request)? = batch.entries.first,
+                       request.name == "albumart" || request.name == "readpicture" {
+                        let reply = session.picture(request)
+                        guard ControlServer.write(bytes: reply, to: client) else { return }
+                        continue
+                    }
                     let reply = batch.reply { session.run($0) }
+                    if !session.changed.isEmpty {
+                        changes.post(session.changed)
+                        session.changed = []
+                    }
                     if session.closeRequested { return }
                     guard ControlServer.write(reply, to: client) else {
                         log.record("mpd", ["closed": "notReading"])

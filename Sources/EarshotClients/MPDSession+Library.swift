@@ -44,7 +44,11 @@ extension MPDSession {
                 let folders = (object["folders"] as? [Any] ?? []).compactMap { $0 as? String }
                 let prefix = path.flatMap { $0.isEmpty || $0 == "/" ? nil : $0 + "/" } ?? ""
                 let directories = folders.map { "directory: \(prefix)\($0)\n" }.joined()
-                return directories + Self.trackLines(["tracks": object["files"] ?? []])
+                // The top also lists the stored playlists, as MPD's does (what mpc's `lsplaylists` reads).
+                let stored = prefix.isEmpty ? (playlists?.list() ?? []).map {
+                    "playlist: \($0.name)\nLast-Modified: \($0.modified)\n"
+                }.joined() : ""
+                return directories + Self.trackLines(["tracks": object["files"] ?? []]) + stored
             }
         default: return nil
         }

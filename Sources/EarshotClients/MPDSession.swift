@@ -17,22 +17,47 @@ public struct MPDSession {
     /// The commands this server answers; every other name is MPD's unknown command. `idle` and `noidle` are the
     /// server's own (MPDServer, MPDChanges), never `run`'s.
     public static let answered: [String] = [
-        "add", "binarylimit", "clear", "close", "commands", "currentsong", "decoders", "find", "findadd", "getvol",
-        "idle", "list", "lsinfo", "next", "noidle", "notcommands", "password", "pause", "ping", "play", "playlistinfo",
-        "previous", "random", "repeat", "rescan", "search", "searchadd", "seek", "seekcur", "setvol", "stats",
-        "status", "stop", "tagtypes", "update", "urlhandlers", "volume",
+        "add", "addid", "albumart", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "crossfade",
+        "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find", "findadd", "getvol",
+        "idle", "list", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
+        "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid", "playlistadd",
+        "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges",
+        "plchangesposid", "previous", "prio", "prioid", "random", "readpicture", "rename", "repeat", "replay_gain_mode",
+        "replay_gain_status", "rescan", "rm", "save", "search", "searchadd", "seek", "seekcur", "seekid", "setvol",
+        "shuffle", "single", "stats", "status", "stop", "swap", "swapid", "tagtypes", "toggleoutput", "update",
+        "urlhandlers", "volume",
     ]
 
     /// The tags `tagtypes` lists: those the library reads.
     static let tagTypes = ["Artist", "AlbumArtist", "Album", "Title", "Track", "Genre", "Date", "Composer", "Disc"]
 
     private let ask: Ask
+    /// The stored playlists' folder (nil: none configured, the commands are refused).
+    let playlists: MPDStoredPlaylists?
+    /// What this connection's commands changed that the event log does not tell (a stored playlist, the output, the
+    /// ReplayGain mode): the server hands it to every connection's `idle` and empties it.
+    public var changed: Set<MPDSubsystem> = []
+    /// The password that unlocks this connection (configuration `mpdPassword`); nil: none needed.
+    let password: String?
+    /// Whether this connection may run every command: no password is configured, or it sent the right one.
+    var authorized: Bool
+    /// The largest binary chunk this client takes (`binarylimit`; MPD's default).
+    var binaryLimit = 8192
+    /// The last picture read, by its URI and kind: a client reads one picture in many chunks.
+    var lastPicture: (key: String, picture: MPDPicture?)?
+    /// Earshot's one output, switched by `enableoutput` and `disableoutput` (shared by every connection).
+    let outputSwitch: MPDOutputSwitch
     /// Set by `close`: the server closes the connection after the reply.
     public private(set) var closeRequested = false
 
-    /// A session that reaches the owner through `ask`.
-    public init(ask: @escaping Ask) {
+    /// A session that reaches the owner through `ask`, with stored playlists in `playlistDirectory`.
+    public init(ask: @escaping Ask, playlistDirectory: String? = nil, password: String? = nil,
+                outputSwitch: MPDOutputSwitch = MPDOutputSwitch()) {
         self.ask = ask
+        playlists = playlistDirectory.map(MPDStoredPlaylists.init(directory:))
+        self.password = password
+        authorized = password == nil
+        self.outputSwitch = outputSwitch
     }
 
     /// Runs one request: its reply lines (each ending with a newline), or MPD's error.
@@ -40,6 +65,7 @@ public struct MPDSession {
         guard Self.answered.contains(request.name) else {
             return .failure(MPDError(.unknown, "unknown command \"\(request.name)\""))
         }
+        if let refusal = refusal(of: request.name) { return .failure(refusal) }
         switch MPDCommand.parse(request) {
         case .failure(let error): return .failure(error)
         case .success(let command): return run(command, name: request.name)
@@ -48,7 +74,13 @@ public struct MPDSession {
 
     private mutating func run(_ command: MPDCommand, name: String) -> Result<String, MPDError> {
         switch command {
-        case .ping, .binarylimit, .notcommands, .urlhandlers: return .success("")
+        case .ping, .notcommands, .urlhandlers: return .success("")
+        case .binarylimit(let size):
+            binaryLimit = size
+            return .success("")
+        case .albumart, .readpicture:
+            // Binary replies are the server's (`picture`), outside command lists only.
+            return .failure(MPDError(.argument, command: name, "\(name) is answered outside command lists only"))
         case .close:
             closeRequested = true
             return .success("")
@@ -58,18 +90,10 @@ public struct MPDSession {
         case .decoders:
             return .success("plugin: earshot\n" + ["mp3", "flac", "ogg", "oga", "opus"].map { "suffix: \($0)\n" }
                 .joined())
-        case .password: return .failure(MPDError(.password, command: name, "incorrect password"))
         case .status: return status().map(Self.statusLines)
         case .stats: return .success("uptime: 0\nplaytime: 0\n")
         case .getvol: return status().map { "volume: \(Self.integer($0["volume"]) ?? 0)\n" }
-        case .play(let position):
-            if let position {
-                // The queue's order is the rules' (rule 27): Earshot moves by next and previous, not to a position.
-                guard let status = try? status().get(), Self.integer(status["trackIndex"]) == position else {
-                    return .failure(MPDError(.argument, command: name, "Earshot plays the current track only"))
-                }
-            }
-            return perform(.play, name)
+        case .play(nil): return perform(.play, name)
         case .pause(let paused):
             switch paused {
             case true?: return perform(.pause, name)
@@ -79,11 +103,6 @@ public struct MPDSession {
         case .stop: return perform(.stop, name)
         case .next: return perform(.next, name)
         case .previous: return perform(.previous, name)
-        case .seek(let position, let seconds):
-            guard let status = try? status().get(), Self.integer(status["trackIndex"]) == position else {
-                return .failure(MPDError(.argument, command: name, "Earshot seeks in the current track only"))
-            }
-            return perform(.seek(seconds: seconds), name)
         case .seekcur(.to(let seconds)): return perform(.seek(seconds: seconds), name)
         case .seekcur(.by(let seconds)):
             return status().flatMap { status in
@@ -105,7 +124,7 @@ public struct MPDSession {
                       let index = Self.integer(status["trackIndex"]), queue.paths.indices.contains(index) else {
                     return .success("")
                 }
-                return .success(Self.songLines(queue.paths[index], position: index))
+                return .success(queue.songLines(index))
             }
         case .playlistinfo(let range):
             return queue(name).flatMap { queue in
@@ -115,23 +134,23 @@ public struct MPDSession {
                     return .failure(MPDError(.argument, command: name, "Bad song index"))
                 }
                 guard start < end else { return .success("") }
-                return .success((start..<end).map { Self.songLines(queue.paths[$0], position: $0) }.joined())
+                return .success((start..<end).map(queue.songLines).joined())
             }
         default:
-            if let reply = libraryReply(command, name: name) { return reply }
+            if let reply = queueReply(command, name: name) ?? libraryReply(command, name: name) { return reply }
+            if let reply = playlistReply(command, name: name) ?? outputReply(command, name: name) { return reply }
             // Typed by the parser but not answered by this server yet: unknown, as in `commands`.
             return .failure(MPDError(.unknown, "unknown command \"\(name)\""))
         }
     }
 
     /// Sends `request` and answers with no lines, or the owner's refusal as MPD's error for `name`.
-    private func perform(_ request: ControlRequest, _ name: String) -> Result<String, MPDError> {
+    func perform(_ request: ControlRequest, _ name: String) -> Result<String, MPDError> {
         reply(to: request, name).map { _ in "" }
     }
 
-    /// The queue's paths as the owner lists them (a path that is not UTF-8 is shown by its valid part) and the
-    /// current index.
-    private func queue(_ name: String) -> Result<(paths: [String], current: Int), MPDError> {
+    /// The queue as the owner lists it: paths (a path that is not UTF-8 is shown as such), ids, versions.
+    func queue(_ name: String) -> Result<MPDQueueView, MPDError> {
         reply(to: .queue, name).map { object in
             let entries = object["queue"] as? [Any] ?? []
             let paths = entries.map { entry in
@@ -139,17 +158,15 @@ public struct MPDSession {
                 // TrackPath's lossless form for bytes that are not UTF-8: MPD's protocol is UTF-8 only.
                 return "(not UTF-8)"
             }
-            return (paths, Self.integer(object["current"]) ?? 0)
+            func integers(_ key: String) -> [Int] { (object[key] as? [Any] ?? []).map { Self.integer($0) ?? 0 } }
+            return MPDQueueView(paths: paths, ids: integers("ids"), versions: integers("versions"),
+                                version: Self.integer(object["version"]) ?? 0,
+                                current: Self.integer(object["current"]) ?? 0)
         }
     }
 
-    /// One queue entry as MPD lists it: its file, position and id (Earshot's id is the position plus one).
-    static func songLines(_ path: String, position: Int) -> String {
-        "file: \(path)\nPos: \(position)\nId: \(position + 1)\n"
-    }
-
     /// The owner's status object.
-    private func status() -> Result<[String: Any], MPDError> {
+    func status() -> Result<[String: Any], MPDError> {
         reply(to: .status, "status").flatMap { object in
             guard let status = object["status"] as? [String: Any] else {
                 return .failure(MPDError(.system, command: "status", "the player's status could not be read"))
@@ -158,13 +175,17 @@ public struct MPDSession {
         }
     }
 
-    /// The owner's reply to `request`, or its refusal as MPD's error.
-    func reply(to request: ControlRequest, _ name: String) -> Result<[String: Any], MPDError> {
+    /// The owner's reply to `request`, or its refusal as MPD's error: `missing` (MPD's bad index, an argument error)
+    /// when the owner refused with that reason.
+    func reply(to request: ControlRequest, _ name: String, missing: String? = nil) -> Result<[String: Any], MPDError> {
         let line = ask(request)
         guard let object = (try? JSONTree.parse(Array(line.utf8))) as? [String: Any] else {
             return .failure(MPDError(.system, command: name, "the player's reply could not be read"))
         }
         guard object["ok"] as? Bool == true else {
+            if let missing, object["error"] as? String == missing {
+                return .failure(MPDError(.argument, command: name, missing))
+            }
             return .failure(MPDError(.system, command: name, object["error"] as? String ?? "refused"))
         }
         return .success(object)
@@ -187,17 +208,21 @@ public struct MPDSession {
             // MPD's repeat with single is Earshot's repeat of one track.
             "single: \(repeatMode == "track" ? 1 : 0)",
             "consume: 0",
-            "playlist: 1",
+            "playlist: \(integer(status["queueVersion"]) ?? 1)",
             "playlistlength: \(count)",
             "state: \(state)",
         ]
         if state != "stop", let index = integer(status["trackIndex"]), index >= 0, index < count {
             lines.append("song: \(index)")
-            lines.append("songid: \(index + 1)")
+            lines.append("songid: \(integer(status["trackID"]) ?? index + 1)")
             lines.append("elapsed: \(seconds(milliseconds: integer(status["positionMs"]) ?? 0))")
             if let duration = integer(status["durationMs"]) {
                 lines.append("duration: \(seconds(milliseconds: duration))")
             }
+        }
+        if state != "stop", let next = integer(status["nextTrackIndex"]), let nextID = integer(status["nextTrackID"]) {
+            lines.append("nextsong: \(next)")
+            lines.append("nextsongid: \(nextID)")
         }
         return lines.map { $0 + "\n" }.joined()
     }

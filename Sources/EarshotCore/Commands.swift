@@ -41,6 +41,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// new queue's first track, or the restored position, made ready for the user's play. The decoder never moves
     /// without a command; an empty queue leaves it nothing to decode.
     case cue(index: Int, milliseconds: Int)
+    /// The queue was edited around the current track, which is now at `index`: drop what was decoded ahead and take
+    /// the edited queue from the last frame the listener heard, without uncorking.
+    case requeue(index: Int)
     /// Play out what the stream holds up to `boundary`, with no silence after it; the executor reports it played with
     /// `formatChangeReached` or `queuePlayedOut`.
     case drain(OutputBoundary)
@@ -82,6 +85,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .queueEnded: return "queueEnded"
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
         case .cue(let index, let milliseconds): return "cue(\(index), \(milliseconds)ms)"
+        case .requeue(let index): return "requeue(\(index))"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
         case .drain(let boundary): return "drain(\(boundary))"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"

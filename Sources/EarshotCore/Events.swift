@@ -278,6 +278,10 @@ public enum Event: Hashable, Sendable {
     case queueReplaced(trackCount: Int, startIndex: Int)
     /// Tracks were added to the end of the queue, which now holds `trackCount`.
     case queueExtended(trackCount: Int)
+    /// The queue was edited in place (QueueEdits.swift): tracks deleted, moved, swapped, inserted or shuffled.
+    case queueEdited(QueueEdit)
+    /// The user chose track `index` to play (MPD's `play POSITION`, `playid`).
+    case userPlayTrack(index: Int)
     /// A saved queue of `trackCount` tracks was restored at track `index`, `positionMilliseconds` into it.
     /// Starting the service is like a replug: it never makes a sound by itself.
     case queueRestored(trackCount: Int, index: Int, positionMilliseconds: Int)
@@ -366,6 +370,8 @@ extension Event: CustomStringConvertible {
         case .externalPlayPause(let sender): return "externalPlayPause(\(sender))"
         case .queueReplaced(let count, let start): return "queueReplaced(\(count) tracks, at \(start))"
         case .queueExtended(let count): return "queueExtended(\(count) tracks)"
+        case .queueEdited(let edit): return "queueEdited(\(edit))"
+        case .userPlayTrack(let index): return "userPlayTrack(\(index))"
         case .queueRestored(let count, let index, let milliseconds):
             return "queueRestored(\(count) tracks, at \(index), \(milliseconds)ms)"
         case .playModesRestored(let mode, let shuffle):

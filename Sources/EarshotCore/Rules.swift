@@ -17,7 +17,7 @@ extension PlayerState {
     }
 
     /// The rules' decision about `event`, before an announced sleep is let go (`apply`).
-    private mutating func decide(_ event: Event) -> [Command] {
+    mutating func decide(_ event: Event) -> [Command] {
         switch event {
         case .interruptionBegan(let source, let moment):
             return interruptionBegan(source, at: moment)
@@ -92,6 +92,10 @@ extension PlayerState {
                 tracksAdded(from: first)
             }
             return []
+        case .queueEdited(let edit):
+            return editQueue(edit)
+        case .userPlayTrack(let index):
+            return playTrack(index)
         case .queueRestored(let trackCount, let index, let milliseconds):
             return restoreQueue(trackCount: trackCount, index: index, milliseconds: milliseconds)
         case .trackFailed(let index, let failure, let inARow):

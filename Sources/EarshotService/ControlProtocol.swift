@@ -61,12 +61,16 @@ public enum ControlRequest: Equatable, Sendable {
     case libraryQuery(verb: String, words: [String], tags: Bool = false)
     /// List a folder of the library (`{"command": "ls", "path": "Jazz"}`; no path for the top).
     case browse(path: TrackPath?)
+    /// Edit the queue in place (ControlProtocol+Queue.swift): `paths` are the tracks an insertion adds.
+    case edit(QueueEdit, paths: [TrackPath])
+    /// Play the track at `index` of the queue: `{"command": "jump", "index": 3}`.
+    case jump(index: Int)
 
     /// The command names the protocol accepts.
     public static let commandNames = [
         "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "replaygain",
         "status", "events", "load", "add", "clear", "queue", "update", "rescan", "search", "find", "list", "searchadd",
-        "findadd", "ls",
+        "findadd", "ls", "delete", "move", "swap", "insert", "reorder", "jump",
     ]
 
     /// The library's query commands.
@@ -145,6 +149,8 @@ extension ControlRequest {
             }
             if command == "ls" { return .success(.browse(path: path)) }
             return .success(.update(path: path, rescan: command == "rescan"))
+        case _ where queueEditNames.contains(command):
+            return parseQueueEdit(command, fields)
         case _ where libraryQueryNames.contains(command):
             let entries = fields["words"] as? [Any] ?? []
             let words = entries.compactMap { $0 as? String }
@@ -214,6 +220,7 @@ extension ControlRequest {
             var object: [String: Any] = ["command": name]
             if let path { object["path"] = path.jsonValue }
             return ControlReply.line(object)
+        case .edit, .jump: return queueEditLine
         case .libraryQuery(let verb, let words, let tags):
             return ControlReply.line(tags ? ["command": verb, "words": words, "tags": true]
                                           : ["command": verb, "words": words])
@@ -272,6 +279,8 @@ extension ControlRequest {
         case .update(_, let rescan): return rescan ? "rescan" : "update"
         case .libraryQuery(let verb, _, _): return verb
         case .browse: return "ls"
+        case .edit(let edit, _): return Self.editName(edit)
+        case .jump: return "jump"
         }
     }
 }

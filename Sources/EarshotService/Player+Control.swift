@@ -239,7 +239,13 @@ extension Player {
         case .clear: replaceQueue(with: [], play: false)
         case .queue:
             // The user's own terminal asks: the paths are theirs to see (never logged).
-            return ControlReply.success(["queue": paths.map(\.jsonValue), "current": rules.queue.index])
+            return ControlReply.success(["queue": paths.map(\.jsonValue), "current": rules.queue.index,
+                                         "ids": identities.ids, "versions": identities.versions,
+                                         "version": identities.version])
+        case .edit(let edit, let newPaths):
+            if let refusal = editQueue(edit, paths: newPaths) { return ControlReply.failure(refusal) }
+        case .jump(let index):
+            if let refusal = jump(to: index) { return ControlReply.failure(refusal) }
         case .play: dispatch(.userPlay)
         case .pause: dispatch(.userPause)
         case .toggle: dispatch(.userToggle)
@@ -272,7 +278,8 @@ extension Player {
     /// The player's state as status and MPRIS show it, read in one place (see `PlayerReport`).
     func report() -> PlayerReport {
         PlayerReport(
-            rules: rules, paths: paths, queueGeneration: queueGeneration, metadata: tracks[rules.queue.index]?.metadata,
+            rules: rules, paths: paths, queueGeneration: queueGeneration, identities: identities,
+            metadata: tracks[rules.queue.index]?.metadata,
             replayGain: replayGain, artFile: tracks[rules.queue.index]?.artFile,
             positionMilliseconds: positionMilliseconds, durationMilliseconds: durationMilliseconds,
             output: PlayerReport.Output(
@@ -311,6 +318,7 @@ extension Player {
     func replaceQueue(with newPaths: [TrackPath], play: Bool) {
         saving.queueDidChange()
         paths = TrackList(newPaths)
+        identities.replace(count: paths.count)
         tracks = [:]
         queueGeneration += 1
         announcedTrack = nil
@@ -325,6 +333,7 @@ extension Player {
         let added = TrackList(newPaths)
         saving.queueDidChange()
         paths.append(contentsOf: added)
+        identities.append(count: added.count)
         if workerLoaded { worker.append(paths: added) }
         let endWithdrawn = queueEndRingFrame != nil
         if endWithdrawn {
@@ -355,6 +364,7 @@ extension Player {
                 "earshot: the saved state could not be read (\(reason)); kept aside as \(name), starting empty\n")
         case .restored(let saved, let positionFile):
             paths = saved.queue
+            identities.replace(count: paths.count)
             dispatch(.userVolume(percent: saved.volumePercent))
             // The rules cue the decoder at the saved position (in milliseconds: the decoder turns them into frames at
             // the track's rate once it has opened it, off this thread).

@@ -87,6 +87,8 @@ actor Player {
     var progressShown = false
     /// Bumped whenever the queue is replaced, so MPRIS track ids of a new queue differ from the old ones.
     var queueGeneration = 0
+    /// The queue entries' ids and change versions, as MPD's clients follow them (QueueIdentities).
+    var identities = QueueIdentities()
     /// Counts repositions: the state writer saves the position again after one (`SaveSchedule`).
     var repositionCount = 0
     /// The heard frame when the stream last (re)started running: once the listener has heard past it, the sink
@@ -350,6 +352,8 @@ actor Player {
             if let length = tracks[index]?.lengthFrames { frame = min(frame, max(length - 1, 0)) }
             reposition(to: TrackPosition(trackIndex: index, frame: frame, sampleRate: rate))
             mpris?.emitSeeked(positionMicroseconds: Int64(frame) * 1_000_000 / Int64(max(rate, 1)))
+        case .requeue(let index):
+            requeue(at: index)
         case .cue(let index, let milliseconds):
             // Also for an empty queue: the decoder lets go of the old one.
             let rate = tracks[index]?.format.sampleRate ?? 44_100

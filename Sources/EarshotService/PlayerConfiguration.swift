@@ -57,6 +57,11 @@ public struct PlayerConfiguration: Sendable {
     /// Where MPD's protocol is served (configuration `mpdListen`): "HOST:PORT" strings and absolute socket paths;
     /// empty: not at all. Only the executable's wiring reads it; the owner never does.
     public var mpdListen: [String] = defaultMPDListen()
+    /// The folder of MPD's stored playlists (configuration `playlistDirectory`; absolute, or `~/...`); nil for
+    /// `$XDG_DATA_HOME/earshot/playlists`. Only the MPD front-end reads it.
+    public var playlistDirectory: String?
+    /// The password MPD's clients send before any other command (configuration `mpdPassword`); nil: none.
+    public var mpdPassword: String?
 
     /// The defaults.
     public init() {}

@@ -36,6 +36,8 @@ struct PlayerReport {
     var paths: TrackList
     /// Bumped whenever the queue is replaced, so the track ids of a new queue differ from the old ones.
     var queueGeneration: Int
+    /// The queue entries' ids and the queue's version (MPD's `songid` and `playlist`).
+    var identities = QueueIdentities()
     /// The current track's tags, once the decoder opened it.
     var metadata: TrackMetadata?
     /// The ReplayGain settings tracks are opened with now.
@@ -94,6 +96,8 @@ struct PlayerReport {
             if case .outputLost(let cause) = reason { lossReason = cause.description }
         }
         var lastError: Any = JSONNull()
+        // What follows the current track when it ends (MPD's `nextsong`).
+        let nextTrack = rules.playback == .idle ? nil : rules.track(after: rules.queue.index, trackEnded: true)
         if let failure = rules.lastFailure {
             lastError = ["trackIndex": failure.index, "kind": failure.failure.description]
         }
@@ -110,6 +114,11 @@ struct PlayerReport {
             "durationMs": durationMilliseconds.map { $0 as Any } ?? JSONNull(),
             "trackIndex": rules.queue.index,
             "trackCount": rules.queue.trackCount,
+            "trackID": identities.ids.indices.contains(rules.queue.index) ? identities.ids[rules.queue.index] : 0,
+            "nextTrackIndex": nextTrack.map { $0 as Any } ?? JSONNull(),
+            "nextTrackID": nextTrack.flatMap { identities.ids.indices.contains($0) ? identities.ids[$0] : nil }
+                .map { $0 as Any } ?? JSONNull(),
+            "queueVersion": identities.version,
             "sink": output.sinkName.map { $0 as Any } ?? JSONNull(),
             // The rules' acknowledged fact, reported by the executor (`streamCorked`, `streamUncorked`, ...).
             "corked": rules.stream.isCorked,

@@ -80,7 +80,7 @@ public enum ConfigurationFile {
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
         "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend", "musicDirectories", "replayGain",
-        "replayGainPreampDb", "replayGainFallbackDb", "mpdListen",
+        "replayGainPreampDb", "replayGainFallbackDb", "mpdListen", "playlistDirectory", "mpdPassword",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -214,6 +214,12 @@ struct ConfigurationContents {
     /// `mpdListen`: where MPD's protocol is served, "HOST:PORT" strings and absolute socket paths; empty: off; absent
     /// or null: 127.0.0.1:6600 and `mpd.socket` beside the control socket.
     var mpdListen: [String]?
+    /// `playlistDirectory`: the folder of MPD's stored playlists (absolute, or `~/...`); absent or null for
+    /// `$XDG_DATA_HOME/earshot/playlists`.
+    var playlistDirectory: String?
+    /// `mpdPassword`: the password MPD's clients must send before any other command; null: none. Required for an
+    /// `mpdListen` address that is not loopback.
+    var mpdPassword: String?
 
     /// Reads the file's top-level object, refusing unknown keys, wrong types and values out of range with a
     /// `ConfigurationError.Problem` that names the key. Keys are checked in this order, so a file with several
@@ -312,6 +318,24 @@ struct ConfigurationContents {
         if let addresses = mpdListen, !addresses.allSatisfy(Self.isListenAddress) {
             throw .outOfRange(key: "mpdListen", allowed: "an array of \"HOST:PORT\" strings and absolute socket paths")
         }
+        playlistDirectory = try Self.value(
+            "playlistDirectory", in: object, expected: "a string or null", nullAllowed: true) { $0 as? String }
+        if let folder = playlistDirectory, !folder.hasPrefix("/") && !folder.hasPrefix("~/") {
+            throw .outOfRange(key: "playlistDirectory", allowed: "an absolute path (or a path starting ~/)")
+        }
+        mpdPassword = try Self.value("mpdPassword", in: object, expected: "a string or null", nullAllowed: true) {
+            guard let text = $0 as? String, !text.isEmpty, !text.contains("\n") else { return nil }
+            return text
+        }
+        if mpdPassword == nil, let addresses = mpdListen, addresses.contains(where: { !Self.isLoopback($0) }) {
+            throw .outOfRange(key: "mpdListen",
+                              allowed: "loopback addresses and socket paths, unless mpdPassword is set")
+        }
+    }
+
+    /// A socket path, `localhost` or an address of 127.0.0.0/8.
+    static func isLoopback(_ address: String) -> Bool {
+        address.hasPrefix("/") || address.hasPrefix("localhost:") || address.hasPrefix("127.")
     }
 
     /// An absolute path, or an IPv4 address (or `localhost`), a colon and a port from 1 to 65535.
@@ -415,6 +439,8 @@ struct ConfigurationContents {
         if let replayGainPreampDb { configuration.replayGain.preampDb = replayGainPreampDb }
         if let replayGainFallbackDb { configuration.replayGain.fallbackDb = replayGainFallbackDb }
         if let mpdListen { configuration.mpdListen = mpdListen }
+        if let playlistDirectory { configuration.playlistDirectory = playlistDirectory }
+        if let mpdPassword { configuration.mpdPassword = mpdPassword }
         return configuration
     }
 }

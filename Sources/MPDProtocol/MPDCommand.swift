@@ -38,7 +38,7 @@ public enum MPDCommand: Sendable, Equatable {
     case ping, close, commands, notcommands, urlhandlers, decoders
     /// `tagtypes` with its optional sub-command and tags (`clear`, `all`, `enable`, `disable`), kept as sent.
     case tagtypes([String])
-    /// `binarylimit SIZE`: accepted; Earshot sends no binary data.
+    /// `binarylimit SIZE`: the largest binary chunk (`albumart`, `readpicture`) the client takes, at least 64.
     case binarylimit(Int)
     /// `password PASSWORD`: Earshot has no passwords.
     case password(String)
@@ -90,6 +90,69 @@ public enum MPDCommand: Sendable, Equatable {
     case delete(MPDRange)
     /// `deleteid ID`.
     case deleteid(Int)
+    /// `move POSITION|RANGE TO`.
+    case move(MPDRange, to: Int)
+    /// `moveid ID TO`.
+    case moveid(id: Int, to: Int)
+    /// `swap POSITION POSITION`.
+    case swap(Int, Int)
+    /// `swapid ID ID`.
+    case swapid(Int, Int)
+    /// `plchanges VERSION [RANGE]`.
+    case plchanges(version: Int, MPDRange?)
+    /// `plchangesposid VERSION [RANGE]`.
+    case plchangesposid(version: Int, MPDRange?)
+    /// `playlistfind TAG VALUE...` (exact match).
+    case playlistfind([String])
+    /// `playlistsearch TAG VALUE...` (case-insensitive substring).
+    case playlistsearch([String])
+    /// `shuffle [RANGE]`.
+    case shuffle(MPDRange?)
+    /// `prio PRIORITY RANGE...`: accepted, Earshot has no priorities.
+    case prio(Int, [MPDRange])
+    /// `prioid PRIORITY ID...`: accepted.
+    case prioid(Int, [Int])
+    /// `crossfade SECONDS`.
+    case crossfade(Int)
+
+    // Pictures.
+    /// `albumart URI OFFSET`.
+    case albumart(uri: String, offset: Int)
+    /// `readpicture URI OFFSET`.
+    case readpicture(uri: String, offset: Int)
+
+    // Outputs and ReplayGain.
+    case outputs
+    /// `enableoutput ID`.
+    case enableoutput(Int)
+    /// `disableoutput ID`.
+    case disableoutput(Int)
+    /// `toggleoutput ID`.
+    case toggleoutput(Int)
+    /// `replay_gain_mode off|track|album|auto`.
+    case replayGainMode(String)
+    case replayGainStatus
+
+    // Stored playlists.
+    case listplaylists
+    /// `listplaylist NAME`.
+    case listplaylist(String)
+    /// `listplaylistinfo NAME`.
+    case listplaylistinfo(String)
+    /// `save NAME`.
+    case save(String)
+    /// `load NAME [RANGE]`.
+    case load(String, MPDRange?)
+    /// `playlistadd NAME URI`.
+    case playlistadd(String, uri: String)
+    /// `playlistclear NAME`.
+    case playlistclear(String)
+    /// `playlistdelete NAME POSITION`.
+    case playlistdelete(String, position: Int)
+    /// `rm NAME`.
+    case rm(String)
+    /// `rename NAME NEW_NAME`.
+    case rename(String, to: String)
 
     // The library.
     /// `lsinfo [URI]`.
@@ -163,7 +226,11 @@ public enum MPDCommand: Sendable, Equatable {
         "ping": .bare(.ping), "close": .bare(.close), "commands": .bare(.commands), "notcommands": .bare(.notcommands),
         "urlhandlers": .bare(.urlhandlers), "decoders": .bare(.decoders),
         "tagtypes": Entry(0, nil) { arguments throws(MPDError) in .tagtypes(arguments.values) },
-        "binarylimit": Entry(1, 1) { arguments throws(MPDError) in .binarylimit(try arguments.natural(0)) },
+        "binarylimit": Entry(1, 1) { arguments throws(MPDError) in
+            let size = try arguments.natural(0)
+            guard size >= 64 else { throw arguments.error("Value too small") }
+            return .binarylimit(size)
+        },
         "password": Entry(1, 1) { arguments throws(MPDError) in .password(arguments.values[0]) },
         "idle": Entry(0, nil) { arguments throws(MPDError) in .idle(try arguments.subsystems()) },
         "status": .bare(.status), "currentsong": .bare(.currentsong), "stats": .bare(.stats),
@@ -210,6 +277,72 @@ public enum MPDCommand: Sendable, Equatable {
         "clear": .bare(.clear),
         "delete": Entry(1, 1) { arguments throws(MPDError) in .delete(try arguments.range(0)) },
         "deleteid": Entry(1, 1) { arguments throws(MPDError) in .deleteid(try arguments.natural(0)) },
+        "move": Entry(2, 2) { arguments throws(MPDError) in
+            .move(try arguments.range(0), to: try arguments.natural(1))
+        },
+        "moveid": Entry(2, 2) { arguments throws(MPDError) in
+            .moveid(id: try arguments.natural(0), to: try arguments.natural(1))
+        },
+        "swap": Entry(2, 2) { arguments throws(MPDError) in .swap(try arguments.natural(0), try arguments.natural(1)) },
+        "swapid": Entry(2, 2) { arguments throws(MPDError) in
+            .swapid(try arguments.natural(0), try arguments.natural(1))
+        },
+        "plchanges": Entry(1, 2) { arguments throws(MPDError) in
+            .plchanges(version: try arguments.natural(0), arguments.values.count > 1 ? try arguments.range(1) : nil)
+        },
+        "plchangesposid": Entry(1, 2) { arguments throws(MPDError) in
+            .plchangesposid(version: try arguments.natural(0),
+                            arguments.values.count > 1 ? try arguments.range(1) : nil)
+        },
+        "playlistfind": Entry(2, nil) { arguments throws(MPDError) in .playlistfind(arguments.values) },
+        "playlistsearch": Entry(2, nil) { arguments throws(MPDError) in .playlistsearch(arguments.values) },
+        "shuffle": Entry(0, 1) { arguments throws(MPDError) in
+            .shuffle(arguments.values.isEmpty ? nil : try arguments.range(0))
+        },
+        "prio": Entry(2, nil) { arguments throws(MPDError) in
+            .prio(try arguments.priority(0), try (1..<arguments.values.count).map { index throws(MPDError) in
+                try arguments.range(index)
+            })
+        },
+        "prioid": Entry(2, nil) { arguments throws(MPDError) in
+            .prioid(try arguments.priority(0), try (1..<arguments.values.count).map { index throws(MPDError) in
+                try arguments.natural(index)
+            })
+        },
+        "crossfade": Entry(1, 1) { arguments throws(MPDError) in .crossfade(try arguments.natural(0)) },
+        "albumart": Entry(2, 2) { arguments throws(MPDError) in
+            .albumart(uri: arguments.values[0], offset: try arguments.natural(1))
+        },
+        "readpicture": Entry(2, 2) { arguments throws(MPDError) in
+            .readpicture(uri: arguments.values[0], offset: try arguments.natural(1))
+        },
+        "outputs": .bare(.outputs),
+        "enableoutput": Entry(1, 1) { arguments throws(MPDError) in .enableoutput(try arguments.natural(0)) },
+        "disableoutput": Entry(1, 1) { arguments throws(MPDError) in .disableoutput(try arguments.natural(0)) },
+        "toggleoutput": Entry(1, 1) { arguments throws(MPDError) in .toggleoutput(try arguments.natural(0)) },
+        "replay_gain_mode": Entry(1, 1) { arguments throws(MPDError) in
+            guard ["off", "track", "album", "auto"].contains(arguments.values[0]) else {
+                throw arguments.error("Unrecognized replay gain mode")
+            }
+            return .replayGainMode(arguments.values[0])
+        },
+        "replay_gain_status": .bare(.replayGainStatus),
+        "listplaylists": .bare(.listplaylists),
+        "listplaylist": Entry(1, 1) { arguments throws(MPDError) in .listplaylist(arguments.values[0]) },
+        "listplaylistinfo": Entry(1, 1) { arguments throws(MPDError) in .listplaylistinfo(arguments.values[0]) },
+        "save": Entry(1, 1) { arguments throws(MPDError) in .save(arguments.values[0]) },
+        "load": Entry(1, 2) { arguments throws(MPDError) in
+            .load(arguments.values[0], arguments.values.count > 1 ? try arguments.range(1) : nil)
+        },
+        "playlistadd": Entry(2, 2) { arguments throws(MPDError) in
+            .playlistadd(arguments.values[0], uri: arguments.values[1])
+        },
+        "playlistclear": Entry(1, 1) { arguments throws(MPDError) in .playlistclear(arguments.values[0]) },
+        "playlistdelete": Entry(2, 2) { arguments throws(MPDError) in
+            .playlistdelete(arguments.values[0], position: try arguments.natural(1))
+        },
+        "rm": Entry(1, 1) { arguments throws(MPDError) in .rm(arguments.values[0]) },
+        "rename": Entry(2, 2) { arguments throws(MPDError) in .rename(arguments.values[0], to: arguments.values[1]) },
         "lsinfo": Entry(0, 1) { arguments throws(MPDError) in .lsinfo(arguments.values.first) },
         "listall": Entry(0, 1) { arguments throws(MPDError) in .listall(arguments.values.first) },
         "listallinfo": Entry(0, 1) { arguments throws(MPDError) in .listallinfo(arguments.values.first) },
@@ -248,6 +381,13 @@ private struct Arguments {
     func natural(_ index: Int) throws(MPDError) -> Int {
         let value = try integer(index)
         guard value >= 0 else { throw error("Number is negative: \(values[index])") }
+        return value
+    }
+
+    /// A priority, 0 to 255.
+    func priority(_ index: Int) throws(MPDError) -> Int {
+        let value = try natural(index)
+        guard value <= 255 else { throw error("Priority out of range: \(values[index])") }
         return value
     }
 

@@ -71,7 +71,8 @@ enum PlayerService {
 
         // MPD's protocol, with the service only: the same requests as the control socket's, on threads of its own.
         let mpdServer = withMPRIS && !configuration.mpdListen.isEmpty
-            ? MPDServer(addresses: configuration.mpdListen, log: log, ask: handler) : nil
+            ? MPDServer(addresses: configuration.mpdListen, playlistDirectory: configuration.playlistDirectory,
+                        password: configuration.mpdPassword, log: log, ask: handler) : nil
         if let mpdServer { mpdUnavailable.withLock { $0 = mpdServer.unavailable } }
 
         let positionCell = PositionCell()

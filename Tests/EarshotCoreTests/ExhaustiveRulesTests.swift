@@ -131,6 +131,8 @@ private enum Alphabet {
             .tailHandedOver(.formatChange), .tailHandedOver(.queueEnd),
             .userSeekBy(offsetMilliseconds: 5_000, fromMilliseconds: 1_000, trackLengthMilliseconds: 3_000),
             .configuredSinkRefused, .outputSettingFailed(.unmute), .outputSettingFailed(.volume),
+            // Rule 25: the current track deleted (the one at its place plays on) and a chosen track played.
+            .queueEdited(.delete(start: 0, end: 1)), .userPlayTrack(index: 1),
         ]
         // Rule 21 with one sender, the phone bridge, which sends all three: the senders are alike to the rules, and a
         // second one would multiply the states by four (ExternalPauseTests checks one sender's answer against
@@ -254,7 +256,13 @@ struct ExhaustiveRulesTests {
         let commands = allCommands.filter { $0 != .holdIdleInhibitor && $0 != .releaseIdleInhibitor }
 
         // A sender's Play or PlayPause with no Pause of its own to answer is the user's, relayed (rule 21).
-        let userEvent = node.outside.userEvent(for: event)
+        var userEvent = node.outside.userEvent(for: event)
+        // Choosing a track of the queue to play (rule 25) is the user's play, of that track; one past the queue, or
+        // with no queue, is nothing (rule 15).
+        if case .userPlayTrack(let index) = event, before.playback != .idle,
+           (0..<before.queue.trackCount).contains(index) {
+            userEvent = .userPlay
+        }
         let userPlayed = userEvent == .userPlay
             || (userEvent == .userToggle && !before.isPlaying && !before.waitingForInterruptionEnd)
         let userPaused = userEvent == .userPause || userEvent == .userStop

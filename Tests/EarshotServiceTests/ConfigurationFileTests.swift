@@ -128,6 +128,13 @@ struct ConfigurationFileTests {
                     #"["relative.sock"]"#, #"["1.2.3:4"]"#, #"[6600]"#, #""127.0.0.1:6600""#] {
             #expect(throws: ConfigurationError.self, "\(bad)") { try load(#"{"mpdListen": \#(bad)}"#) }
         }
+        // A non-loopback address only with a password; the stored playlists' folder absolute or ~/.
+        #expect(throws: ConfigurationError.self) { try load(#"{"mpdListen": ["192.168.1.2:6600"]}"#) }
+        let open = try load(#"{"mpdListen": ["192.168.1.2:6600"], "mpdPassword": "sesame"}"#)
+        #expect(open.mpdPassword == "sesame" && open.mpdListen == ["192.168.1.2:6600"])
+        #expect(throws: ConfigurationError.self) { try load(#"{"mpdPassword": ""}"#) }
+        #expect(try load(#"{"playlistDirectory": "~/lists"}"#).playlistDirectory == "~/lists")
+        #expect(throws: ConfigurationError.self) { try load(#"{"playlistDirectory": "lists"}"#) }
     }
 
     @Test("every key is applied")

@@ -15,7 +15,10 @@
 #     auto_update);
 #   - search: the whole `earshot search any WORD` and `mpc search any WORD` command, median and 99th percentile of
 #     SEARCHES runs taken in turns;
-#   - resident memory (VmRSS) of each with the library loaded, after the searches; the database's size on disk.
+#   - resident memory (VmRSS) of each with the library loaded, after the searches; the database's size on disk;
+#   - MPD's protocol (issue 37): with every track queued, the round trip of `status`, `playlistinfo` (the whole queue)
+#     and `search any WORD` on one open connection to each (Earshot's mpd.socket, MPD's socket), median and 99th
+#     percentile of runs taken in turns.
 import argparse
 import json
 import os
@@ -173,6 +176,7 @@ class Earshot:
                                 XDG_STATE_HOME=os.path.join(self.home, "state"), EARSHOT_SOCKET=self.socket,
                                 PULSE_SERVER="unix:" + os.path.join(self.home, "no-server"))
         self.database = os.path.join(self.home, "cache/earshot/library.sqlite")
+        self.music = music
         self.process = None
 
     def start(self):
@@ -267,6 +271,63 @@ class MPD:
             self.process.wait(timeout=30)
 
 
+class ProtocolClient:
+    """One open connection speaking MPD's protocol."""
+
+    def __init__(self, path):
+        self.socket = socket.socket(socket.AF_UNIX)
+        self.socket.connect(path)
+        # Buffered: a reply of 10 000 songs is read in large chunks, not a byte at a time.
+        self.stream = self.socket.makefile("rb", buffering=1 << 16)
+        assert self.stream.readline().startswith(b"OK MPD ")
+
+    def ask(self, line):
+        self.socket.sendall(line.encode() + b"\n")
+        count = 0
+        while True:
+            reply = self.stream.readline()
+            if reply == b"OK\n":
+                return count
+            if not reply or reply.startswith(b"ACK"):
+                raise RuntimeError(f"{line}: {reply!r}")
+            count += 1
+
+    def close(self):
+        self.socket.close()
+
+
+def protocol_latency(earshot, mpd, tracks, results):
+    """Queues every track in both, then times status, playlistinfo and search round trips in turns."""
+    paths = []
+    for folder, _, files in os.walk(earshot.music):
+        paths += [os.path.join(folder, name) for name in files
+                  if name.endswith((".mp3", ".flac", ".ogg", ".opus"))]
+    for start in range(0, len(paths), 500):
+        earshot.request({"command": "add", "paths": paths[start:start + 500]})
+    clients = {"earshot": ProtocolClient(earshot.socket.replace("control.sock", "mpd.socket")),
+               "mpd": ProtocolClient(mpd.socket)}
+    clients["mpd"].ask('add ""')
+    for name, client in clients.items():
+        listed = client.ask("playlistinfo")
+        results[name]["queued_lines"] = listed
+    for request, runs, key in (("status", 201, "status"), ("playlistinfo", 21, "playlistinfo"),
+                               (None, 51, "protocol_search")):
+        times = {"earshot": [], "mpd": []}
+        for index in range(runs):
+            line = request or f"search any {WORDS[index % len(WORDS)][:4]}"
+            for name, client in clients.items():
+                began = clock()
+                client.ask(line)
+                times[name].append(clock() - began)
+        for name in times:
+            ordered = sorted(times[name])
+            results[name][f"{key}_median_ms"] = statistics.median(ordered) * 1000
+            results[name][f"{key}_p99_ms"] = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+    for client in clients.values():
+        client.close()
+    print(f"[bench] MPD protocol: {tracks} tracks queued in each", flush=True)
+
+
 def first_scan(player, pid, started, tracks, full):
     wait_for("the first scan is done", lambda: full())
     return clock() - started, cpu_seconds(pid)
@@ -341,6 +402,7 @@ def main():
             ordered = sorted(times[name])
             results[name]["search_median_ms"] = statistics.median(ordered) * 1000
             results[name]["search_p99_ms"] = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+        protocol_latency(earshot, mpd, options.tracks, results)
         results["earshot"]["rss_kib"] = rss_kib(earshot.process.pid)
         results["mpd"]["rss_kib"] = rss_kib(mpd.process.pid)
         results["earshot"]["database_bytes"] = earshot.database_bytes()
@@ -358,6 +420,12 @@ def main():
         ("search (whole command), median ms", "search_median_ms", "{:.1f}"),
         ("search (whole command), p99 ms", "search_p99_ms", "{:.1f}"),
         ("RSS with the library loaded, KiB", "rss_kib", "{}"), ("database on disk, bytes", "database_bytes", "{}"),
+        ("MPD protocol: status, median ms", "status_median_ms", "{:.2f}"),
+        ("MPD protocol: status, p99 ms", "status_p99_ms", "{:.2f}"),
+        ("MPD protocol: playlistinfo (every track queued), median ms", "playlistinfo_median_ms", "{:.1f}"),
+        ("MPD protocol: playlistinfo (every track queued), p99 ms", "playlistinfo_p99_ms", "{:.1f}"),
+        ("MPD protocol: search any WORD, median ms", "protocol_search_median_ms", "{:.1f}"),
+        ("MPD protocol: search any WORD, p99 ms", "protocol_search_p99_ms", "{:.1f}"),
     ]
     lines = [f"| {options.tracks} tracks | Earshot | MPD 0.23 | ratio |", "|---|---|---|---|"]
     for label, key, form in rows:

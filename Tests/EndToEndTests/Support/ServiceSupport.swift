@@ -63,6 +63,8 @@ final class ServiceHarness: Sendable {
             "XDG_STATE_HOME": stateHome.path,
             "XDG_CONFIG_HOME": configHome.path,
             "XDG_CACHE_HOME": cacheHome.path,
+            // MPD's stored playlists (and any other data) stay in the test's folder.
+            "XDG_DATA_HOME": root.appendingPathComponent("data", isDirectory: true).path,
             // The default log level: what a user's journal would hold.
             "EARSHOT_LOG": "",
         ]

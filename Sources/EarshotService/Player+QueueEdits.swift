@@ -1,0 +1,65 @@
+// The queue edited in place (delete, move, swap, insert at a position, shuffle a range) and a track chosen to play:
+// the executor's half. The edit is checked against the queue, applied to the paths, the tracks' known facts and the
+// entries' ids by the same arrangement the rules apply to their cursor (EarshotCore's QueueEdits.swift), then handed
+// to the rules, which decide what the decoder and the stream do.
+import AudioPipeline
+import EarshotCore
+import TrackPaths
+
+extension Player {
+    /// Applies `edit` (an insertion adds `newPaths`); nil when done, or the reason it was refused.
+    func editQueue(_ edit: QueueEdit, paths newPaths: [TrackPath]) -> String? {
+        var edit = edit
+        if case .shuffle(let start, let end, _) = edit {
+            edit = .shuffle(start: start, end: end, seed: UInt64.random(in: .min ... .max))
+        }
+        if case .insert(let count, _) = edit, count != newPaths.count { return "bad insertion" }
+        guard let arrangement = edit.arrangement(ofTrackCount: paths.count) else { return "Bad song index" }
+        // The cursor first follows what the listener heard: a boundary crossed since the last tick counts as the
+        // current track the edit keeps or removes.
+        if !observeListener() { settleAtHeardPosition() }
+        saving.queueDidChange()
+        var inserted = newPaths.makeIterator()
+        paths = TrackList(arrangement.map { old in old.map { paths[$0] } ?? inserted.next()! })
+        var moved: [Int: TrackInfo] = [:]
+        for (position, old) in arrangement.enumerated() {
+            if let old, let info = tracks[old] { moved[position] = info }
+        }
+        tracks = moved
+        identities.rearrange(arrangement)
+        // Cover jobs under way name positions of the queue before: their results are dropped.
+        queueGeneration += 1
+        announcedTrack = nil
+        log.record("queue", ["edit": Self.editKind(edit), "tracks": "\(paths.count)"])
+        dispatch(.queueEdited(edit))
+        saveState()
+        return nil
+    }
+
+    /// Plays the track at `index` as the user's play; nil when done, or the reason it was refused.
+    func jump(to index: Int) -> String? {
+        guard paths.indices.contains(index) else { return "Bad song index" }
+        if !observeListener() { settleAtHeardPosition() }
+        dispatch(.userPlayTrack(index: index))
+        return nil
+    }
+
+    /// Carries out `requeue`: the decoder drops what it decoded ahead and takes the edited queue from the frame the
+    /// listener last heard of the current track, now at `index`.
+    func requeue(at index: Int) {
+        let heard = currentHeardPosition()
+        let rate = tracks[index]?.format.sampleRate ?? heard?.sampleRate ?? 44_100
+        reposition(to: TrackPosition(trackIndex: index, frame: heard?.frame ?? 0, sampleRate: rate))
+    }
+
+    /// The edit's kind for the log (positions only are no user content, but the kind is all the log needs).
+    private static func editKind(_ edit: QueueEdit) -> String {
+        switch edit {
+        case .delete: return "delete"
+        case .move: return "move"
+        case .swap: return "swap"
+        case .insert: return "insert"
+        case .shuffle: return "shuffle"
+        }
+    }
+}
