@@ -62,6 +62,10 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case holdIdleInhibitor
     /// Give the desktop's idle suspend back (rule 23): the player left playing.
     case releaseIdleInhibitor
+    /// Arm the rules' one-shot timer for `at` (replacing any armed before), or disarm it when nil; the executor
+    /// reports it with `timerFired`. The rules ask for it while something waits out a bound (a microphone probe, a
+    /// Bluetooth profile switch settling, CallSignals.swift).
+    case armTimer(at: Moment?)
 
     /// The command's name, e.g. `cork` or `playTrack(2)`.
     public var description: String {
@@ -88,6 +92,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .releaseSleepDelay: return "releaseSleepDelay"
         case .holdIdleInhibitor: return "holdIdleInhibitor"
         case .releaseIdleInhibitor: return "releaseIdleInhibitor"
+        case .armTimer(let moment): return moment.map { "armTimer(\($0))" } ?? "armTimer(off)"
         }
     }
 }

@@ -237,6 +237,11 @@ public enum Event: Hashable, Sendable {
     /// The session is back: the machine woke, our session is the active one again, or the screen was unlocked.
     /// Never starts anything (rule 19).
     case sessionReturned(SessionDeparture)
+    /// What the server said about a call's signals at `at` (CallSignals.swift): the rules judge whether it is a
+    /// call, an unplug or a probe, and when it ends whether the music may resume.
+    case callSignal(CallSignal, at: Moment)
+    /// The rules' timer, armed by `armTimer`, went off at `at` (the executor's clock, read when it fired).
+    case timerFired(at: Moment)
 
     // From the user (CLI, control socket, MPRIS).
 
@@ -347,6 +352,8 @@ extension Event: CustomStringConvertible {
         case .outputAppeared: return "outputAppeared"
         case .sessionLeft(let departure): return "sessionLeft(\(departure))"
         case .sessionReturned(let departure): return "sessionReturned(\(departure))"
+        case .callSignal(let signal, _): return "callSignal(\(signal))"
+        case .timerFired: return "timerFired"
         case .duckBegan(let stream): return "duckBegan(stream#\(stream))"
         case .duckEnded(let stream): return "duckEnded(stream#\(stream))"
         case .userPlay: return "userPlay"

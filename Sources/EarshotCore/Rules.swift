@@ -9,7 +9,11 @@ extension PlayerState {
     public mutating func apply(_ event: Event) -> [Command] {
         // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
         // may go ahead then; the sleep's release stays last.
-        var commands = decide(event)
+        // A call's signals are judged first (CallSignals.swift): what they amount to is applied in turn, and the
+        // rules' timer follows whatever then waits.
+        let deadline = calls.deadline
+        var commands = calls.judge(event, timing: policy.callTiming, interrupting: interruptions).flatMap { decide($0) }
+        if calls.deadline != deadline { commands.append(.armTimer(at: calls.deadline)) }
         // Rule 23: the idle-suspend inhibitor follows the playback, whichever event moved it.
         if let inhibitor = idleInhibitorFollowingPlayback() { commands.append(inhibitor) }
         if let release = releaseSleepDelayWhenQuiet() { commands.append(release) }
@@ -33,6 +37,9 @@ extension PlayerState {
             return duckBegan(stream)
         case .duckEnded(let stream):
             return duckEnded(stream)
+        case .callSignal, .timerFired:
+            // Judged into other events before this (`apply`).
+            return []
         case .routeChanged, .outputAppeared:
             // Rules 11 and 12: a deliberate move keeps playing on the new sink; a device appearing never
             // starts playback by itself.

@@ -130,6 +130,9 @@ public struct ResumePolicy: Hashable, Sendable {
     /// Off in a bare policy, so that the rules' tests of other rows see only their own commands; the configuration's
     /// default turns it on.
     public var inhibitIdleSuspend: Bool
+    /// How long the rules wait on a call's signals: the microphone probe and the Bluetooth profile switch's settle
+    /// (CallSignals.swift gives the reasons for each).
+    public var callTiming: CallTiming = .standard
 
     /// A policy; the defaults are to resume, within 30 minutes, to play on through a screen lock, and to leave the
     /// idle suspend alone.
@@ -199,6 +202,8 @@ public struct PlayerState: Hashable, Sendable {
     /// The rules asked for the desktop's idle-suspend inhibitor and have not released it (rule 23): after every
     /// event, playing with `inhibitIdleSuspend` on.
     public var idleInhibitorHeld = false
+    /// What the rules know of calls before they interrupt: probing captures, calls counted, profile switches.
+    public var calls = CallJudge()
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(

@@ -109,9 +109,9 @@ actor Player {
     var followedModes: PlayModes?
     /// The ReplayGain settings: the configuration's, until a client's `replaygain` changes the mode.
     var replayGain: ReplayGainSettings
-    /// The translator's timer: armed only while a capture waits to have run long enough to count as a call, or a
-    /// Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls).
-    let translatorTimer: TickTimer
+    /// The rules' timer (`armTimer`): armed only while a capture waits to have run long enough to count as a call, or
+    /// a Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls).
+    let rulesTimer: TickTimer
     /// The fade and duck gains under the user's volume (Player+Edges), and the timer of their steps, armed only while
     /// a ramp is under way.
     var edges: VolumeEdges
@@ -150,7 +150,7 @@ actor Player {
         worker.replayGain.set(replayGain, shuffled: false)
         covers = parts.makeCoverStore { job, outcome in inbox.yield(.cover(job, outcome)) }
         tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
-        translatorTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.translatorDue(arming: arming)) }
+        rulesTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.rulesTimerDue(arming: arming)) }
         edges = VolumeEdges(
             fadeMilliseconds: configuration.fadeMilliseconds, duckGain: configuration.duckGain,
             duckRampMilliseconds: configuration.duckRampMilliseconds)
@@ -189,7 +189,6 @@ actor Player {
             handle(input)
             handling.note(kind, ThreadUsage.sample(since: started))
             armTick()
-            armTranslatorTimer()
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
                 finishProgressLine()
@@ -226,10 +225,10 @@ actor Player {
             guard link.reconnectTimer.wentOff(arming: arming) else { return }
             attemptConnection()
             return
-        case .translatorDue(let arming):
+        case .rulesTimerDue(let arming):
             // A stale delivery (the timer was re-armed or disarmed as it went off) has no work.
-            guard translatorTimer.wentOff(arming: arming) else { return }
-            translatorTimerWentOff()
+            guard rulesTimer.wentOff(arming: arming) else { return }
+            dispatch(.timerFired(at: monotonicMoment()))
         case .edgeDue(let arming):
             guard edgeTimer.wentOff(arming: arming) else { return }
             stepEdges()
@@ -334,6 +333,8 @@ actor Player {
             }
             // The rules uncork it when it opens (`streamOpened`), if the player is playing.
             ensureStream(on: command == .openStream ? .configured : .serverDefault)
+        case .armTimer(let moment):
+            armRulesTimer(for: moment)
         case .closeStream:
             // Refused a cork or an uncork (`outputCommandFailed`): the rules count it as closed already.
             closeStream()

@@ -36,9 +36,9 @@ extension Player {
         /// The reconnection's timer went off: time for the next connection attempt.
         case reconnectDue(arming: Int)
         case tick(arming: Int)
-        /// The translator's timer went off: a capture may have run long enough to count as a call, or a profile
-        /// switch has waited long enough for our stream.
-        case translatorDue(arming: Int)
+        /// The rules' timer went off (`armTimer`): a capture may have run long enough to count as a call, or a
+        /// profile switch has waited long enough for our stream.
+        case rulesTimerDue(arming: Int)
         case request(ControlRequest, any ReplyReceiver<String>)
         case mpris(MPRISCommand, any ReplyReceiver<MPRISReply>)
         /// What logind announced, translated by its adapter (rule 19).
