@@ -62,6 +62,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case holdIdleInhibitor
     /// Give the desktop's idle suspend back (rule 23): the player left playing.
     case releaseIdleInhibitor
+    /// The foreground player gives up: there is no sound server to play on (row 29). It tells the user and exits
+    /// with failure; a service never gets this.
+    case exitWithoutServer
     /// Arm the rules' one-shot timer for `at` (replacing any armed before), or disarm it when nil; the executor
     /// reports it with `timerFired`. The rules ask for it while something waits out a bound (a microphone probe, a
     /// Bluetooth profile switch settling, CallSignals.swift).
@@ -92,6 +95,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .releaseSleepDelay: return "releaseSleepDelay"
         case .holdIdleInhibitor: return "holdIdleInhibitor"
         case .releaseIdleInhibitor: return "releaseIdleInhibitor"
+        case .exitWithoutServer: return "exitWithoutServer"
         case .armTimer(let moment): return moment.map { "armTimer(\($0))" } ?? "armTimer(off)"
         }
     }

@@ -37,6 +37,10 @@ extension PlayerState {
             return duckBegan(stream)
         case .duckEnded(let stream):
             return duckEnded(stream)
+        case .connectionFailed(let first):
+            // Row 29: a foreground player with no server at its first attempt has nothing to wait for; a service
+            // waits (and plays nothing by itself when one comes, rule 12).
+            return first && policy.frontEnd == .foreground ? [.exitWithoutServer] : []
         case .callSignal, .timerFired:
             // Judged into other events before this (`apply`).
             return []

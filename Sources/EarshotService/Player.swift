@@ -158,7 +158,8 @@ actor Player {
         link = OutputLink(
             reconnectTimer: TickTimer(on: ownerThread) { arming in inbox.yield(.reconnectDue(arming: arming)) })
         decisions = DecisionLoop(
-            rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
+            rules: PlayerState(policy: configuration.policy.startedAs(mode),
+                               stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(
             triggerRoles: configuration.triggerRoles, scope: configuration.interruptionScope,
             callDetection: Self.callDetection(of: configuration, ownProcessID: getpid()),
@@ -335,6 +336,9 @@ actor Player {
             ensureStream(on: command == .openStream ? .configured : .serverDefault)
         case .armTimer(let moment):
             armRulesTimer(for: moment)
+        case .exitWithoutServer:
+            log.tellUser("earshot: cannot connect to the sound server\n")
+            exitCode = 1
         case .closeStream:
             // Refused a cork or an uncork (`outputCommandFailed`): the rules count it as closed already.
             closeStream()

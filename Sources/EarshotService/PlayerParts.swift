@@ -70,6 +70,15 @@ public enum PlayerMode: Sendable {
     case service
 }
 
+extension ResumePolicy {
+    /// The configuration's policy for a player started in `mode`: the rules learn their front-end from it.
+    func startedAs(_ mode: PlayerMode) -> ResumePolicy {
+        var policy = self
+        if case .foreground = mode { policy.frontEnd = .foreground } else { policy.frontEnd = .service }
+        return policy
+    }
+}
+
 /// Connecting to the sound server while there is no connection, at start-up or after it went away: one attempt at a
 /// time, each after a wait that doubles (or at once, when the rules want a stream).
 struct Reconnection {
