@@ -54,7 +54,9 @@ public struct CallDetectionSettings: Sendable, Equatable {
     ]
 
     /// Settings; by default any microphone capture counts (after the rules' probe, `CallTiming`).
-    public init(detection: CallDetection = .microphone, ignoredApplications: Set<String> = [], ownProcessID: Int32? = nil) {
+    public init(
+        detection: CallDetection = .microphone, ignoredApplications: Set<String> = [], ownProcessID: Int32? = nil
+    ) {
         self.detection = detection
         self.ignoredApplications = Set(ignoredApplications.map { $0.lowercased() })
         self.ownProcessID = ownProcessID
