@@ -40,7 +40,7 @@ extension PlayerState {
         case .connectionFailed(let first):
             // Row 29: a foreground player with no server at its first attempt has nothing to wait for; a service
             // waits (and plays nothing by itself when one comes, rule 12).
-            return first && policy.frontEnd == .foreground ? [.exitWithoutServer] : []
+            return first && policy.frontEnd == .foreground ? [.exitForeground(.noServer)] : []
         case .callSignal, .timerFired:
             // Judged into other events before this (`apply`).
             return []
@@ -341,8 +341,9 @@ extension PlayerState {
         return stream.isOpen ? preparation + [.uncork] : preparation
     }
 
-    /// Moves to `next` after the current track ended or failed, or stops at the end of the queue.
-    private mutating func advance(to next: Int?) -> [Command] {
+    /// Moves to `next` after the current track ended or failed, or stops at the end of the queue; `nothingPlayed` when
+    /// it ends because every track failed in a row.
+    private mutating func advance(to next: Int?, nothingPlayed: Bool = false) -> [Command] {
         if let next, (0..<queue.trackCount).contains(next) {
             enterTrack(next)
             return []
@@ -354,7 +355,9 @@ extension PlayerState {
         rewindAfterQueueEnd()
         playback = .stopped
         resumeIntent = .none
-        return cork + [.queueEnded]
+        // A foreground `earshot play` has done its work; the service waits for the user.
+        guard policy.frontEnd == .foreground else { return cork }
+        return cork + [.exitForeground(nothingPlayed ? .nothingPlayable : .queuePlayed)]
     }
 
     /// Rules 14 and 22: track `index` failed. The rules name the track the decoder tries next, from their own play
@@ -368,6 +371,6 @@ extension PlayerState {
         // A track decoded ahead of the listener failed: the cursor stays with what the listener hears, and reaches
         // the next one by playing on (`heardTrack`) or at the queue's end (`queuePlayedOut`).
         guard index == queue.index else { return [decoder] }
-        return [decoder] + advance(to: next)
+        return [decoder] + advance(to: next, nothingPlayed: failuresInARow >= queue.trackCount)
     }
 }

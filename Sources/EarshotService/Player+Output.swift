@@ -374,7 +374,6 @@ extension Player {
                 let kept = (rules.queue.index - 1)...
                 tracks = tracks.filter { kept.contains($0.key) }
             }
-            anyTrackStarted = true
             // Only a stream the rules asked for (`openStream`) before the format was known is opened here.
             if let sink = streamAwaitsFormat { ensureStream(on: sink) }
         case .trackFailed(let index, let error, let inARow):

@@ -82,7 +82,6 @@ actor Player {
     var streamAwaitsFormat: SinkChoice?
     /// The track whose title the stream's media name shows.
     var announcedTrack: Int?
-    var anyTrackStarted = false
     var exitCode: Int32?
     var progressShown = false
     /// Bumped whenever the queue is replaced, so MPRIS track ids of a new queue differ from the old ones.
@@ -336,9 +335,11 @@ actor Player {
             ensureStream(on: command == .openStream ? .configured : .serverDefault)
         case .armTimer(let moment):
             armRulesTimer(for: moment)
-        case .exitWithoutServer:
-            log.tellUser("earshot: cannot connect to the sound server\n")
-            exitCode = 1
+        case .exitForeground(let reason):
+            // The first exit asked for stands (a queue's end right after a failed connection changes nothing).
+            guard exitCode == nil else { return }
+            if reason == .noServer { log.tellUser("earshot: cannot connect to the sound server\n") }
+            exitCode = reason == .queuePlayed ? 0 : 1
         case .closeStream:
             // Refused a cork or an uncork (`outputCommandFailed`): the rules count it as closed already.
             closeStream()
@@ -367,10 +368,6 @@ actor Player {
         case .skipFailedTrack(let failed, let next):
             // The decoder waits for it; a reposition since has given it another start, and it ignores this then.
             worker.skipFailedTrack(failed, next: next)
-        case .queueEnded:
-            // The foreground player's work is done: it exits, with failure when no track could be played. The service
-            // waits for the user.
-            if case .foreground = mode, exitCode == nil { exitCode = anyTrackStarted ? 0 : 1 }
         case .releaseSleepDelay:
             // Handed over, not waited for: the adapter closes the lock on its own thread.
             logind?.releaseSleepDelay()
