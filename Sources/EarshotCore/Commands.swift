@@ -32,9 +32,6 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// ring already holds (nothing is flushed); nil: the queue has nothing more to play, and the decoder finishes it
     /// (rules 14 and 22: the track after a failure is the rules' play order's, never the executor's own guess).
     case skipFailedTrack(failed: Int, next: Int?)
-    /// The player stopped at the end of the queue: it was played out, or nothing in it could be played (rules 13, 14
-    /// and 22). A foreground `earshot play` has done its work and exits; the service waits for the user.
-    case queueEnded
     /// Flush and continue from `milliseconds` into the current track.
     case seek(milliseconds: Int)
     /// Flush and have the decoder take the current queue from `milliseconds` into track `index`, without uncorking: a
@@ -65,6 +62,13 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case holdIdleInhibitor
     /// Give the desktop's idle suspend back (rule 23): the player left playing.
     case releaseIdleInhibitor
+    /// The foreground player's work is over, for `reason` (rules 13, 14, 22 and row 29): it exits, with failure unless
+    /// its queue was played. A service never gets this: it waits for the user, or for a server.
+    case exitForeground(ForegroundExit)
+    /// Arm the rules' one-shot timer for `at` (replacing any armed before), or disarm it when nil; the executor
+    /// reports it with `timerFired`. The rules ask for it while something waits out a bound (a microphone probe, a
+    /// Bluetooth profile switch settling, CallSignals.swift).
+    case armTimer(at: Moment?)
 
     /// The command's name, e.g. `cork` or `playTrack(2)`.
     public var description: String {
@@ -82,7 +86,6 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .playTrack(let index): return "playTrack(\(index))"
         case .skipFailedTrack(let failed, let next):
             return "skipFailedTrack(\(failed), next: \(next.map(String.init) ?? "none"))"
-        case .queueEnded: return "queueEnded"
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
         case .cue(let index, let milliseconds): return "cue(\(index), \(milliseconds)ms)"
         case .requeue(let index): return "requeue(\(index))"
@@ -92,6 +95,27 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .releaseSleepDelay: return "releaseSleepDelay"
         case .holdIdleInhibitor: return "holdIdleInhibitor"
         case .releaseIdleInhibitor: return "releaseIdleInhibitor"
+        case .exitForeground(let reason): return "exitForeground(\(reason))"
+        case .armTimer(let moment): return moment.map { "armTimer(\($0))" } ?? "armTimer(off)"
+        }
+    }
+}
+
+/// Why a foreground `earshot play` ends.
+public enum ForegroundExit: Hashable, Sendable, CustomStringConvertible {
+    /// The queue was played to its end (some tracks may have failed).
+    case queuePlayed
+    /// Every track of the queue failed, one after another: nothing could be played.
+    case nothingPlayable
+    /// There was no sound server at the first connection (row 29).
+    case noServer
+
+    /// `queuePlayed`, `nothingPlayable` or `noServer`.
+    public var description: String {
+        switch self {
+        case .queuePlayed: return "queuePlayed"
+        case .nothingPlayable: return "nothingPlayable"
+        case .noServer: return "noServer"
         }
     }
 }

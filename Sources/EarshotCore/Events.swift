@@ -237,6 +237,14 @@ public enum Event: Hashable, Sendable {
     /// The session is back: the machine woke, our session is the active one again, or the screen was unlocked.
     /// Never starts anything (rule 19).
     case sessionReturned(SessionDeparture)
+    /// What the server said about a call's signals at `at` (CallSignals.swift): the rules judge whether it is a
+    /// call, an unplug or a probe, and when it ends whether the music may resume.
+    case callSignal(CallSignal, at: Moment)
+    /// An attempt to connect to the sound server failed; `firstAttempt`: it was the first since the player started
+    /// (no connection has been made yet). The executor goes on retrying unless the rules say otherwise.
+    case connectionFailed(firstAttempt: Bool)
+    /// The rules' timer, armed by `armTimer`, went off at `at` (the executor's clock, read when it fired).
+    case timerFired(at: Moment)
 
     // From the user (CLI, control socket, MPRIS).
 
@@ -351,6 +359,9 @@ extension Event: CustomStringConvertible {
         case .outputAppeared: return "outputAppeared"
         case .sessionLeft(let departure): return "sessionLeft(\(departure))"
         case .sessionReturned(let departure): return "sessionReturned(\(departure))"
+        case .callSignal(let signal, _): return "callSignal(\(signal))"
+        case .timerFired: return "timerFired"
+        case .connectionFailed(let first): return first ? "connectionFailed(first)" : "connectionFailed"
         case .duckBegan(let stream): return "duckBegan(stream#\(stream))"
         case .duckEnded(let stream): return "duckEnded(stream#\(stream))"
         case .userPlay: return "userPlay"

@@ -9,7 +9,11 @@ extension PlayerState {
     public mutating func apply(_ event: Event) -> [Command] {
         // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
         // may go ahead then; the sleep's release stays last.
-        var commands = decide(event)
+        // A call's signals are judged first (CallSignals.swift): what they amount to is applied in turn, and the
+        // rules' timer follows whatever then waits.
+        let deadline = calls.deadline
+        var commands = calls.judge(event, timing: policy.callTiming, interrupting: interruptions).flatMap { decide($0) }
+        if calls.deadline != deadline { commands.append(.armTimer(at: calls.deadline)) }
         // Rule 23: the idle-suspend inhibitor follows the playback, whichever event moved it.
         if let inhibitor = idleInhibitorFollowingPlayback() { commands.append(inhibitor) }
         if let release = releaseSleepDelayWhenQuiet() { commands.append(release) }
@@ -33,6 +37,13 @@ extension PlayerState {
             return duckBegan(stream)
         case .duckEnded(let stream):
             return duckEnded(stream)
+        case .connectionFailed(let first):
+            // Row 29: a foreground player with no server at its first attempt has nothing to wait for; a service
+            // waits (and plays nothing by itself when one comes, rule 12).
+            return first && policy.frontEnd == .foreground ? [.exitForeground(.noServer)] : []
+        case .callSignal, .timerFired:
+            // Judged into other events before this (`apply`).
+            return []
         case .routeChanged, .outputAppeared:
             // Rules 11 and 12: a deliberate move keeps playing on the new sink; a device appearing never
             // starts playback by itself.
@@ -334,8 +345,9 @@ extension PlayerState {
         return stream.isOpen ? preparation + [.uncork] : preparation
     }
 
-    /// Moves to `next` after the current track ended or failed, or stops at the end of the queue.
-    private mutating func advance(to next: Int?) -> [Command] {
+    /// Moves to `next` after the current track ended or failed, or stops at the end of the queue; `nothingPlayed` when
+    /// it ends because every track failed in a row.
+    private mutating func advance(to next: Int?, nothingPlayed: Bool = false) -> [Command] {
         if let next, (0..<queue.trackCount).contains(next) {
             enterTrack(next)
             return []
@@ -347,7 +359,9 @@ extension PlayerState {
         rewindAfterQueueEnd()
         playback = .stopped
         resumeIntent = .none
-        return cork + [.queueEnded]
+        // A foreground `earshot play` has done its work; the service waits for the user.
+        guard policy.frontEnd == .foreground else { return cork }
+        return cork + [.exitForeground(nothingPlayed ? .nothingPlayable : .queuePlayed)]
     }
 
     /// Rules 14 and 22: track `index` failed. The rules name the track the decoder tries next, from their own play
@@ -361,6 +375,6 @@ extension PlayerState {
         // A track decoded ahead of the listener failed: the cursor stays with what the listener hears, and reaches
         // the next one by playing on (`heardTrack`) or at the queue's end (`queuePlayedOut`).
         guard index == queue.index else { return [decoder] }
-        return [decoder] + advance(to: next)
+        return [decoder] + advance(to: next, nothingPlayed: failuresInARow >= queue.trackCount)
     }
 }

@@ -130,6 +130,12 @@ public struct ResumePolicy: Hashable, Sendable {
     /// Off in a bare policy, so that the rules' tests of other rows see only their own commands; the configuration's
     /// default turns it on.
     public var inhibitIdleSuspend: Bool
+    /// How long the rules wait on a call's signals: the microphone probe and the Bluetooth profile switch's settle
+    /// (CallSignals.swift gives the reasons for each).
+    public var callTiming: CallTiming = .standard
+    /// How the player was started: a service waits for a sound server, a foreground `earshot play` gives up when its
+    /// first connection fails (RULES.md row 29).
+    public var frontEnd: FrontEnd = .service
 
     /// A policy; the defaults are to resume, within 30 minutes, to play on through a screen lock, and to leave the
     /// idle suspend alone.
@@ -142,6 +148,15 @@ public struct ResumePolicy: Hashable, Sendable {
         self.pauseOnLock = pauseOnLock
         self.inhibitIdleSuspend = inhibitIdleSuspend
     }
+}
+
+/// How the player was started, for the rules that differ between a service and a foreground player.
+public enum FrontEnd: Hashable, Sendable {
+    /// `earshot serve`: it outlives any sound server, waiting and retrying while there is none.
+    case service
+    /// `earshot play FILE...`: the user waits at a terminal for those files to play, so no server at its first
+    /// connection means there is nothing to wait for.
+    case foreground
 }
 
 /// The record of the most recent track that could not be played.
@@ -199,6 +214,8 @@ public struct PlayerState: Hashable, Sendable {
     /// The rules asked for the desktop's idle-suspend inhibitor and have not released it (rule 23): after every
     /// event, playing with `inhibitIdleSuspend` on.
     public var idleInhibitorHeld = false
+    /// What the rules know of calls before they interrupt: probing captures, calls counted, profile switches.
+    public var calls = CallJudge()
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(

@@ -114,7 +114,7 @@ extension Player.Input {
         case .connectFailed: return "connectFailed"
         case .reconnectDue: return "reconnectDue"
         case .tick: return "tick"
-        case .translatorDue: return "translatorDue"
+        case .rulesTimerDue: return "rulesTimerDue"
         case .request(let request, _): return "request " + request.name
         case .mpris(let command, _): return "mpris " + command.kindName
         case .session: return "session"

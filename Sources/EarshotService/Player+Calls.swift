@@ -1,6 +1,6 @@
 // The player's part in calls inferred from microphone captures (see Player.swift): the server's notices about sources
-// and capture streams go to the translator, which says which calls began and ended, and the one-shot timer that lets
-// a capture's delay run out (CaptureCalls.swift in PulseOutput) is armed only while a capture waits for it.
+// and capture streams go to the translator, which says which applications record from a microphone; the rules judge
+// them (EarshotCore's CallSignals.swift) and arm their one-shot timer (`armTimer`) only while something waits.
 import EarshotCore
 import PulseOutput
 
@@ -23,28 +23,23 @@ extension Player {
         }
     }
 
-    /// The translator's timer went off: captures that have run long enough count now, and profile switches that
-    /// waited long enough for our stream end.
-    func translatorTimerWentOff() {
-        dispatchCalls(translator.timerExpired(at: monotonicMoment()))
-    }
-
-    /// Arms the translator's timer for its deadline, or disarms it when nothing waits (a player with no capture
-    /// waiting to count and no profile switch waiting for our stream has none armed).
-    func armTranslatorTimer() {
-        guard let deadline = translator.deadline else {
-            translatorTimer.disarm()
+    /// Arms the rules' timer for `moment`, or disarms it when nil (`armTimer`): its expiry comes back as `timerFired`.
+    func armRulesTimer(for moment: Moment?) {
+        guard let moment else {
+            rulesTimer.disarm()
             return
         }
-        let wait = max(deadline.milliseconds(since: monotonicMoment()), 0)
-        translatorTimer.arm(after: .milliseconds(wait))
+        let wait = max(moment.milliseconds(since: monotonicMoment()), 0)
+        rulesTimer.arm(after: .milliseconds(wait))
     }
 
-    /// Dispatches the translator's `events`; the application behind an inferred call is named at debug level only
-    /// (it is no user content, but a log at the default level holds kinds, causes and states alone).
+    /// Dispatches the translator's `events`; the application behind a capture is named at debug level only (it is no
+    /// user content, but a log at the default level holds kinds, causes and states alone).
     func dispatchCalls(_ events: [Event]) {
         for event in events {
-            if configuration.debugLogging, case .interruptionBegan(.microphoneCapture(let client), _) = event {
+            if configuration.debugLogging,
+               case .callSignal(.microphoneCaptureRunning(let client, _, _), _) = event,
+               !rules.calls.microphoneCalls.contains(client) {
                 log.record("debug", ["call": "microphone#\(client)",
                                      "application": translator.applicationName(ofClient: client) ?? "unknown"])
             }

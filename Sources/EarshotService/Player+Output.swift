@@ -36,20 +36,16 @@ extension Player {
         if link.takeStreamAwaitingConnection() { ensureStream() }
     }
 
-    /// A connection attempt found no server. The next one waits for the timer; a stream the rules asked for is not
-    /// there, for that reason (the output is lost: the server). The first attempt of all ends the foreground player
-    /// (`earshot play` without a server has nothing to do) and has the service wait.
+    /// A connection attempt found no server: the rules hear of it (`connectionFailed`; a foreground player's first
+    /// ends it, row 29). The next one waits for the timer; a stream the rules asked for is not there, for that reason
+    /// (the output is lost: the server).
     func connectionAttemptFailed() {
         let first = link.reconnection.map { !$0.afterLoss && $0.attempts == 1 } ?? false
         link.attemptFailed()
-        if first {
-            if case .foreground = mode {
-                log.tellUser("earshot: cannot connect to the sound server\n")
-                exitCode = 1
-                return
-            }
-            log.record("server", ["state": "unavailable", "action": "waiting"])
-        }
+        dispatch(.connectionFailed(firstAttempt: first))
+        // The rules ended the player (`exitWithoutServer`): nothing is left to tell them.
+        guard exitCode == nil else { return }
+        if first { log.record("server", ["state": "unavailable", "action": "waiting"]) }
         if link.takeStreamAwaitingConnection() { dispatch(.outputLost(.serverLost)) }
     }
 
@@ -378,7 +374,6 @@ extension Player {
                 let kept = (rules.queue.index - 1)...
                 tracks = tracks.filter { kept.contains($0.key) }
             }
-            anyTrackStarted = true
             // Only a stream the rules asked for (`openStream`) before the format was known is opened here.
             if let sink = streamAwaitsFormat { ensureStream(on: sink) }
         case .trackFailed(let index, let error, let inARow):

@@ -82,7 +82,6 @@ actor Player {
     var streamAwaitsFormat: SinkChoice?
     /// The track whose title the stream's media name shows.
     var announcedTrack: Int?
-    var anyTrackStarted = false
     var exitCode: Int32?
     var progressShown = false
     /// Bumped whenever the queue is replaced, so MPRIS track ids of a new queue differ from the old ones.
@@ -111,9 +110,9 @@ actor Player {
     var followedModes: PlayModes?
     /// The ReplayGain settings: the configuration's, until a client's `replaygain` changes the mode.
     var replayGain: ReplayGainSettings
-    /// The translator's timer: armed only while a capture waits to have run long enough to count as a call, or a
-    /// Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls).
-    let translatorTimer: TickTimer
+    /// The rules' timer (`armTimer`): armed only while a capture waits to have run long enough to count as a call, or
+    /// a Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls).
+    let rulesTimer: TickTimer
     /// The fade and duck gains under the user's volume (Player+Edges), and the timer of their steps, armed only while
     /// a ramp is under way.
     var edges: VolumeEdges
@@ -153,7 +152,7 @@ actor Player {
         worker.replayGain.setLibrary(parts.library)
         covers = parts.makeCoverStore { job, outcome in inbox.yield(.cover(job, outcome)) }
         tickTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.tick(arming: arming)) }
-        translatorTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.translatorDue(arming: arming)) }
+        rulesTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.rulesTimerDue(arming: arming)) }
         edges = VolumeEdges(
             fadeMilliseconds: configuration.fadeMilliseconds, duckGain: configuration.duckGain,
             duckRampMilliseconds: configuration.duckRampMilliseconds)
@@ -161,7 +160,8 @@ actor Player {
         link = OutputLink(
             reconnectTimer: TickTimer(on: ownerThread) { arming in inbox.yield(.reconnectDue(arming: arming)) })
         decisions = DecisionLoop(
-            rules: PlayerState(policy: configuration.policy, stream: StreamCondition(isOpen: false, isCorked: true)))
+            rules: PlayerState(policy: configuration.policy.startedAs(mode),
+                               stream: StreamCondition(isOpen: false, isCorked: true)))
         translator = ServerEventTranslator(
             triggerRoles: configuration.triggerRoles, scope: configuration.interruptionScope,
             callDetection: Self.callDetection(of: configuration, ownProcessID: getpid()),
@@ -192,7 +192,6 @@ actor Player {
             handle(input)
             handling.note(kind, ThreadUsage.sample(since: started))
             armTick()
-            armTranslatorTimer()
             if configuration.showsProgress && rules.playback != shownPlayback { showProgress() }
             if let exitCode {
                 finishProgressLine()
@@ -229,10 +228,10 @@ actor Player {
             guard link.reconnectTimer.wentOff(arming: arming) else { return }
             attemptConnection()
             return
-        case .translatorDue(let arming):
+        case .rulesTimerDue(let arming):
             // A stale delivery (the timer was re-armed or disarmed as it went off) has no work.
-            guard translatorTimer.wentOff(arming: arming) else { return }
-            translatorTimerWentOff()
+            guard rulesTimer.wentOff(arming: arming) else { return }
+            dispatch(.timerFired(at: monotonicMoment()))
         case .edgeDue(let arming):
             guard edgeTimer.wentOff(arming: arming) else { return }
             stepEdges()
@@ -337,6 +336,13 @@ actor Player {
             }
             // The rules uncork it when it opens (`streamOpened`), if the player is playing.
             ensureStream(on: command == .openStream ? .configured : .serverDefault)
+        case .armTimer(let moment):
+            armRulesTimer(for: moment)
+        case .exitForeground(let reason):
+            // The first exit asked for stands (a queue's end right after a failed connection changes nothing).
+            guard exitCode == nil else { return }
+            if reason == .noServer { log.tellUser("earshot: cannot connect to the sound server\n") }
+            exitCode = reason == .queuePlayed ? 0 : 1
         case .closeStream:
             // Refused a cork or an uncork (`outputCommandFailed`): the rules count it as closed already.
             closeStream()
@@ -367,10 +373,6 @@ actor Player {
         case .skipFailedTrack(let failed, let next):
             // The decoder waits for it; a reposition since has given it another start, and it ignores this then.
             worker.skipFailedTrack(failed, next: next)
-        case .queueEnded:
-            // The foreground player's work is done: it exits, with failure when no track could be played. The service
-            // waits for the user.
-            if case .foreground = mode, exitCode == nil { exitCode = anyTrackStarted ? 0 : 1 }
         case .releaseSleepDelay:
             // Handed over, not waited for: the adapter closes the lock on its own thread.
             logind?.releaseSleepDelay()

@@ -36,9 +36,9 @@ extension Player {
         /// The reconnection's timer went off: time for the next connection attempt.
         case reconnectDue(arming: Int)
         case tick(arming: Int)
-        /// The translator's timer went off: a capture may have run long enough to count as a call, or a profile
-        /// switch has waited long enough for our stream.
-        case translatorDue(arming: Int)
+        /// The rules' timer went off (`armTimer`): a capture may have run long enough to count as a call, or a
+        /// profile switch has waited long enough for our stream.
+        case rulesTimerDue(arming: Int)
         case request(ControlRequest, any ReplyReceiver<String>)
         case mpris(MPRISCommand, any ReplyReceiver<MPRISReply>)
         /// What logind announced, translated by its adapter (rule 19).
@@ -68,6 +68,15 @@ public enum PlayerMode: Sendable {
     case foreground(files: [TrackPath])
     /// `earshot serve`: a long-running service that restores its saved queue, paused.
     case service
+}
+
+extension ResumePolicy {
+    /// The configuration's policy for a player started in `mode`: the rules learn their front-end from it.
+    func startedAs(_ mode: PlayerMode) -> ResumePolicy {
+        var policy = self
+        if case .foreground = mode { policy.frontEnd = .foreground } else { policy.frontEnd = .service }
+        return policy
+    }
 }
 
 /// Connecting to the sound server while there is no connection, at start-up or after it went away: one attempt at a

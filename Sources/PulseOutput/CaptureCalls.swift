@@ -38,15 +38,6 @@ public struct CallDetectionSettings: Sendable, Equatable {
     /// Earshot's own process id: its own captures never count (it makes none today; a future level meter must not
     /// pause it).
     public var ownProcessID: Int32?
-    /// How long a capture must run before it counts, in milliseconds.
-    public var delayMilliseconds: Int64
-
-    /// 400 ms. A page that asks for the device list opens no stream at all; a microphone check or a permission probe
-    /// opens one for a moment and closes it, and Chromium opens its capture corked and uncorks it only to record. A
-    /// call's far end takes far longer than this to answer, so the music still pauses before anyone speaks, and
-    /// WirePlumber 0.5 waits 500 ms after a capture links before it switches a headset for it, for the same reason.
-    public static let defaultDelayMilliseconds: Int64 = 400
-
     /// Applications known to make calls, lower case, matched against `application.name` and
     /// `application.process.binary`: browsers (every web meeting: Meet, Teams, Zoom and Discord on the web),
     /// WebRTC's native voice engine (Discord) and Zoom's, Electron calling apps, Telegram, Skype, Mumble, Jitsi,
@@ -62,15 +53,13 @@ public struct CallDetectionSettings: Sendable, Equatable {
         "whatsapp-for-linux", "gnome-calls", "calls",
     ]
 
-    /// Settings; by default any microphone capture counts after `defaultDelayMilliseconds`.
+    /// Settings; by default any microphone capture counts (after the rules' probe, `CallTiming`).
     public init(
-        detection: CallDetection = .microphone, ignoredApplications: Set<String> = [], ownProcessID: Int32? = nil,
-        delayMilliseconds: Int64 = CallDetectionSettings.defaultDelayMilliseconds
+        detection: CallDetection = .microphone, ignoredApplications: Set<String> = [], ownProcessID: Int32? = nil
     ) {
         self.detection = detection
         self.ignoredApplications = Set(ignoredApplications.map { $0.lowercased() })
         self.ownProcessID = ownProcessID
-        self.delayMilliseconds = delayMilliseconds
     }
 
     /// Whether `capture`, recording from `source` (nil: not known), is a call, and if not, why.
@@ -96,62 +85,52 @@ public struct CallDetectionSettings: Sendable, Equatable {
     }
 }
 
-/// The calls inferred from capture streams: which captures are calls, since when, and which applications the rules
-/// have been told about.
+/// The applications recording from a microphone, as the server describes their captures: which captures are
+/// another application's running capture from a microphone, since when, and which applications the rules have been
+/// told of (`CallSignal.microphoneCaptureRunning`). Whether and when one is a call is the rules' (CallSignals.swift).
 ///
-/// One interruption source per application, keyed by the capture's client index (`microphone#N`): every capture of a
-/// client counts towards one call, the source begins when the first of them has run `delayMilliseconds` and ends when
-/// the last of them stops counting (removed, corked, its source gone). The client index rather than the process id:
-/// every client stream has one, the server never reuses it while the client lives, and it needs no trust in what the
-/// client says of itself (`application.process.id` is the client's own claim, and a number of another pid namespace
-/// inside a Flatpak sandbox).
-///
-/// Time enters only with notices: each call passes the moment, and a capture that qualifies but has not run long
-/// enough yet makes `deadline` the moment it will; the owner arms a one-shot timer for it and reports its expiry
-/// (`ServerEventTranslator.timerExpired`).
+/// One application per client index: every capture of a client counts towards one, recording since its earliest
+/// capture that has recorded without a break; it stops when the last of them stops counting (removed, corked, its
+/// source gone). The client index rather than the process id: every client stream has one, the server never reuses it
+/// while the client lives, and it needs no trust in what the client says of itself (`application.process.id` is the
+/// client's own claim, and a number of another pid namespace inside a Flatpak sandbox).
 struct CaptureCalls: Sendable {
-    /// A capture that is a call now.
+    /// A capture that records from a microphone now.
     struct Qualifying: Sendable, Equatable {
-        /// Its client: the application the call is counted for.
+        /// Its client: the application it records for.
         var client: UInt32
         /// Since when it has qualified without a break.
         var since: Moment
+        /// Whether it was listed with the server's inventory when our stream opened (it ran before we did).
+        var listed: Bool
     }
 
     /// What counts.
     var settings: CallDetectionSettings
     /// The captures that qualify now, by index.
     private(set) var qualifying: [UInt32: Qualifying] = [:]
-    /// The applications (client indices) the rules were told of as `microphone#N` and not yet told the end of.
-    private(set) var active: Set<UInt32> = []
+    /// The applications (client indices) reported as recording and not yet reported stopped.
+    private(set) var reported: Set<UInt32> = []
     /// Captures seen recording an output (a sink's monitor, a stream): they stay recordings for their life. When the
     /// sink goes, PulseAudio moves a recorder of its monitor to the default source, a microphone, and a recorder of
     /// what the speakers played is no call because the server moved it.
     private(set) var recordersOfOutput: Set<UInt32> = []
 
-    /// Calls judged with `settings`.
+    /// Captures judged with `settings`.
     init(settings: CallDetectionSettings) {
         self.settings = settings
     }
 
-    /// The moment the next qualifying capture will have run long enough; nil when none waits.
-    var deadline: Moment? {
-        qualifying.values.filter { !active.contains($0.client) }.map {
-            $0.since.advanced(by: settings.delayMilliseconds)
-        }.min()
-    }
-
-    /// Judges every capture again at `moment` and reports the calls that began and ended, in client order (ends
-    /// first). Captures in `alreadyRunning` that qualify and were not qualifying count at once: they were running
-    /// before our stream existed (an inventory lists them), so no probe is waited out.
+    /// Judges every capture again at `moment` and reports the applications that stopped recording (in client order)
+    /// and every one that records (in client order, again with each notice: the rules count its time). Captures in
+    /// `alreadyRunning` are listed with the inventory.
     mutating func reweigh(
         captures: [UInt32: SourceOutputSnapshot], sources: [UInt32: SourceSnapshot], at moment: Moment,
         alreadyRunning: Set<UInt32> = []
     ) -> [Event] {
         var now: [UInt32: Qualifying] = [:]
         // Applications whose capture stopped counting because something about it is no longer known (its source
-        // went away, its client is missing or another): their call ends without permission to resume, since unknown
-        // is no permission to play (a microphone unplugged mid-call, the capture moved to another one).
+        // went away, its client is missing or another): said with their stop.
         var lostTrack: Set<UInt32> = []
         recordersOfOutput.formIntersection(captures.keys)
         for capture in captures.values {
@@ -168,33 +147,37 @@ struct CaptureCalls: Sendable {
             if let earlier = qualifying[capture.index], earlier.client == client {
                 now[capture.index] = earlier
             } else {
-                let head = alreadyRunning.contains(capture.index) ? settings.delayMilliseconds : 0
-                now[capture.index] = Qualifying(client: client, since: Moment(milliseconds: moment.milliseconds - head))
+                now[capture.index] = Qualifying(client: client, since: moment,
+                                                listed: alreadyRunning.contains(capture.index))
             }
         }
         qualifying = now
-        let counting = Set(now.values.filter {
-            moment.milliseconds(since: $0.since) >= settings.delayMilliseconds
-        }.map(\.client))
-        // An application already counted stays counted while any capture of it qualifies, even one that started
-        // since (a second capture of the same call).
-        let stillActive = active.filter { client in now.values.contains { $0.client == client } }
-        let counted = counting.union(stillActive)
-        let ended = active.subtracting(counted).sorted()
-        let began = counted.subtracting(active).sorted()
-        active = counted
-        return ended.map {
-            Event.interruptionEnded(.microphoneCapture(client: $0), resumeAllowed: !lostTrack.contains($0), at: moment)
-        } + began.map { Event.interruptionBegan(.microphoneCapture(client: $0), at: moment) }
+        var recording: [UInt32: Qualifying] = [:]
+        for capture in now.values {
+            guard let earlier = recording[capture.client] else {
+                recording[capture.client] = capture
+                continue
+            }
+            recording[capture.client] = Qualifying(client: capture.client, since: min(earlier.since, capture.since),
+                                                   listed: earlier.listed || capture.listed)
+        }
+        let stopped = reported.subtracting(recording.keys).sorted()
+        reported = Set(recording.keys)
+        return stopped.map {
+            Event.callSignal(.microphoneCaptureStopped(client: $0, sourceLost: lostTrack.contains($0)), at: moment)
+        } + recording.keys.sorted().compactMap { client in
+            recording[client].map {
+                Event.callSignal(.microphoneCaptureRunning(client: client, since: $0.since, listedAtStart: $0.listed),
+                                 at: moment)
+            }
+        }
     }
 
-    /// Forgets everything (our stream is gone, with the server's description): active calls end without a resume,
-    /// since they did not really end.
-    mutating func forget(at moment: Moment) -> [Event] {
-        let ended = active.sorted()
+    /// Forgets everything (our stream is gone, with the server's description): the rules end what they counted
+    /// (`CallSignal.ourStreamGone`).
+    mutating func forget() {
         qualifying = [:]
-        active = []
+        reported = []
         recordersOfOutput = []
-        return ended.map { Event.interruptionEnded(.microphoneCapture(client: $0), resumeAllowed: false, at: moment) }
     }
 }

@@ -20,6 +20,10 @@ import EarshotCore
 /// manager switches before the call's capture is described (the fake headset's bare switch, measured on 0.3.65,
 /// 1.4.2 and 1.6.9: the node goes, then the card says `headset-head-unit`, and nothing records).
 ///
+/// The translator reports what it sees as `CallSignal`s (our sink removed with its card's profile, a Bluetooth card's
+/// change or removal, our stream reaching a sink, our stream gone); the rules decide (EarshotCore's CallSignals.swift,
+/// `CallJudge`), with the settle time as a rule parameter (`CallTiming`), as below.
+///
 /// Our sink is removed (SINK REMOVE, or the moved callback finding the old sink gone, whichever comes first):
 /// - its card is unknown, gone or not Bluetooth                             -> outputLost(deviceRemoved)
 /// - its card is already in a profile without a sink (`off`)                -> outputLost(deviceRemoved)
@@ -42,8 +46,8 @@ import EarshotCore
 /// - a deliberate move of our stream to a sink of another device            -> interruptionEnded(resume allowed)
 /// Moved away (the user put the paused music on another device during the call):
 /// - CARD CHANGE back to A2DP or to a profile without a sink, CARD REMOVE   -> interruptionEnded(resume allowed)
-/// Pending, or back in A2DP, and our stream not on the card's A2DP sink `settleMilliseconds` later (the owner's
-/// timer at `deadline`): the server left it elsewhere -> outputLost, interruptionEnded(no resume)
+/// Pending, or back in A2DP, and our stream not on the card's A2DP sink `profileSwitchSettleMilliseconds` later (the
+/// rules' timer): the server left it elsewhere -> outputLost, interruptionEnded(no resume)
 ///
 /// The quiet comes at once either way: rules 1 and 10 both cork, and the removal of our sink is what either one
 /// answers (the stream itself never corks; the owner does, as the rules say). A pending switch that turns out to be
@@ -79,7 +83,9 @@ import EarshotCore
 /// `callDetection: knownApps`, is made by a known calling application. A capture once seen recording an output stays a
 /// recording when the server moves it to a microphone (PulseAudio moves a removed sink's monitor recorders to the
 /// default source). Per application (client index):
-/// - its first such capture has run `delayMilliseconds` (a notice or the owner's timer at `deadline`)
+/// The translator reports each application recording so (`microphoneCaptureRunning`, with since when) and its stop
+/// (`microphoneCaptureStopped`, and whether its source was lost); the rules count the probe and decide the rest:
+/// - its first such capture has run `microphoneProbeMilliseconds` (a signal or the rules' timer)
 ///                                                                        -> interruptionBegan(microphone#N)
 /// - its last such capture is removed, corks or changes into an excluded kind
 ///                                                                        -> interruptionEnded(microphone#N, resume)
@@ -111,33 +117,6 @@ import EarshotCore
 /// ever seen as nothing: Earshot keeps playing (right), but keeps watching the old device, whose later removal then
 /// pauses it (the safe side: unknown is no permission to play).
 public struct ServerEventTranslator: Sendable {
-    /// How far a Bluetooth profile switch has been seen, per card.
-    public enum ProfileSwitch: Sendable, Equatable {
-        /// Our sink went away while the card, as last described, was still in A2DP: a call or an unplug, told
-        /// apart by the card's next description (or its removal), or an unplug at `until`.
-        case pending(until: Moment)
-        /// The card was seen in another profile with a sink (a call profile): it ends when we are back on A2DP.
-        case call
-        /// The card is back in A2DP: it ends when our stream reaches the card's A2DP sink, or at `until` without a
-        /// resume.
-        case returning(until: Moment)
-        /// Our stream was moved deliberately to another device's sink during the call: it ends, with a resume, when
-        /// the card is back in A2DP or goes.
-        case movedAway
-
-        /// The moment this phase gives up waiting, if it has one.
-        var until: Moment? {
-            switch self {
-            case .pending(let until), .returning(let until): return until
-            case .call, .movedAway: return nil
-            }
-        }
-    }
-
-    /// How long a pending switch, or one whose card is back in A2DP, waits for our stream to reach the card's A2DP
-    /// sink (the servers move it there within milliseconds of the card's change).
-    public static let settleMilliseconds: Int64 = 3_000
-
     /// Stream roles that interrupt us (default `phone`).
     public var triggerRoles: Set<String>
     /// Where a trigger-role stream must play to interrupt us.
@@ -156,8 +135,6 @@ public struct ServerEventTranslator: Sendable {
     private var movedOffExistingSink = false
     /// The server's cards, by index, as last described.
     private var cards: [UInt32: CardSnapshot] = [:]
-    /// The Bluetooth profile switches in progress, by card index: each is an interruption source.
-    public private(set) var profileSwitches: [UInt32: ProfileSwitch] = [:]
     /// What carries our sink's audio on to devices, when our sink is virtual. It also keeps the server's sources and
     /// capture streams, which calls are inferred from.
     private var chain = VirtualSinkChain()
@@ -166,18 +143,13 @@ public struct ServerEventTranslator: Sendable {
     /// sinks between), by index; empty when our sink is a device.
     public var sinksBehindOurSink: Set<UInt32> { chain.sinksBehind }
 
-    /// The calls inferred from capture streams (see CaptureCalls.swift and the type's notes).
+    /// The applications recording from a microphone (see CaptureCalls.swift and the type's notes).
     private var calls: CaptureCalls
     /// The duck-role streams of the session (rule 20, DuckStreams.swift).
     public private(set) var ducks: DuckStreams
 
-    /// The applications (client indices) whose capture is an active call (`microphone#N`).
-    public var activeCalls: Set<UInt32> { calls.active }
-    /// The next moment the translator has something to judge without a notice (a capture that will have run long
-    /// enough, a profile switch that stops waiting); the owner arms a one-shot timer for it and calls `timerExpired`.
-    public var deadline: Moment? {
-        ([calls.deadline] + profileSwitches.values.map(\.until)).compactMap { $0 }.min()
-    }
+    /// The applications (client indices) reported as recording from a microphone (`microphoneCaptureRunning`).
+    public var recordingApplications: Set<UInt32> { calls.reported }
 
     /// A translator for `triggerRoles` within `scope`, inferring calls from captures as `callDetection` says.
     public init(
@@ -203,8 +175,8 @@ public struct ServerEventTranslator: Sendable {
         triggerStreams[sinkInputIndex ?? UInt32.max] = nil
         chain.startsAt(sink)
         // Calls on the new sink first: a profile switch ending here must not resume into one.
-        return reweigh(at: moment) + profileSwitchReached(sink, at: moment)
-            + (deliberate ? switchesFollowUser(to: sink, at: moment) : [])
+        return reweigh(at: moment) + [.callSignal(.ourStreamReached(
+            card: sink.cardIndex, a2dp: sink.isA2DP, deliberately: deliberate), at: moment)]
     }
 
     /// The server moved our stream off a sink that still exists: a deliberate move (the user's, or the desktop's
@@ -215,8 +187,8 @@ public struct ServerEventTranslator: Sendable {
         return [.routeChanged]
     }
 
-    /// Our stream is gone (server lost, stream closed): nothing can interrupt it now. Active trigger streams, profile
-    /// switches and inferred calls end without permission to resume, since they did not really end. What is known of
+    /// Our stream is gone (server lost, stream closed): nothing can interrupt it now, and the rules end what did
+    /// (`CallSignal.ourStreamGone`: without permission to resume, since it did not really end). What is known of
     /// the server's cards, sources and capture streams is forgotten too: the owner describes them again with the next
     /// stream (an index of a server that went away may name something else on the next one).
     public mutating func ourStreamIsGone(at moment: Moment) -> [Event] {
@@ -224,17 +196,12 @@ public struct ServerEventTranslator: Sendable {
         ourSinkInputIndex = nil
         ourSinkRemovalDecided = false
         movedOffExistingSink = false
-        let ended = activeTriggers.sorted().map {
-            Event.interruptionEnded(.triggerStream(index: $0), resumeAllowed: false, at: moment)
-        } + profileSwitches.keys.sorted().map {
-            Event.interruptionEnded(.profileSwitch(card: $0), resumeAllowed: false, at: moment)
-        }
         activeTriggers = []
         triggerStreams = [:]
-        profileSwitches = [:]
         cards = [:]
         chain = VirtualSinkChain()
-        return ended + calls.forget(at: moment) + ducks.forget()
+        calls.forget()
+        return [.callSignal(.ourStreamGone, at: moment)] + ducks.forget()
     }
 
     /// A sink-input appeared or changed. A loopback (or another carrier of our virtual sink, see the type's notes)
@@ -290,43 +257,22 @@ public struct ServerEventTranslator: Sendable {
     /// came first; when the old sink is unknown it is a device removal, since unknown origin is no permission to play.
     public mutating func ourStreamLeftRemovedSink(at moment: Moment) -> [Event] {
         movedOffExistingSink = false
-        guard ourSink != nil else { return [.outputLost(.deviceRemoved)] }
+        guard ourSink != nil else { return [.callSignal(.ourSinkRemoved(bluetooth: nil), at: moment)] }
         return ourSinkWentAway(at: moment)
     }
 
-    /// A card appeared or changed: a profile switch in progress on it moves on.
+    /// A card appeared or changed: a Bluetooth card's profile is reported (a profile switch in progress moves on).
     public mutating func cardChanged(_ card: CardSnapshot, at moment: Moment) -> [Event] {
         cards[card.index] = card
-        guard let phase = profileSwitches[card.index] else { return [] }
-        switch (Self.activeProfileKind(of: card), phase) {
-        case (.withoutSink, .movedAway), (.a2dp, .movedAway):
-            return switchEnded(card: card.index, at: moment)
-        case (.withoutSink, _):
-            return switchTurnedIntoUnplug(card: card.index, at: moment)
-        case (.a2dp, .call):
-            // Back on it: the end waits for our stream, for a while.
-            profileSwitches[card.index] = .returning(until: moment.advanced(by: Self.settleMilliseconds))
-            return []
-        case (.a2dp, _):
-            // Not yet left A2DP, or back on it already.
-            return []
-        case (.other, .movedAway):
-            return []
-        case (.other, _):
-            profileSwitches[card.index] = .call
-            return []
-        }
+        guard card.isBluetooth else { return [] }
+        return [.callSignal(.cardChanged(BluetoothCard(index: card.index, profile: Self.activeProfileKind(of: card))),
+                            at: moment)]
     }
 
-    /// A card was removed (the headset disconnected): a profile switch in progress on it was an unplug after all,
-    /// unless our stream was moved away from the headset during the call (then the call is over, as far as it goes).
+    /// A card was removed (a headset disconnected): reported for a Bluetooth card.
     public mutating func cardRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
-        cards[index] = nil
-        switch profileSwitches[index] {
-        case nil: return []
-        case .movedAway?: return switchEnded(card: index, at: moment)
-        case _?: return switchTurnedIntoUnplug(card: index, at: moment)
-        }
+        guard let card = cards.removeValue(forKey: index), card.isBluetooth else { return [] }
+        return [.callSignal(.cardRemoved(index: index), at: moment)]
     }
 
     /// A source appeared or changed: a capture waiting for its source to be known is judged now.
@@ -364,13 +310,6 @@ public struct ServerEventTranslator: Sendable {
         return reweighCalls(at: moment)
     }
 
-    /// The one-shot timer armed for `deadline` went off: captures that have run long enough count now, and profile
-    /// switches that waited `settleMilliseconds` for our stream end.
-    public mutating func timerExpired(at moment: Moment) -> [Event] {
-        let expired = profileSwitches.filter { _, phase in phase.until.map { $0 <= moment } ?? false }
-        return reweighCalls(at: moment) + expired.keys.sorted().flatMap { switchTurnedIntoUnplug(card: $0, at: moment) }
-    }
-
     /// Why `capture` is not a call as things stand, or nil when it is one (for tests and debug logs).
     public func callExclusion(of capture: SourceOutputSnapshot) -> CaptureExclusion? {
         if calls.recordersOfOutput.contains(capture.index) { return .recordsOutput }
@@ -389,81 +328,22 @@ public struct ServerEventTranslator: Sendable {
 
     // MARK: Bluetooth profile switches
 
-    /// What a card's active profile is, for telling a call from an unplug.
-    private enum ProfileKind {
-        /// No active profile, or one without a sink (`off`, `a2dp_source`): nothing to follow our stream to.
-        case withoutSink
-        /// An A2DP profile with a sink.
-        case a2dp
-        /// Another profile with a sink: a call profile (HFP/HSP).
-        case other
-    }
-
-    private static func activeProfileKind(of card: CardSnapshot) -> ProfileKind {
+    /// What a card's active profile offers our stream.
+    private static func activeProfileKind(of card: CardSnapshot) -> CardProfileKind {
         guard let profile = card.activeProfile, profile.sinkCount > 0 else { return .withoutSink }
-        return profile.isA2DP ? .a2dp : .other
+        return profile.isA2DP ? .a2dp : .call
     }
 
-    /// Decides what the removal of `ourSink` means (see the type's notes), once per sink.
+    /// Reports the removal of `ourSink` once per sink, with its card when that is a known Bluetooth card (the rules
+    /// tell a profile switch from an unplug, see the type's notes).
     private mutating func ourSinkWentAway(at moment: Moment) -> [Event] {
         guard !ourSinkRemovalDecided else { return [] }
         ourSinkRemovalDecided = true
         guard let cardIndex = ourSink?.cardIndex, let card = cards[cardIndex], card.isBluetooth else {
-            return [.outputLost(.deviceRemoved)]
+            return [.callSignal(.ourSinkRemoved(bluetooth: nil), at: moment)]
         }
-        // The call sink of a switch in progress goes away on the way back to A2DP.
-        guard profileSwitches[cardIndex] == nil else { return [] }
-        let phase: ProfileSwitch
-        switch Self.activeProfileKind(of: card) {
-        case .withoutSink: return [.outputLost(.deviceRemoved)]
-        case .a2dp: phase = .pending(until: moment.advanced(by: Self.settleMilliseconds))
-        case .other: phase = .call
-        }
-        profileSwitches[cardIndex] = phase
-        return [.interruptionBegan(.profileSwitch(card: cardIndex), at: moment)]
-    }
-
-    /// Our stream is on `sink` now: if it is an A2DP sink of a card with a switch in progress, the switch is over.
-    private mutating func profileSwitchReached(_ sink: SinkSnapshot, at moment: Moment) -> [Event] {
-        guard sink.isA2DP, let cardIndex = sink.cardIndex, let phase = profileSwitches[cardIndex] else { return [] }
-        switch phase {
-        case .call, .returning, .movedAway:
-            return switchEnded(card: cardIndex, at: moment)
-        case .pending:
-            // The card never left A2DP: our sink was removed for another reason (a codec switch recreates it).
-            return switchTurnedIntoUnplug(card: cardIndex, at: moment)
-        }
-    }
-
-    /// A deliberate move of our stream to `sink` during profile switches: for the switch of a card other than `sink`'s,
-    /// the stream is where the user wants it. In a call profile the switch then ends with the card's return to A2DP;
-    /// back in A2DP already, it ends now.
-    private mutating func switchesFollowUser(to sink: SinkSnapshot, at moment: Moment) -> [Event] {
-        profileSwitches.keys.sorted().filter { $0 != sink.cardIndex }.flatMap { card -> [Event] in
-            switch profileSwitches[card] {
-            case .call?:
-                profileSwitches[card] = .movedAway
-                return []
-            case .returning?: return switchEnded(card: card, at: moment)
-            default: return []
-            }
-        }
-    }
-
-    /// Ends the switch on `card` as the call it was: the music may resume (rule 5).
-    private mutating func switchEnded(card: UInt32, at moment: Moment) -> [Event] {
-        profileSwitches[card] = nil
-        return [.interruptionEnded(.profileSwitch(card: card), resumeAllowed: true, at: moment)]
-    }
-
-    /// Ends the switch on `card` as the output loss it turned out to be: the loss first, so the reducer forgets the
-    /// wish to resume before the source ends.
-    private mutating func switchTurnedIntoUnplug(card: UInt32, at moment: Moment) -> [Event] {
-        profileSwitches[card] = nil
-        return [
-            .outputLost(.deviceRemoved),
-            .interruptionEnded(.profileSwitch(card: card), resumeAllowed: false, at: moment),
-        ]
+        let described = BluetoothCard(index: cardIndex, profile: Self.activeProfileKind(of: card))
+        return [.callSignal(.ourSinkRemoved(bluetooth: described), at: moment)]
     }
 
     /// Compares the trigger streams with the active set and reports the differences, in index order.

@@ -82,7 +82,7 @@ struct IdleInhibitorRulesTests {
         var ended = Self.playing
         ended.queue = QueueCursor(trackCount: 3, index: 2)
         var atTheEnd = RuleStore(ended)
-        atTheEnd.send(.queuePlayedOut, commands: [.cork, .queueEnded, .releaseIdleInhibitor]) {
+        atTheEnd.send(.queuePlayedOut, commands: [.cork, .releaseIdleInhibitor]) {
             $0.playback = .stopped
             $0.queue.index = 0
             $0.idleInhibitorHeld = false

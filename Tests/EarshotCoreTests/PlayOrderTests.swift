@@ -58,7 +58,7 @@ struct PlayOrderTests {
         store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
         store.send(.heardTrack(index: 0), commands: [])
         #expect(store.state.track(after: 2, trackEnded: true) == nil)
-        store.send(.queuePlayedOut, commands: [.cork, .queueEnded]) {
+        store.send(.queuePlayedOut, commands: [.cork]) {
             $0.queue.index = 0
             $0.playback = .stopped
         }
@@ -206,7 +206,7 @@ struct PlayOrderTests {
             heard.append(next)
         }
         #expect(heard.sorted() == Array(0..<5))
-        #expect(state.apply(.queuePlayedOut) == [.cork, .queueEnded])
+        #expect(state.apply(.queuePlayedOut) == [.cork])
         #expect(state.playback == .stopped)
         #expect(state.playOrder.sorted() == Array(0..<5) && state.queue.index == state.playOrder[0])
     }

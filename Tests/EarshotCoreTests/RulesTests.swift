@@ -292,7 +292,7 @@ struct RulesTests {
         store.send(.heardTrack(index: 1), commands: []) { $0.queue.index = 1 }
         store.send(.heardTrack(index: 2), commands: []) { $0.queue.index = 2 }
         // Rule 22: leaving playing corks, though the stream has played everything.
-        store.send(.queuePlayedOut, commands: [.cork, .queueEnded]) {
+        store.send(.queuePlayedOut, commands: [.cork]) {
             $0.queue.index = 0
             $0.playback = .stopped
         }
@@ -310,7 +310,7 @@ struct RulesTests {
     @Test("Rule 13: the queue played out while paused (the tail had played before the pause) -> stopped")
     func rule13QueuePlayedOutWhilePaused() {
         var store = RuleStore(Given.pausedByUser)
-        store.send(.queuePlayedOut, commands: [.queueEnded]) {
+        store.send(.queuePlayedOut, commands: []) {
             $0.queue.index = 0
             $0.playback = .stopped
         }
@@ -354,7 +354,7 @@ struct RulesTests {
         }
         // Rule 22: none is left, and leaving playing corks whatever the stream still holds.
         store.send(.trackFailed(index: 2, failure: .decodeFailed, failuresInARow: 1),
-                   commands: [.skipFailedTrack(failed: 2, next: nil), .cork, .queueEnded]) {
+                   commands: [.skipFailedTrack(failed: 2, next: nil), .cork]) {
             $0.queue.index = 0
             $0.playback = .stopped
             $0.lastFailure = FailedTrack(index: 2, failure: .decodeFailed)

@@ -4,6 +4,7 @@
 import AudioPipeline
 import PulseOutput
 import Glibc
+import Synchronization
 import Testing
 
 @Suite("Handling record: the slowest input and its kind")
@@ -59,9 +60,7 @@ struct HandlingRecordTests {
         let start = ThreadUsage.now()
         // Work on this thread, then a wait: a sleep is a voluntary switch. A preemption cannot be made to happen
         // here; the bound below is what can be checked of it.
-        var sum = 0
-        for value in 0..<2_000_000 { sum &+= value &* value }
-        #expect(sum != 0)
+        busyWork()
         var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
         nanosleep(&pause, nil)
         let sample = ThreadUsage.sample(since: start)
@@ -112,3 +111,13 @@ struct HandlingRecordTests {
         #expect(Player.Input.shutdown(signal: 15).kind == "shutdown")
     }
 }
+
+/// Two million multiplications the optimizer cannot drop: their sum is stored where another thread could read it.
+private func busyWork() {
+    var sum = 0
+    for value in 0..<2_000_000 { sum &+= value &* value }
+    busyWorkSink.store(sum, ordering: .relaxed)
+}
+
+private let busyWorkSink = Atomic<Int>(0)
+

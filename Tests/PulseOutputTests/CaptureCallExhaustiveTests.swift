@@ -66,7 +66,7 @@ private enum Notice: CustomStringConvertible {
 struct CaptureCallExhaustiveTests {
     /// Captures 10 and 11 belong to client 7 (one application, two streams), 12 to client 8.
     static let clients: [UInt32: UInt32] = [10: 7, 11: 7, 12: 8]
-    static let delay = CallDetectionSettings.defaultDelayMilliseconds
+    static let delay = CallTiming.standard.microphoneProbeMilliseconds
     static let microphone = SourceSnapshot(index: 1, cardIndex: 0)
 
     fileprivate static var alphabet: [Notice] {
@@ -95,7 +95,7 @@ struct CaptureCallExhaustiveTests {
 
     @Test("Any order of capture and source notices and timer expiries keeps the calls true to the captures")
     func everySequenceKeepsTheInvariants() {
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         _ = translator.sourceChanged(Self.microphone, at: Moment(milliseconds: 0))
         var sequences = 0
         var violations: [String] = []
@@ -106,7 +106,7 @@ struct CaptureCallExhaustiveTests {
     }
 
     private func explore(
-        _ translator: ServerEventTranslator, _ model: Model, time: Int64, depth: Int, path: [Notice],
+        _ translator: JudgedTranslator, _ model: Model, time: Int64, depth: Int, path: [Notice],
         sequences: inout Int, violations: inout [String]
     ) {
         guard depth > 0, violations.count < 5 else { return }
@@ -172,7 +172,7 @@ struct CaptureCallExhaustiveTests {
     }
 
     /// Checks what the translator said against the model, and updates the model's record of announced calls.
-    private func check(_ model: inout Model, _ translator: ServerEventTranslator, _ events: [Event], now: Int64)
+    private func check(_ model: inout Model, _ translator: JudgedTranslator, _ events: [Event], now: Int64)
         -> [String] {
         var problems: [String] = []
         for event in events {

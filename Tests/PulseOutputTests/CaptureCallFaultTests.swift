@@ -8,7 +8,7 @@ import Testing
 
 /// A translator and a player state, joined as the owner joins them.
 private struct Pipeline {
-    var translator: ServerEventTranslator
+    var translator: JudgedTranslator
     var state: PlayerState
     var commands: [Command] = []
 

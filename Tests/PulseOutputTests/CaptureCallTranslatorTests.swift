@@ -20,12 +20,12 @@ enum Desk {
     }
 
     static func at(_ milliseconds: Int64) -> Moment { Moment(milliseconds: milliseconds) }
-    static let delay = CallDetectionSettings.defaultDelayMilliseconds
+    static let delay = CallTiming.standard.microphoneProbeMilliseconds
 
     /// A translator that knows the three sources.
     static func translator(_ settings: CallDetectionSettings = CallDetectionSettings(ownProcessID: 99))
-        -> ServerEventTranslator {
-        var translator = ServerEventTranslator(callDetection: settings)
+        -> JudgedTranslator {
+        var translator = JudgedTranslator(callDetection: settings)
         for source in [microphone, headphonesMonitor, echoCancelSource] {
             #expect(translator.sourceChanged(source, at: at(0)) == [])
         }

@@ -52,7 +52,7 @@ struct CaptureSnapshotTests {
         defer { if let module { _ = try? ServerControl.pactl(["unload-module", module]) } }
 
         // The translator knows every source, as the player's inventory makes it know them.
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         let start = Moment(milliseconds: 0)
         for source in try connection.sources() { _ = translator.sourceChanged(source, at: start) }
 
@@ -79,7 +79,7 @@ struct CaptureSnapshotTests {
         #expect(translator.timerExpired(at: Moment(milliseconds: 1_400)) == [
             .interruptionBegan(.microphoneCapture(client: call.clientIndex!), at: Moment(milliseconds: 1_400))])
         // callIgnoreApplications by the binary's name, in any case.
-        var ignoring = ServerEventTranslator(callDetection: CallDetectionSettings(
+        var ignoring = JudgedTranslator(callDetection: CallDetectionSettings(
             ignoredApplications: [call.applicationBinary!.uppercased()]))
         _ = ignoring.sourceChanged(source, at: start)
         #expect(ignoring.callExclusion(of: call) == .ignoredApplication)
@@ -114,7 +114,7 @@ struct CaptureSnapshotTests {
         ]).trimmingCharacters(in: .whitespacesAndNewlines)
         defer { _ = try? ServerControl.pactl(["unload-module", loopback]) }
 
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         // Linked to a source: the loopback's capture (PulseAudio: owned by the module with no client; pipewire-pulse:
         // owned by the module, with a client and a `node.link-group`).
         var found: SourceOutputSnapshot?

@@ -15,7 +15,7 @@ struct DuckStreamsTests {
 
     @Test("a11y and event streams on any sink duck while they play; corked, muted or gone, they end")
     func ducksFollowTheStreams() {
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         #expect(translator.sinkInputChanged(input(30, role: "a11y", sink: 9), at: now) == [.duckBegan(stream: 30)])
         #expect(translator.sinkInputChanged(input(30, role: "a11y", sink: 9), at: now) == [])
         #expect(translator.sinkInputChanged(input(31, role: "event"), at: now) == [.duckBegan(stream: 31)])
@@ -31,7 +31,7 @@ struct DuckStreamsTests {
 
     @Test("duckRoles is the configuration's; a server that goes away ends every duck")
     func rolesAndServerLoss() {
-        var translator = ServerEventTranslator(duckRoles: ["a11y"])
+        var translator = JudgedTranslator(duckRoles: ["a11y"])
         #expect(translator.sinkInputChanged(input(40, role: "event"), at: now) == [])
         #expect(translator.sinkInputChanged(input(41, role: "a11y"), at: now) == [.duckBegan(stream: 41)])
         #expect(translator.sinkInputChanged(input(42, role: "a11y"), at: now) == [.duckBegan(stream: 42)])

@@ -85,8 +85,8 @@ struct ProfileSwitchTranslatorTests {
     let pipeWireSwitch = InterruptionSource.profileSwitch(card: 50)
 
     /// A translator that knows the laptop and a PulseAudio headset in A2DP, with our stream on the headset.
-    func onPulseAudioHeadset() -> ServerEventTranslator {
-        var translator = ServerEventTranslator()
+    func onPulseAudioHeadset() -> JudgedTranslator {
+        var translator = JudgedTranslator()
         #expect(translator.cardChanged(laptopCard, at: now) == [])
         #expect(translator.cardChanged(PulseAudioHeadset.card("a2dp_sink"), at: now) == [])
         #expect(translator.sourceChanged(PulseAudioHeadset.microphone, at: now) == [])
@@ -95,8 +95,8 @@ struct ProfileSwitchTranslatorTests {
     }
 
     /// A translator that knows a WirePlumber headset in A2DP and its loopback source, with our stream on it.
-    func onWirePlumberHeadset() -> ServerEventTranslator {
-        var translator = ServerEventTranslator()
+    func onWirePlumberHeadset() -> JudgedTranslator {
+        var translator = JudgedTranslator()
         #expect(translator.cardChanged(WirePlumberHeadset.card("a2dp-sink"), at: now) == [])
         #expect(translator.sourceChanged(WirePlumberHeadset.loopbackSource, at: now) == [])
         #expect(translator.ourStreamIsOn(WirePlumberHeadset.a2dpSink, sinkInputIndex: 10, at: now) == [])
@@ -105,7 +105,7 @@ struct ProfileSwitchTranslatorTests {
 
     /// The moment a switch that began waiting at `moment` stops waiting.
     func settled(_ moment: Moment) -> Moment {
-        moment.advanced(by: ServerEventTranslator.settleMilliseconds)
+        moment.advanced(by: CallTiming.standard.profileSwitchSettleMilliseconds)
     }
 
     /// The reducer's answer to `events`, from a player that is playing.
@@ -385,7 +385,7 @@ struct ProfileSwitchTranslatorTests {
                        CardProfileSnapshot(name: "input:mono-fallback", sinkCount: 0, sourceCount: 1)],
             activeProfileName: "output:analog-stereo", deviceBus: "usb", deviceAPI: "alsa")
         let usbSink = SinkSnapshot(name: "alsa_output.usb-headset.analog-stereo", index: 30, cardIndex: 9)
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         #expect(translator.cardChanged(usbCard, at: now) == [])
         #expect(translator.sourceChanged(SourceSnapshot(index: 31, cardIndex: 9), at: now) == [])
         let phoneCapture = SourceOutputSnapshot(index: 32, sourceIndex: 31, mediaRole: "phone")
@@ -395,7 +395,7 @@ struct ProfileSwitchTranslatorTests {
         #expect(translator.sinkRemoved(30, at: now) == [.outputLost(.deviceRemoved)])
         #expect(translator.ourStreamLeftRemovedSink(at: now) == [])
         // A sink with no card at all (a null sink) is the same.
-        var nullSink = ServerEventTranslator()
+        var nullSink = JudgedTranslator()
         _ = nullSink.ourStreamIsOn(SinkSnapshot(name: "headphones", index: 1), sinkInputIndex: 10, at: now)
         #expect(nullSink.ourStreamLeftRemovedSink(at: now) == [.outputLost(.deviceRemoved)])
         #expect(nullSink.sinkRemoved(1, at: now) == [])

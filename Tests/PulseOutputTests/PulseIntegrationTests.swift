@@ -164,7 +164,7 @@ struct PulseIntegrationTests {
         defer { playing.close() }
         try await playing.startPlaying()
         let headphones = try #require(try sink(named: "headphones", on: connection))
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         #expect(translator.ourStreamIsOn(headphones, sinkInputIndex: playing.stream.sinkInputIndex, at: Moment(milliseconds: 0)).isEmpty)
 
         let wav = try Fixtures.toneWAV(frequency: 660, seconds: 0.6)

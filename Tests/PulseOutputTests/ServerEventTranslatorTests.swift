@@ -15,8 +15,8 @@ struct ServerEventTranslatorTests {
                           clientIndex: 3, applicationName: "paplay")
     }
 
-    func translatorOnHeadphones(scope: InterruptionScope = .session) -> ServerEventTranslator {
-        var translator = ServerEventTranslator(scope: scope)
+    func translatorOnHeadphones(scope: InterruptionScope = .session) -> JudgedTranslator {
+        var translator = JudgedTranslator(scope: scope)
         #expect(translator.ourStreamIsOn(headphones, sinkInputIndex: 10, at: now) == [])
         return translator
     }
@@ -41,7 +41,7 @@ struct ServerEventTranslatorTests {
 
     @Test("By default (scope session) a phone stream on any sink is an interruption, and its removal ends it")
     func phoneOnOtherSinkSessionScope() {
-        #expect(ServerEventTranslator().scope == .session)
+        #expect(JudgedTranslator().scope == .session)
         var translator = translatorOnHeadphones()
         #expect(translator.sinkInputChanged(phone(20, on: 2), at: now)
             == [.interruptionBegan(.triggerStream(index: 20), at: now)])
@@ -68,7 +68,7 @@ struct ServerEventTranslatorTests {
 
     @Test("Scope session: a call that began before our stream existed is counted once the stream is on a sink")
     func callBeforeOurStream() {
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         #expect(translator.sinkInputChanged(phone(20, on: 2), at: now)
             == [.interruptionBegan(.triggerStream(index: 20), at: now)])
         #expect(translator.ourStreamIsOn(headphones, sinkInputIndex: 10, at: now) == [])
@@ -119,7 +119,7 @@ struct ServerEventTranslatorTests {
         #expect(translator.sinkInputChanged(phone(30, on: 1, role: "music"), at: now) == [])
         #expect(translator.sinkInputChanged(phone(31, on: 1, role: nil), at: now) == [])
         #expect(translator.sinkInputChanged(phone(10, on: 1), at: now) == [])
-        var custom = ServerEventTranslator(triggerRoles: ["phone", "alarm"])
+        var custom = JudgedTranslator(triggerRoles: ["phone", "alarm"])
         _ = custom.ourStreamIsOn(headphones, sinkInputIndex: 10, at: now)
         #expect(custom.sinkInputChanged(phone(32, on: 1, role: "alarm"), at: now)
             == [.interruptionBegan(.triggerStream(index: 32), at: now)])
@@ -143,7 +143,7 @@ struct ServerEventTranslatorTests {
                                      availability: .no, availabilityGroup: "Legacy 2", priority: 9900)
         let card = SinkSnapshot(name: "alsa_output.pci-0000_00_1f.3.analog-stereo", index: 4,
                                 ports: [speakerPort, headphonesPort], activePortName: headphonesPort.name)
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         _ = translator.ourStreamIsOn(card, sinkInputIndex: 10, at: now)
         var afterUnplug = card
         afterUnplug.ports = [speakerPort, unplugged]

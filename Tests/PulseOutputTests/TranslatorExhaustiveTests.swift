@@ -139,8 +139,8 @@ private enum Server: CaseIterable {
     }
 
     /// The translator with our stream on this server's sink, the server described as the owner lists it.
-    func start() -> (ServerEventTranslator, ServerModel) {
-        var translator = ServerEventTranslator(callDetection: CallDetectionSettings(detection: .roles))
+    func start() -> (JudgedTranslator, ServerModel) {
+        var translator = JudgedTranslator(callDetection: CallDetectionSettings(detection: .roles))
         let moment = World.moment
         var events: [Event] = []
         switch self {
@@ -200,7 +200,7 @@ struct TranslatorExhaustiveTests {
     }
 
     private func explore(
-        _ server: Server, _ translator: ServerEventTranslator, _ model: ServerModel, _ players: Players, depth: Int,
+        _ server: Server, _ translator: JudgedTranslator, _ model: ServerModel, _ players: Players, depth: Int,
         path: [Notice], sequences: inout Int, violations: inout [String]
     ) {
         guard depth > 0, violations.count < 5 else { return }
@@ -234,7 +234,7 @@ struct TranslatorExhaustiveTests {
 
     /// Hands `notice` to the translator as the owner would and updates the model; nil when the notice cannot happen
     /// now (a move off a sink that was not removed, a card that is gone changing).
-    private static func deliver(_ notice: Notice, to translator: inout ServerEventTranslator,
+    private static func deliver(_ notice: Notice, to translator: inout JudgedTranslator,
                                 model: inout ServerModel) -> [Event]? {
         let moment = World.moment
         switch notice {
@@ -324,7 +324,7 @@ struct TranslatorExhaustiveTests {
 
     /// Invariants 1 and 2 on what the translator said about `notice`; records the sources it began and ended.
     private static func check(_ notice: Notice, _ events: [Event], _ model: inout ServerModel, before: ServerModel,
-                              deliberate: Bool, translator: ServerEventTranslator) -> [String] {
+                              deliberate: Bool, translator: JudgedTranslator) -> [String] {
         // A profile switch begins only when our Bluetooth sink goes while its card stays.
         let bluetoothSinkWent = (notice == .ourSinkRemoved || notice == .movedOffRemovedSink)
             && [World.bluetooth, World.bluetoothCall, World.bluetoothAgain].contains(before.ourSink)

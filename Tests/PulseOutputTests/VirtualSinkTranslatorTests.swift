@@ -25,8 +25,8 @@ struct VirtualSinkTranslatorTests {
 
     /// A translator with our stream on fx and the loopback carrying fx's monitor to the headphones, described in the
     /// order the player lists them.
-    func onLoopback() -> ServerEventTranslator {
-        var translator = ServerEventTranslator()
+    func onLoopback() -> JudgedTranslator {
+        var translator = JudgedTranslator()
         #expect(translator.ourStreamIsOn(fx, sinkInputIndex: 10, at: now) == [])
         for sink in [headphones, speakers, fx] { #expect(translator.sinkChanged(sink) == []) }
         #expect(translator.sinkInputChanged(loopback(on: 0), at: now) == [])
@@ -53,7 +53,7 @@ struct VirtualSinkTranslatorTests {
     @Test("pipewire-pulse: the device's removal is the loss, with nothing of the loopback after it")
     func unplugOnPipeWire() {
         // pipewire-pulse: a monitor has its sink's index, and sink and monitor go together.
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         let fx = SinkSnapshot(name: "fx", index: 66, ownerModuleIndex: 536_870_915)
         #expect(translator.ourStreamIsOn(fx, sinkInputIndex: 87, at: now) == [])
         #expect(translator.sinkChanged(SinkSnapshot(name: "headphones", index: 45, ownerModuleIndex: 536_870_913))
@@ -85,7 +85,7 @@ struct VirtualSinkTranslatorTests {
 
     @Test("A carrier moved off a sink the translator never knew is a device removal")
     func unknownOrigin() {
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         #expect(translator.ourStreamIsOn(fx, sinkInputIndex: 10, at: now) == [])
         #expect(translator.sourceChanged(fxMonitor, at: now) == [])
         #expect(translator.sourceOutputChanged(
@@ -120,7 +120,7 @@ struct VirtualSinkTranslatorTests {
     @Test("A combine sink's slaves and a filter's master are behind it; a chain of virtual sinks leads to its end")
     func combineAndChains() {
         // module-combine-sink (module 12) owns the sink and one stream on each slave.
-        var translator = ServerEventTranslator()
+        var translator = JudgedTranslator()
         let combined = SinkSnapshot(name: "combined", index: 5, ownerModuleIndex: 12)
         #expect(translator.ourStreamIsOn(combined, sinkInputIndex: 10, at: now) == [])
         for (index, slave) in [(UInt32(30), UInt32(0)), (31, 1)] {
