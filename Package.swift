@@ -59,9 +59,11 @@ let package = Package(
         // loads ICU, nor FoundationEssentials, which cost over 1 MiB resident in an idle service.
         .target(name: "SystemSupport", dependencies: ["CThreadShim"]),
 
-        // Decoding (libmpg123 for MP3, libsndfile for FLAC, Vorbis and Opus) and the lock-free ring buffer the
-        // real-time side drains.
-        .target(name: "AudioPipeline", dependencies: ["CMPG123", "CSndfile", "TrackPaths", "SystemSupport"]),
+        // Decoding (libmpg123 for MP3, libsndfile for FLAC, Vorbis and Opus; internet streams through
+        // NetworkStream and libmpg123's feed API) and the lock-free ring buffer the real-time side drains.
+        .target(
+            name: "AudioPipeline", dependencies: ["CMPG123", "CSndfile", "TrackPaths", "SystemSupport", "NetworkStream"]
+        ),
 
         // Internet radio's fetching: a libcurl handle on a thread of its own reading an http(s) stream into a bounded,
         // counted byte buffer, and the pure readers of what servers answer (the response's head, ICY metadata),

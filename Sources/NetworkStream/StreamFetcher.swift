@@ -183,3 +183,47 @@ private let progressCallback: earshot_curl_progress_callback = { context, _, _, 
     guard let context else { return 1 }
     return Unmanaged<FetchSession>.fromOpaque(context).takeUnretainedValue().fetcher.isStopRequested ? 1 : 0
 }
+
+extension StreamEnd: CustomStringConvertible {
+    /// The end in words for the user and the log: no address, no server text.
+    public var description: String {
+        switch self {
+        case .serverClosed: return "The server ended the stream"
+        case .stopped: return "The stream was stopped"
+        case .refused(let refusal): return refusal.description
+        case .failed(let failure): return failure.description
+        }
+    }
+}
+
+extension StreamRefusal: CustomStringConvertible {
+    /// The refusal in words.
+    public var description: String {
+        switch self {
+        case .httpStatus(let status): return "The server answered HTTP status \(status)"
+        case .notAudio: return "The server answered with a web page or text, not audio"
+        case .playlist: return "The server answered with a playlist where audio was expected"
+        case .unsupportedType: return "The server sends a kind of audio Earshot does not play"
+        case .headTooLarge: return "The server's response head is larger than any real server's"
+        case .metadataIntervalOutOfRange: return "The server claims an ICY metadata interval out of range"
+        }
+    }
+}
+
+extension NetworkFailure: CustomStringConvertible {
+    /// The failure in words.
+    public var description: String {
+        switch self {
+        case .timedOut: return "Nothing came from the server for the silence limit"
+        case .unresolvedHost: return "The server's name did not resolve"
+        case .connectionRefused: return "The server refused the connection"
+        case .certificateNotTrusted: return "The server's certificate is not trusted by the system's certificates"
+        case .tlsFailed: return "The encrypted connection failed"
+        case .tooManyRedirects: return "The server redirected too many times"
+        case .unsupportedScheme: return "Not an http:// or https:// address"
+        case .malformedURL: return "The stream's address is malformed"
+        case .connectionLost: return "The connection to the server broke"
+        case .other(let code): return "The network failed (libcurl error \(code))"
+        }
+    }
+}

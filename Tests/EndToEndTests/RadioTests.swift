@@ -1,0 +1,116 @@
+// Internet radio end to end (issue 40): `earshot serve` plays an http:// stream from a loopback server the test runs
+// (MP3 with ICY titles, at its bit rate), shows the station's titles on MPRIS as they change, moves to the next track
+// when the server ends the stream, and skips a station that answers with a page or a 404 with its reason.
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@Suite("Internet radio", .serialized)
+struct RadioTests {
+    /// An ICY body: the MP3's bytes with a metadata block after every `interval` bytes, the title switching from
+    /// `titles[0]` to `titles[1]` halfway.
+    private static func icyBody(_ mp3: [UInt8], interval: Int, titles: [String]) -> [UInt8] {
+        var body: [UInt8] = []
+        var offset = 0
+        while offset < mp3.count {
+            let end = min(offset + interval, mp3.count)
+            body += mp3[offset..<end]
+            let full = end - offset == interval
+            offset = end
+            // A block follows every full interval of audio.
+            guard full else { break }
+            let title = offset < mp3.count / 2 ? titles[0] : titles[1]
+            let text = Array("StreamTitle='\(title)';".utf8)
+            let units = (text.count + 15) / 16
+            body += [UInt8(units)] + text + [UInt8](repeating: 0, count: units * 16 - text.count)
+        }
+        return body
+    }
+
+    /// A loopback station: `/radio` streams `mp3` with ICY titles at `bytesPerSecond` and then ends; `/page` is a web
+    /// page; anything else is a 404.
+    private static func station(_ mp3: [UInt8], bytesPerSecond: Int) throws -> LoopbackHTTPServer {
+        let interval = 8000
+        let body = icyBody(mp3, interval: interval, titles: ["Loopback - One", "Loopback - Two"])
+        return try LoopbackHTTPServer { connection in
+            switch connection.path {
+            case "/radio":
+                connection.send("HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-metaint: \(interval)\r\n"
+                    + "icy-name: Loopback FM\r\n\r\n")
+                let piece = bytesPerSecond / 10
+                for start in stride(from: 0, to: body.count, by: piece) {
+                    guard connection.send(Array(body[start..<min(start + piece, body.count)])) else { return }
+                    usleep(100_000)
+                }
+            case "/page":
+                connection.send("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<!DOCTYPE html><html></html>")
+            default:
+                connection.send("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            }
+        }
+    }
+
+    @Test("a station plays, its ICY titles and name reach MPRIS as they change, and its end moves to the next track")
+    func playsStation() async throws {
+        try await ServiceHarness.run { harness in
+            let mp3 = try [UInt8](Data(contentsOf: Fixtures.tone(.mp3, frequency: 440, seconds: 8)))
+            // Twice the MP3's bit rate: the stream ends at about 4 s, and the rest plays from the buffer.
+            let server = try Self.station(mp3, bytesPerSecond: Fixtures.mp3BitRate * 1000 / 8 * 2)
+            defer { server.stop() }
+            let after = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
+            let service = try await harness.startService(waitForMPRIS: true)
+            try harness.earshotChecked(["add", server.baseURL + "/radio", after.path])
+            try harness.earshotChecked(["play"])
+            let playing = try await harness.waitForStatus(of: service, "playing the station") {
+                $0.playback == "playing" && $0.trackIndex == 0
+            }
+            #expect(playing.lastError == nil, "\(playing)")
+            try await waitUntil("MPRIS shows the first title", timeout: .seconds(20)) {
+                (try? harness.playerctlEarshot(["metadata", "title"])) == "Loopback - One"
+            }
+            #expect(try harness.playerctlEarshot(["metadata", "album"]) == "Loopback FM")
+            #expect(try harness.playerctlEarshot(["metadata", "xesam:url"]) == server.baseURL + "/radio")
+            let titled = try await harness.waitForStatus(of: service, "status shows the first title") {
+                $0.streamTitle != nil
+            }
+            #expect(titled.station == "Loopback FM" && titled.streamTitle?.hasPrefix("Loopback - ") == true)
+            try await waitUntil("MPRIS shows the second title", timeout: .seconds(20)) {
+                (try? harness.playerctlEarshot(["metadata", "title"])) == "Loopback - Two"
+            }
+            let text = try harness.earshotChecked(["status"]).standardOutput
+            #expect(text.contains("station: Loopback FM") && text.contains("now: Loopback - Two"), "\(text)")
+            let next = try await harness.waitForStatus(of: service, "the next track after the stream ends",
+                                                       timeout: .seconds(30)) {
+                $0.trackIndex == 1 && $0.playback == "playing"
+            }
+            #expect(next.lastError == nil && next.station == nil && next.streamTitle == nil, "\(next)")
+            #expect(server.requests.first?.lowercased().contains("icy-metadata: 1") == true)
+            // The log counts and names kinds: never the station's title or address.
+            #expect(!service.standardError().contains("Loopback"), "\(service.standardError())")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("a station answering with a page or a 404 is skipped with its reason, and the next track plays")
+    func refusedStations() async throws {
+        try await ServiceHarness.run { harness in
+            let server = try Self.station([], bytesPerSecond: 10)
+            defer { server.stop() }
+            let after = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
+            let service = try await harness.startService()
+            for path in ["/page", "/missing"] {
+                try harness.earshotChecked(["clear"])
+                try harness.earshotChecked(["add", server.baseURL + path, after.path])
+                try harness.earshotChecked(["play"])
+                let skipped = try await harness.waitForStatus(of: service, "\(path) skipped") {
+                    $0.trackIndex == 1 && $0.playback == "playing" && $0.lastError?.trackIndex == 0
+                }
+                #expect(skipped.lastError?.kind != nil, "\(skipped)")
+            }
+            let log = service.standardError()
+            #expect(log.contains("web page or text, not audio"), "\(log)")
+            #expect(log.contains("HTTP status 404"), "\(log)")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+}
