@@ -200,7 +200,7 @@ public enum AudioFileKind: String, Equatable, Sendable, CaseIterable {
     /// `outputRate` asks for every track at the rate already playing: libmpg123 converts MP3s to it; the other
     /// decoders deliver their own rate, and the decode worker announces the change (`.formatChange`).
     public static func openDecoder(path: TrackPath, outputRate: Int? = nil) throws(DecodeError) -> any AudioDecoder {
-        if path.isStreamURL { return try StreamDecoder(url: path, outputRate: outputRate) }
+        if path.isStreamURL { return try StreamConnection.openDecoder(url: path, outputRate: outputRate) }
         switch try identify(path) {
         case .mp3: return try MP3Decoder(path: path, outputRate: outputRate)
         case let kind: return try SndfileDecoder(path: path, kind: kind)

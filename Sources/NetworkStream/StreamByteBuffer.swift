@@ -121,6 +121,19 @@ public final class StreamByteBuffer: @unchecked Sendable {
         }
     }
 
+    /// Waits until bytes are held, the stream ended, or CLOCK_MONOTONIC reaches `deadline`, taking nothing:
+    /// `.bytes(0)` when bytes are there, `.empty` at the deadline, `.ended` once nothing more will come.
+    public func waitForBytes(until deadline: UInt64) -> ReadResult {
+        condition.withLockHeld {
+            while stored == 0 {
+                if let end { return .ended(end) }
+                if Condition.monotonicNanoseconds() >= deadline { return .empty }
+                condition.wait(untilMonotonicNanoseconds: deadline)
+            }
+            return .bytes(0)
+        }
+    }
+
     // Mutex held: forgets the oldest `count` bytes, counting them as dropped.
     private func discard(_ count: Int) {
         var left = min(count, stored)

@@ -113,4 +113,43 @@ struct RadioTests {
             #expect(await harness.stopService(service) == 0)
         }
     }
+
+    @Test("Ogg Vorbis, Ogg Opus and FLAC stations play through libsndfile, and each one's end moves to the next track")
+    func oggAndFLACStations() async throws {
+        try await ServiceHarness.run { harness in
+            let formats: [(Fixtures.Format, String)] = [(.vorbis, "audio/ogg"), (.opus, "audio/ogg"),
+                                                        (.flac, "audio/flac")]
+            var bodies: [String: (type: String, bytes: [UInt8])] = [:]
+            for (format, type) in formats {
+                let file = try Fixtures.tone(format, frequency: 550, seconds: 3)
+                bodies["/" + format.rawValue] = (type, try [UInt8](Data(contentsOf: file)))
+            }
+            let served = bodies
+            let server = try LoopbackHTTPServer { connection in
+                guard let body = served[connection.path] else { return }
+                connection.send("HTTP/1.0 200 OK\r\nContent-Type: \(body.type)\r\n\r\n")
+                // At about twice its bit rate, in tenths of a second.
+                let piece = max(body.bytes.count / 15, 1)
+                for start in stride(from: 0, to: body.bytes.count, by: piece) {
+                    let end = min(start + piece, body.bytes.count)
+                    guard connection.send(Array(body.bytes[start..<end])) else { return }
+                    usleep(100_000)
+                }
+            }
+            defer { server.stop() }
+            let after = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
+            let service = try await harness.startService()
+            try harness.earshotChecked(["add"] + formats.map { server.baseURL + "/" + $0.0.rawValue } + [after.path])
+            try harness.earshotChecked(["play"])
+            for index in 0...formats.count {
+                // A second of it heard: the station decoded, not skipped at its first read.
+                let status = try await harness.waitForStatus(of: service, "track \(index + 1) heard for 1 s",
+                                                             timeout: .seconds(30)) {
+                    $0.trackIndex == index && $0.playback == "playing" && $0.positionMs >= 1000
+                }
+                #expect(status.lastError == nil, "\(status)")
+            }
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
 }
