@@ -25,6 +25,8 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
     private let handle: OpaquePointer
     private let fileChannels: Int
     private var finished = false
+    // Decoding waits for the prebuffer (StreamConnection.prebufferBytes) at the start and after each flush.
+    private var prebuffering = true
 
     /// Opens `connection`'s stream with libsndfile; waits for its headers (at most the fetch's silence limit).
     init(connection: StreamConnection) throws(DecodeError) {
@@ -65,6 +67,10 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
 
     func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep {
         guard !finished, let base = buffer.baseAddress else { return .finished }
+        if prebuffering {
+            guard connection.prebuffered() else { return .frames(0) }
+            prebuffering = false
+        }
         let got = Int(sf_readf_short(handle, base, sf_count_t(buffer.count / FrameRing.samplesPerFrame)))
         if got > 0 {
             if fileChannels == 1 {
@@ -87,11 +93,12 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
         return .finished
     }
 
-    /// A live stream cannot seek: only where it is now is accepted.
+    /// A live stream cannot seek: it goes on from what has arrived, whatever frame is asked for, and counts on from
+    /// there (the worker asks for the frame last heard after a flush: an output lost, a reposition). Never throws,
+    /// so a flush never costs the station itself.
     func seek(toFrame frame: Int) throws(DecodeError) {
-        guard frame == positionFrame else {
-            throw DecodeError(kind: .seekFailed, message: "A live stream cannot seek")
-        }
+        positionFrame = max(0, frame)
+        prebuffering = true
     }
 }
 

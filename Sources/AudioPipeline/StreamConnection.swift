@@ -20,6 +20,11 @@ final class StreamConnection: @unchecked Sendable {
     /// How long one wait for bytes lasts before the waiter looks again.
     static let waitNanoseconds: UInt64 = 100_000_000
 
+    /// The bytes held before decoding starts, at the open and after each flush: at the live edge the ring would
+    /// otherwise hold only what arrived ahead of real time (nothing, at a server's own pace), and the output would
+    /// run dry at the first late packet. 2 s at 192 kbit/s, 3 s at 128.
+    static let prebufferBytes = 49_152
+
     /// The bytes received and not yet decoded.
     let buffer: StreamByteBuffer
     private let fetcher: StreamFetcher
@@ -57,6 +62,12 @@ final class StreamConnection: @unchecked Sendable {
             state.changed = false
             return state.metadata
         }
+    }
+
+    /// Whether the prebuffer is held (or the stream ended); waits a short while for it.
+    func prebuffered() -> Bool {
+        let deadline = Condition.monotonicNanoseconds() + Self.waitNanoseconds
+        return buffer.waitForStored(atLeast: Self.prebufferBytes, until: deadline)
     }
 
     /// Waits until the response is decided: the format it announced, or throws why it cannot play.

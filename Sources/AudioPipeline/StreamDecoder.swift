@@ -27,6 +27,8 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
     private let connection: StreamConnection
     private let handle: OpaquePointer
     private var finished = false
+    // Decoding waits for the prebuffer (StreamConnection.prebufferBytes) at the start and after each flush.
+    private var prebuffering = true
     private var scratch = [UInt8](repeating: 0, count: 16_384)
 
     /// Decodes `connection`'s MPEG audio; waits (on the decode worker's thread) until the output format is known,
@@ -59,6 +61,10 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
 
     public func decode(into output: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep {
         if finished { return .finished }
+        if prebuffering {
+            guard connection.prebuffered() else { return .frames(0) }
+            prebuffering = false
+        }
         let wholeFrameSamples = output.count - output.count % FrameRing.samplesPerFrame
         var bytesDone = 0
         let result = mpg123_read(handle, output.baseAddress, wholeFrameSamples * MemoryLayout<Int16>.size, &bytesDone)
@@ -90,11 +96,12 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
         }
     }
 
-    /// A live stream cannot seek: only its start (frame 0, where it is opened) is accepted.
+    /// A live stream cannot seek: it goes on from what has arrived, whatever frame is asked for, and counts on from
+    /// there (the worker asks for the frame last heard after a flush: an output lost, a reposition). Never throws,
+    /// so a flush never costs the station itself.
     public func seek(toFrame frame: Int) throws(DecodeError) {
-        guard frame == positionFrame else {
-            throw DecodeError(kind: .seekFailed, message: "A live stream cannot seek")
-        }
+        positionFrame = max(0, frame)
+        prebuffering = true
     }
 
     // Feeds what the buffer holds (waiting until `deadline` for the first byte): true when bytes came or may still

@@ -121,6 +121,18 @@ public final class StreamByteBuffer: @unchecked Sendable {
         }
     }
 
+    /// Waits until at least `count` bytes (at most the capacity) are held or the stream ended (true), or until
+    /// CLOCK_MONOTONIC reaches `deadline` (false).
+    public func waitForStored(atLeast count: Int, until deadline: UInt64) -> Bool {
+        condition.withLockHeld {
+            while stored < min(count, capacity) && end == nil {
+                if Condition.monotonicNanoseconds() >= deadline { return false }
+                condition.wait(untilMonotonicNanoseconds: deadline)
+            }
+            return true
+        }
+    }
+
     /// Waits until bytes are held, the stream ended, or CLOCK_MONOTONIC reaches `deadline`, taking nothing:
     /// `.bytes(0)` when bytes are there, `.empty` at the deadline, `.ended` once nothing more will come.
     public func waitForBytes(until deadline: UInt64) -> ReadResult {
