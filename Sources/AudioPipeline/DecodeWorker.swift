@@ -321,6 +321,17 @@ public final class DecodeWorker: @unchecked Sendable {
         control.unlock()
     }
 
+    /// What ends an internet stream's waits for the network: a stop, or a new start point while it opens.
+    private var streamCancellation: StreamCancellation {
+        StreamCancellation(stopping: { [self] in controlAnswer { $0.stopRequested } },
+                           superseded: { [self] in controlAnswer { $0.restart != nil } })
+    }
+
+    private func controlAnswer(_ question: (ControlState) -> Bool) -> Bool {
+        control.lock(); defer { control.unlock() }
+        return question(state)
+    }
+
     /// Ends the worker thread and waits for it (join), which includes the worker's step in progress. Further
     /// control calls do nothing.
     public func stop() {
@@ -527,7 +538,8 @@ public final class DecodeWorker: @unchecked Sendable {
             // (converted by libmpg123 when theirs differs), so a queue of MP3s never changes the stream's rate; the
             // other formats come at their own rate, and a change is announced like any other (`.formatChange`).
             // The gain (ReplayGain.swift) is chosen here, at the track's start, and scales its every frame.
-            let opened = try AudioFileKind.openDecoder(path: path, outputRate: work.ringFormat?.sampleRate)
+            let opened = try AudioFileKind.openDecoder(path: path, outputRate: work.ringFormat?.sampleRate,
+                                                       cancellation: streamCancellation)
             work.live = (opened as? any LiveMetadataSource).map { (start.index, $0) }
             let decoder = replayGain.applied(to: opened)
             let frame = start.frame(in: decoder.format)

@@ -4,8 +4,9 @@
 // - keeps the stream's first 256 KiB, so seeks back into the head (the header re-read) are answered from memory;
 // - claims a length of 1 TiB, and refuses any seek past what has arrived: the Ogg reader then takes the length as
 //   unknown and reads on;
-// - waits (on the decode worker's thread) for bytes as a file read would, until the stream ends or the fetch fails
-//   (which it does after the silence limit, 10 s): a read that returned nothing would be taken for the end.
+// - waits (on the decode worker's thread) for bytes as a file read would, until the stream ends, the fetch fails
+//   (which it does after the silence limit, 10 s) or the worker stops: a read that returned nothing would be taken
+//   for the end.
 // Checked with libsndfile 1.2.0 (Debian 12): FLAC, Ogg Vorbis and Ogg Opus decode whole from a forward-only source.
 // A chained Ogg stream (a new logical stream at each title, as some Icecast sources send) is not followed past its
 // first link by libsndfile: that link's end is the track's end.
@@ -31,7 +32,7 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
     /// Opens `connection`'s stream with libsndfile; waits for its headers (at most the fetch's silence limit).
     init(connection: StreamConnection) throws(DecodeError) {
         self.connection = connection
-        reader = ForwardReader(buffer: connection.buffer)
+        reader = ForwardReader(buffer: connection.buffer, cancellation: connection.cancellation)
         var io = SF_VIRTUAL_IO(
             get_filelen: { _ in ForwardReader.claimedLength },
             seek: { offset, whence, context in ForwardReader.from(context).seek(Int(offset), whence) },
@@ -41,6 +42,7 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
         var info = SF_INFO()
         let context = Unmanaged.passUnretained(reader).toOpaque()
         guard let opened = sf_open_virtual(&io, Int32(SFM_READ), &info, context) else {
+            if reader.gaveUp { throw StreamConnection.cancelled }
             if let end = reader.end, end != .serverClosed {
                 throw DecodeError(kind: .cannotOpen, message: end.description)
             }
@@ -48,6 +50,7 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
                 "libsndfile cannot read the stream's headers: \(String(cString: sf_strerror(nil)))")
         }
         handle = opened
+        reader.opened = true
         fileChannels = Int(info.channels)
         format = AudioFormat(sampleRate: Int(info.samplerate))
         // Every stored property is set: a throw from here runs deinit, which closes the handle.
@@ -110,14 +113,20 @@ private final class ForwardReader {
     static let headBytes = 262_144
 
     let buffer: StreamByteBuffer
+    let cancellation: StreamCancellation
+    /// Set once libsndfile has opened the stream: from then on only a stop ends a wait.
+    var opened = false
+    /// A wait ended for a stop or a new start point, with a short read.
+    private(set) var gaveUp = false
     private var head: [UInt8] = []
     private var received = 0
     private(set) var position = 0
     /// How the stream ended, once it did.
     private(set) var end: StreamEnd?
 
-    init(buffer: StreamByteBuffer) {
+    init(buffer: StreamByteBuffer, cancellation: StreamCancellation) {
         self.buffer = buffer
+        self.cancellation = cancellation
     }
 
     static func from(_ context: UnsafeMutableRawPointer?) -> ForwardReader {
@@ -166,7 +175,12 @@ private final class ForwardReader {
                 position += got
                 done += got
             case .empty:
-                continue
+                // A short read is libsndfile's end of file: only a stop (or a new start point while opening) ends
+                // the wait, never a pause in the network (the fetch itself fails after its silence limit).
+                if cancellation.stopping() || (!opened && cancellation.superseded()) {
+                    gaveUp = true
+                    return sf_count_t(done)
+                }
             case .ended(let reason):
                 end = reason
                 return sf_count_t(done)

@@ -13,6 +13,27 @@ public protocol LiveMetadataSource: AnyObject {
     func takeMetadataChange() -> TrackMetadata?
 }
 
+/// What may end a stream decoder's waits for the network early: the decode worker stopping, or (while the stream
+/// is still opening) a new start point taking the track's place. Read on the decode worker's thread.
+public struct StreamCancellation: Sendable {
+    /// The worker is stopping: every wait ends.
+    public var stopping: @Sendable () -> Bool
+    /// A new start point is waiting: an open under way gives up (its failure is of a generation nobody hears).
+    public var superseded: @Sendable () -> Bool
+
+    /// Creates a cancellation from the worker's two questions.
+    public init(stopping: @escaping @Sendable () -> Bool, superseded: @escaping @Sendable () -> Bool) {
+        self.stopping = stopping
+        self.superseded = superseded
+    }
+
+    /// Nothing cancels (a decoder opened outside the worker).
+    public static let never = StreamCancellation(stopping: { false }, superseded: { false })
+
+    /// Whether an open under way should give up.
+    var abandonsOpen: Bool { stopping() || superseded() }
+}
+
 /// The fetch of one stream, shared by its decoder: started on open, stopped when the decoder goes.
 final class StreamConnection: @unchecked Sendable {
     /// The most bytes held for a stream the player does not read (paused): 30 minutes at 320 kbit/s.
@@ -27,11 +48,14 @@ final class StreamConnection: @unchecked Sendable {
 
     /// The bytes received and not yet decoded.
     let buffer: StreamByteBuffer
+    /// What ends the waits early.
+    let cancellation: StreamCancellation
     private let fetcher: StreamFetcher
     private let shared: LockedValue<(metadata: TrackMetadata, changed: Bool, format: StreamFormat?)>
 
     /// Starts fetching `url` into a buffer of `bufferBytes`.
-    init(url: String, bufferBytes: Int, limits: StreamLimits) {
+    init(url: String, bufferBytes: Int, limits: StreamLimits, cancellation: StreamCancellation) {
+        self.cancellation = cancellation
         let shared = LockedValue((metadata: TrackMetadata(), changed: false, format: StreamFormat?.none))
         self.shared = shared
         buffer = StreamByteBuffer(capacity: bufferBytes)
@@ -64,6 +88,9 @@ final class StreamConnection: @unchecked Sendable {
         }
     }
 
+    /// The error of an open given up for a stop or a new start point.
+    static let cancelled = DecodeError(kind: .cannotOpen, message: "Opening the stream was given up")
+
     /// Whether the prebuffer is held (or the stream ended); waits a short while for it.
     func prebuffered() -> Bool {
         let deadline = Condition.monotonicNanoseconds() + Self.waitNanoseconds
@@ -74,6 +101,7 @@ final class StreamConnection: @unchecked Sendable {
     func awaitFormat() throws(DecodeError) -> StreamFormat {
         while true {
             if let format = shared.withLock({ $0.format }) { return format }
+            if cancellation.abandonsOpen { throw Self.cancelled }
             // The fetch reports the format before its first byte reaches the buffer; no byte is taken here.
             switch buffer.waitForBytes(until: Condition.monotonicNanoseconds() + Self.waitNanoseconds) {
             case .ended(let end):
@@ -88,12 +116,14 @@ final class StreamConnection: @unchecked Sendable {
     /// Opens the decoder the stream's format calls for: libsndfile for Ogg and FLAC, libmpg123 for MPEG audio and
     /// for a stream whose type its server left open.
     static func openDecoder(
-        url: TrackPath, outputRate: Int?, bufferBytes: Int = defaultBufferBytes, limits: StreamLimits = StreamLimits()
+        url: TrackPath, outputRate: Int?, bufferBytes: Int = defaultBufferBytes, limits: StreamLimits = StreamLimits(),
+        cancellation: StreamCancellation
     ) throws(DecodeError) -> any AudioDecoder {
         guard let text = url.string else {
             throw DecodeError(kind: .cannotOpen, message: "The stream's address is not valid UTF-8")
         }
-        let connection = StreamConnection(url: text, bufferBytes: bufferBytes, limits: limits)
+        let connection = StreamConnection(url: text, bufferBytes: bufferBytes, limits: limits,
+                                          cancellation: cancellation)
         switch try connection.awaitFormat() {
         case .ogg, .flac: return try SndfileStreamDecoder(connection: connection)
         case .mp3, .unknown: return try StreamDecoder(connection: connection, outputRate: outputRate)

@@ -139,6 +139,7 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
             if result != MPG123_NEED_MORE.rawValue {
                 throw DecodeError(kind: .notMPEGAudio, message: MP3Decoder.handleMessage(handle))
             }
+            if connection.cancellation.abandonsOpen { throw StreamConnection.cancelled }
             let more: Bool
             do throws(DecodeError) {
                 more = try receive(waitingUntil: Condition.monotonicNanoseconds() + StreamConnection.waitNanoseconds)

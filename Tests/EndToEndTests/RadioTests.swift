@@ -189,4 +189,32 @@ struct RadioTests {
             #expect(await harness.stopService(service) == 0)
         }
     }
+
+    @Test("a silent station: `next` leaves it at once, unreported; left alone it is skipped after 10 s of nothing")
+    func silentStation() async throws {
+        try await ServiceHarness.run { harness in
+            let server = try LoopbackHTTPServer { connection in connection.holdSilently() }
+            defer { server.stop() }
+            let after = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
+            let service = try await harness.startService()
+            try harness.earshotChecked(["add", server.baseURL + "/silent", after.path])
+            try harness.earshotChecked(["play"])
+            try await waitUntil("the station asked for", timeout: .seconds(10)) { !server.requests.isEmpty }
+            // The decode worker is waiting for the station's answer: `next` gives that open up, and its failure
+            // belongs to a start point nobody hears.
+            try harness.earshotChecked(["next"])
+            let moved = try await harness.waitForStatus(of: service, "the next track") {
+                $0.trackIndex == 1 && $0.playback == "playing"
+            }
+            #expect(moved.lastError == nil, "\(moved)")
+            try harness.earshotChecked(["play", server.baseURL + "/silent", after.path])
+            let skipped = try await harness.waitForStatus(of: service, "the silent station skipped",
+                                                          timeout: .seconds(30)) {
+                $0.trackIndex == 1 && $0.lastError?.trackIndex == 0
+            }
+            #expect(skipped.playback == "playing", "\(skipped)")
+            #expect(service.standardError().contains("Nothing came from the server"), "\(service.standardError())")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
 }
