@@ -74,6 +74,7 @@ struct StreamFetcherTests {
                 connection.send(Array(body[start..<min(start + 333, body.count)]))
             }
         }
+        defer { server.stop() }
         let (log, buffer) = try fetch(server.baseURL + "/stream")
         // The pattern's first bytes (0, 1, 2, ...) show no format; the head's type says MP3.
         #expect(log.all.first == .started(.mp3, stationName: "Loopback FM"))
@@ -95,6 +96,7 @@ struct StreamFetcherTests {
             default: connection.send("HTTP/1.1 302 Found\r\nLocation: /loop\r\nContent-Length: 0\r\n\r\n")
             }
         }
+        defer { server.stop() }
         let (followed, buffer) = try fetch(server.baseURL + "/one")
         #expect(followed.all == [.started(.ogg, stationName: nil), .ended(.serverClosed)])
         #expect(drain(buffer) == Array("OggS0123456789abcdef".utf8))
@@ -122,6 +124,7 @@ struct StreamFetcherTests {
                 connection.send("\r\n")
             }
         }
+        defer { server.stop() }
         let expected: [(String, StreamRefusal)] = [
             ("/page", .notAudio), ("/missing", .httpStatus(404)), ("/empty404", .httpStatus(404)),
             ("/list", .playlist), ("/disguised", .notAudio), ("/claim", .metadataIntervalOutOfRange),
