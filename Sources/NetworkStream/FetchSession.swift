@@ -1,6 +1,6 @@
 // One transfer's state on the fetch thread: the response's head, the decision on its body, the ICY demuxer and the
 // last title; what libcurl's callbacks call into. Only the fetch thread touches it.
-import CCurl
+import CCurlLoader
 
 /// The fetch thread's side of one transfer (see StreamFetcher's note on threading).
 final class FetchSession {

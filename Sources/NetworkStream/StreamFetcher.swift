@@ -6,7 +6,7 @@
 // `stop()` may be called from any thread: it sets a flag the progress callback reads (libcurl calls it at least once
 // a second, and after every read), which aborts the transfer; nothing else crosses threads but the buffer (locked)
 // and the notices (handed to `notify`, which must not wait).
-import CCurl
+import CCurlLoader
 import Synchronization
 import SystemSupport
 
@@ -30,6 +30,8 @@ public enum NetworkFailure: Equatable, Sendable {
     case malformedURL
     /// The connection broke while receiving.
     case connectionLost
+    /// libcurl (libcurl.so.4, Debian's libcurl4) is not installed, or is not one Earshot can use.
+    case libraryMissing
     /// Any other libcurl error, by its CURLcode.
     case other(Int32)
 }
@@ -112,14 +114,15 @@ public final class StreamFetcher: Sendable {
 
     // The whole transfer on this thread: returns how it ended.
     private func transfer() -> StreamEnd {
-        CurlGlobal.ensureInitialized()
-        guard let handle = curl_easy_init() else { return .failed(.other(Int32(CURLE_FAILED_INIT.rawValue))) }
-        defer { curl_easy_cleanup(handle) }
-        let headers: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "Icy-MetaData: 1")
-        defer { curl_slist_free_all(headers) }
+        // libcurl is loaded (and initialized) by the first fetch of the process.
+        guard earshot_curl_load() == 0 else { return .failed(.libraryMissing) }
+        guard let handle = earshot_curl_easy_init() else { return .failed(.other(Int32(CURLE_FAILED_INIT.rawValue))) }
+        defer { earshot_curl_easy_cleanup(handle) }
+        let headers: UnsafeMutablePointer<curl_slist>? = earshot_curl_slist_append(nil, "Icy-MetaData: 1")
+        defer { earshot_curl_slist_free_all(headers) }
         // SHOUTcast v1 answers `ICY 200 OK`, which libcurl takes for HTTP/0.9 (refused) unless named an alias of 200.
-        let statusAliases: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "ICY 200 OK")
-        defer { curl_slist_free_all(statusAliases) }
+        let statusAliases: UnsafeMutablePointer<curl_slist>? = earshot_curl_slist_append(nil, "ICY 200 OK")
+        defer { earshot_curl_slist_free_all(statusAliases) }
         let session = FetchSession(fetcher: self, buffer: buffer, notify: notify)
         let context = Unmanaged.passUnretained(session).toOpaque()
         var failed = false
@@ -150,18 +153,8 @@ public final class StreamFetcher: Sendable {
         set(earshot_curl_set_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
         set(earshot_curl_set_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
         guard !failed else { return .failed(.other(Int32(CURLE_FAILED_INIT.rawValue))) }
-        let result = withExtendedLifetime(session) { curl_easy_perform(handle) }
+        let result = withExtendedLifetime(session) { earshot_curl_easy_perform(handle) }
         return session.end(for: result)
-    }
-}
-
-/// libcurl's process-wide initialization, done once before the first handle (curl_global_init is not thread-safe;
-/// a static's initializer runs exactly once).
-enum CurlGlobal {
-    private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
-
-    static func ensureInitialized() {
-        _ = initialized
     }
 }
 
@@ -223,6 +216,7 @@ extension NetworkFailure: CustomStringConvertible {
         case .unsupportedScheme: return "Not an http:// or https:// address"
         case .malformedURL: return "The stream's address is malformed"
         case .connectionLost: return "The connection to the server broke"
+        case .libraryMissing: return "Internet radio needs libcurl (Debian's libcurl4), which cannot be loaded"
         case .other(let code): return "The network failed (libcurl error \(code))"
         }
     }
