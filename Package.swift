@@ -37,6 +37,12 @@ let package = Package(
         // FLAC, Ogg Vorbis and Ogg Opus (scripts/compare-decoders chose it over the reference libraries).
         .systemLibrary(name: "CSndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
+        // Internet radio's HTTP(S): libcurl in Debian's OpenSSL flavour, the libcurl4 that Debian's own `curl` uses
+        // (one TLS stack with the rest of the desktop, the system's certificates by default; the GnuTLS flavour
+        // would be a second TLS library in the process for no gain). CCurl is its header only (no `link`):
+        // CCurlLoader loads the library with dlopen when the first stream plays (an idle Earshot stays 6 MB lighter).
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "CCurlLoader", dependencies: ["CCurl"]),
         // The music library's database (with FTS5, which Debian's build has).
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CEbur128", providers: [.apt(["libebur128-dev"])]),
@@ -56,9 +62,16 @@ let package = Package(
         // loads ICU, nor FoundationEssentials, which cost over 1 MiB resident in an idle service.
         .target(name: "SystemSupport", dependencies: ["CThreadShim"]),
 
-        // Decoding (libmpg123 for MP3, libsndfile for FLAC, Vorbis and Opus) and the lock-free ring buffer the
-        // real-time side drains.
-        .target(name: "AudioPipeline", dependencies: ["CMPG123", "CSndfile", "TrackPaths", "SystemSupport"]),
+        // Decoding (libmpg123 for MP3, libsndfile for FLAC, Vorbis and Opus; internet streams through
+        // NetworkStream and libmpg123's feed API) and the lock-free ring buffer the real-time side drains.
+        .target(
+            name: "AudioPipeline", dependencies: ["CMPG123", "CSndfile", "TrackPaths", "SystemSupport", "NetworkStream"]
+        ),
+
+        // Internet radio's fetching: a libcurl handle on a thread of its own reading an http(s) stream into a bounded,
+        // counted byte buffer, and the pure readers of what servers answer (the response's head, ICY metadata),
+        // fuzzed by scripts/fuzz.
+        .target(name: "NetworkStream", dependencies: ["CCurlLoader", "SystemSupport"]),
 
         // The libpulse adapter: mainloop, context, stream, subscription, translation to events.
         .target(
@@ -170,6 +183,8 @@ let package = Package(
             name: "MusicLibraryTests",
             dependencies: ["MusicLibrary", "AudioPipeline", "TrackPaths", "EarshotTestSupport"]
         ),
+        // Internet radio's fetching against loopback servers the tests run, and its pure readers.
+        .testTarget(name: "NetworkStreamTests", dependencies: ["NetworkStream", "EarshotTestSupport"]),
         // MPD's protocol parser and framing, without a socket.
         .testTarget(name: "MPDProtocolTests", dependencies: ["MPDProtocol"]),
         // MPRIS against a private dbus-daemon, driven by playerctl.

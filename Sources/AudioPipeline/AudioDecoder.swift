@@ -160,7 +160,8 @@ public protocol AudioDecoder: AnyObject {
     /// The output frame the next `decode(into:)` starts at.
     var positionFrame: Int { get }
     /// Decodes into `buffer` (interleaved stereo samples) as many whole frames as fit: `.frames(n)` with `n > 0`,
-    /// `.formatChanged`, or `.finished`. Throws once decoding has failed, after the frames decoded before it.
+    /// `.formatChanged`, or `.finished` (a live stream with nothing received yet returns `.frames(0)` after a short
+    /// wait). Throws once decoding has failed, after the frames decoded before it.
     func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep
     /// Moves to output frame `frame` so the next decode starts there; beyond the end the decoder is finished.
     func seek(toFrame frame: Int) throws(DecodeError)
@@ -198,7 +199,14 @@ public enum AudioFileKind: String, Equatable, Sendable, CaseIterable {
     ///
     /// `outputRate` asks for every track at the rate already playing: libmpg123 converts MP3s to it; the other
     /// decoders deliver their own rate, and the decode worker announces the change (`.formatChange`).
-    public static func openDecoder(path: TrackPath, outputRate: Int? = nil) throws(DecodeError) -> any AudioDecoder {
+    /// An internet stream (`path.isStreamURL`) is fetched and opened by its type (StreamConnection.swift); its waits
+    /// for the network end early as `cancellation` says.
+    public static func openDecoder(
+        path: TrackPath, outputRate: Int? = nil, cancellation: StreamCancellation = .never
+    ) throws(DecodeError) -> any AudioDecoder {
+        if path.isStreamURL {
+            return try StreamConnection.openDecoder(url: path, outputRate: outputRate, cancellation: cancellation)
+        }
         switch try identify(path) {
         case .mp3: return try MP3Decoder(path: path, outputRate: outputRate)
         case let kind: return try SndfileDecoder(path: path, kind: kind)

@@ -11,6 +11,9 @@ public enum DecodeNotice: Sendable, Equatable {
     case restarted(generation: Int, ringFrame: Int)
     /// The track at `index` begins at `ringFrame` (after a reposition it begins mid-track).
     case trackStarted(index: Int, ringFrame: Int, format: AudioFormat, lengthFrames: Int?, metadata: TrackMetadata)
+    /// The live stream at `index` changed its tags (a station's new ICY title) in the audio decoded up to
+    /// `ringFrame`.
+    case metadataChanged(index: Int, ringFrame: Int, metadata: TrackMetadata)
     /// The track at `index` could not be opened or stopped decoding, the `failuresInARow`th track in a row to fail
     /// (with none opened fine between). The worker waits for `skipFailedTrack` to name the track it tries next.
     case trackFailed(index: Int, error: DecodeError, failuresInARow: Int)

@@ -170,6 +170,8 @@ public final class DecodeWorker: @unchecked Sendable {
         var filling = false
         /// Tracks failed in a row, with none opened fine between (reported with each failure).
         var failuresInARow = 0
+        /// The current track's live tags (an internet stream's), read after each chunk (StreamDecoder.swift).
+        var live: (index: Int, source: any LiveMetadataSource)?
     }
 
     /// Why the current decoder's frames get a new marker.
@@ -317,6 +319,17 @@ public final class DecodeWorker: @unchecked Sendable {
             control.broadcast()
         }
         control.unlock()
+    }
+
+    /// What ends an internet stream's waits for the network: a stop, or a new start point while it opens.
+    private var streamCancellation: StreamCancellation {
+        StreamCancellation(stopping: { [self] in controlAnswer { $0.stopRequested } },
+                           superseded: { [self] in controlAnswer { $0.restart != nil } })
+    }
+
+    private func controlAnswer(_ question: (ControlState) -> Bool) -> Bool {
+        control.lock(); defer { control.unlock() }
+        return question(state)
     }
 
     /// Ends the worker thread and waits for it (join), which includes the worker's step in progress. Further
@@ -478,6 +491,9 @@ public final class DecodeWorker: @unchecked Sendable {
             switch try track.decoder.decode(into: region) {
             case .frames(let frames):
                 ring.commitWrite(frames: frames)
+                if let live = work.live, live.index == track.index, let metadata = live.source.takeMetadataChange() {
+                    notify(.metadataChanged(index: track.index, ringFrame: ring.totalFramesWritten, metadata: metadata))
+                }
             case .formatChanged(let format):
                 requestActivation(.formatChange, format: format, &work)
             case .finished:
@@ -522,8 +538,10 @@ public final class DecodeWorker: @unchecked Sendable {
             // (converted by libmpg123 when theirs differs), so a queue of MP3s never changes the stream's rate; the
             // other formats come at their own rate, and a change is announced like any other (`.formatChange`).
             // The gain (ReplayGain.swift) is chosen here, at the track's start, and scales its every frame.
-            let decoder = try replayGain.applied(to: AudioFileKind.openDecoder(
-                path: path, outputRate: work.ringFormat?.sampleRate), path: path)
+            let opened = try AudioFileKind.openDecoder(path: path, outputRate: work.ringFormat?.sampleRate,
+                                                       cancellation: streamCancellation)
+            work.live = (opened as? any LiveMetadataSource).map { (start.index, $0) }
+            let decoder = replayGain.applied(to: opened, path: path)
             let frame = start.frame(in: decoder.format)
             if frame > 0 {
                 // A restored position past the track's end (the file changed since) starts at its last frame.

@@ -223,7 +223,7 @@ public final class MP3Decoder: AudioDecoder {
     }
 
     /// Sets the handle's flags and the table of output formats it may choose from.
-    private static func configure(_ handle: OpaquePointer, rates: [Int]) throws(DecodeError) {
+    static func configure(_ handle: OpaquePointer, rates: [Int]) throws(DecodeError) {
         // ADD_FLAGS, never FLAGS: replacing the defaults loses flags libmpg123 needs to resync and
         // to set up the output for damaged files. SKIP_ID3V2: libmpg123 would read the whole ID3v2 tag into memory
         // (a 50 MB cover with it); ID3v2Tags reads what is wanted of it instead.
@@ -273,7 +273,7 @@ public final class MP3Decoder: AudioDecoder {
     }
 
     /// The format libmpg123 decodes to now, checked against what this decoder promises.
-    private static func currentFormat(_ handle: OpaquePointer) throws(DecodeError) -> AudioFormat {
+    static func currentFormat(_ handle: OpaquePointer) throws(DecodeError) -> AudioFormat {
         var rate = 0
         var channels: Int32 = 0
         var encoding: Int32 = 0
@@ -425,7 +425,7 @@ public final class MP3Decoder: AudioDecoder {
     }
 
     /// The typed error for a failed open-time parse or decode call.
-    private static func decodingError(_ handle: OpaquePointer, result: Int32) -> DecodeError {
+    static func decodingError(_ handle: OpaquePointer, result: Int32) -> DecodeError {
         let code = result == MPG123_ERR.rawValue ? mpg123_errcode(handle) : result
         let message = result == MPG123_ERR.rawValue ? handleMessage(handle) : plainMessage(result)
         switch code {
@@ -439,13 +439,13 @@ public final class MP3Decoder: AudioDecoder {
     }
 
     /// libmpg123's description of the handle's last error.
-    private static func handleMessage(_ handle: OpaquePointer) -> String {
+    static func handleMessage(_ handle: OpaquePointer) -> String {
         guard let text = mpg123_strerror(handle) else { return "Unknown libmpg123 error" }
         return String(cString: text)
     }
 
     /// libmpg123's description of an error code.
-    private static func plainMessage(_ code: Int32) -> String {
+    static func plainMessage(_ code: Int32) -> String {
         guard let text = mpg123_plain_strerror(code) else { return "Unknown libmpg123 error \(code)" }
         return String(cString: text)
     }
@@ -454,7 +454,7 @@ public final class MP3Decoder: AudioDecoder {
 /// Whether `mpg123_init` succeeded; evaluated once per process, thread-safely, on first use.
 ///
 /// Since libmpg123 1.27 the call does nothing, but older libraries need it before `mpg123_new`.
-private let libraryReady: Bool = mpg123_init() == MPG123_OK.rawValue
+let libraryReady: Bool = mpg123_init() == MPG123_OK.rawValue
 
 extension MP3Decoder: ScalingDecoder {
     /// libmpg123's output volume (no ReplayGain of its own is asked: MPG123_RVA stays off), applied in its synthesis:

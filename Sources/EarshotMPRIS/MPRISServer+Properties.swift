@@ -47,7 +47,7 @@ extension MPRISServer {
             case (Self.rootInterface, "HasTrackList"): try writer.boolean(false)
             case (Self.rootInterface, "Identity"): try writer.string("Earshot")
             case (Self.rootInterface, "DesktopEntry"): try writer.string("earshot")
-            case (Self.rootInterface, "SupportedUriSchemes"): try writer.strings(["file"])
+            case (Self.rootInterface, "SupportedUriSchemes"): try writer.strings(["file", "http", "https"])
             case (Self.rootInterface, "SupportedMimeTypes"): try writer.strings(supportedMimeTypes)
             case (Self.playerInterface, "PlaybackStatus"): try writer.string(published.playbackStatus.rawValue)
             case (Self.playerInterface, "LoopStatus"): try writer.string(published.loopStatus.rawValue)
@@ -121,7 +121,8 @@ extension MPRISServer {
             }
             if let path = snapshot.filePath {
                 try writer.entry("xesam:url", BusType.string) { () throws(BusWriter.Failure) in
-                    try writer.string(path.fileURI)
+                    // A stream's URL is its own xesam:url; a file's is its file:// URI.
+                    try writer.string(path.isStreamURL ? path.string ?? path.fileURI : path.fileURI)
                 }
             }
             // Not in the MPRIS specification (its keys may be extended under a player's own prefix): which gain the

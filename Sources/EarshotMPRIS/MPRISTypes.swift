@@ -26,8 +26,9 @@ public enum MPRISCommand: Hashable, Sendable {
     case setPosition(trackId: String, positionMicroseconds: Int64)
     /// `OpenUri`: play these files in place of the queue. The adapter has already checked that the URI is a `file://`
     /// URI naming a readable regular file, and hands its decoded absolute path (any bytes, as percent-escapes allow)
-    /// as the only one; a playlist's tracks take its place before the player sees it (the `earshot` executable's
-    /// wiring reads it, off the owner, as `earshot add` does).
+    /// as the only one, or an `http://` or `https://` URI with a host, as it is (a stream); a playlist's tracks
+    /// take its place before the player sees it (the `earshot` executable's wiring reads it, off the owner, as
+    /// `earshot add` does).
     case openUri(paths: [TrackPath])
     /// A write of the `Volume` property (1.0 is 100%; never negative, never NaN).
     case setVolume(Double)
@@ -215,7 +216,8 @@ public struct MPRISError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Turning an `OpenUri` argument into a local file, by the rules Earshot announces (`file` scheme only).
+/// Turning an `OpenUri` argument into a queue entry, by the schemes Earshot announces: a local file (`file`), or an
+/// internet stream (`http`, `https`), queued as its URL for the decoder to fetch.
 enum MPRISURI {
     /// What an `OpenUri` argument turned out to be.
     enum Outcome: Equatable {
@@ -231,8 +233,15 @@ enum MPRISURI {
         guard let components = URIParts(uri), let scheme = components.scheme else {
             return .refused("OpenUri: not a valid URI")
         }
+        if scheme.lowercased() == "http" || scheme.lowercased() == "https" {
+            // What the server answers is the decoder's to find out and report, off the bus thread.
+            guard components.host.map({ !$0.isEmpty }) == true else {
+                return .refused("OpenUri: the URI names no host")
+            }
+            return .file(TrackPath(uri))
+        }
         guard scheme.lowercased() == "file" else {
-            return .refused("OpenUri: only file:// URIs are supported, not \(scheme):")
+            return .refused("OpenUri: only file://, http:// and https:// URIs are supported, not \(scheme):")
         }
         if let host = components.host, !host.isEmpty, host != "localhost" {
             return .refused("OpenUri: only local files can be opened (the URI names host \(host))")

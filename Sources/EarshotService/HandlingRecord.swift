@@ -131,6 +131,7 @@ extension DecodeNotice {
         switch self {
         case .restarted: return "restarted"
         case .trackStarted: return "trackStarted"
+        case .metadataChanged: return "metadataChanged"
         case .trackFailed: return "trackFailed"
         case .trackDecoded: return "trackDecoded"
         case .formatChange: return "formatChange"

@@ -382,6 +382,8 @@ extension Player {
                 "earshot: track \(index + 1) of \(paths.count) skipped: \(error.description)\n")
             // The rules name the track the decoder tries next (`skipFailedTrack`), from their own play order.
             dispatch(.trackFailed(index: index, failure: failure, failuresInARow: inARow))
+        case .metadataChanged(let index, _, let metadata):
+            streamMetadataChanged(index, metadata)
         case .trackDecoded(let index, let ringFrame):
             listening.trackDecoded(index, endsAtRingFrame: ringFrame)
         case .formatChange(_, let format, let ringFrame):

@@ -131,6 +131,10 @@ struct PlayerReport {
             // Rule 23: whether the rules want the idle suspend held off, and which service holds it (null: none).
             "idleInhibitorWanted": rules.idleInhibitorHeld,
             "idleInhibitorHeldBy": output.idleInhibitorService.map { $0 as Any } ?? JSONNull(),
+            // A live stream's station and its current ICY title (null for files, whose tags MPRIS shows): what the
+            // station broadcasts, asked for by the user's own `status`; the log never carries them.
+            "station": liveStream.station.map { $0 as Any } ?? JSONNull(),
+            "streamTitle": liveStream.title.map { $0 as Any } ?? JSONNull(),
             "volume": rules.volumePercent,
             "repeat": rules.repeatMode.rawValue,
             "shuffle": rules.shuffle != nil,
@@ -149,6 +153,12 @@ struct PlayerReport {
             "slowHandlings": ["count": handling.slow.count, "waited": handling.slow.waited,
                               "preempted": handling.slow.preempted],
         ]
+    }
+
+    /// The current track's station name and ICY title when it is a live stream; nil for files.
+    var liveStream: (station: String?, title: String?) {
+        guard currentPath?.isStreamURL == true else { return (nil, nil) }
+        return (metadata?.album, metadata?.title)
     }
 
     /// What MPRIS shows: the playback, the current track and what a client may ask for.

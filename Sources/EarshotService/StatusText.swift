@@ -29,6 +29,8 @@ public enum StatusText {
             let length = (status["durationMs"] as? Int).map(clock) ?? "--:--"
             lines.append("track \(index + 1)/\(count)  \(position) / \(length)")
         }
+        if let station = status["station"] as? String { lines.append("station: \(station)") }
+        if let title = status["streamTitle"] as? String { lines.append("now: \(title)") }
         let shuffle = status["shuffle"] as? Bool == true ? "on" : "off"
         lines.append("repeat \(status["repeat"] as? String ?? "off"), shuffle \(shuffle)")
         if let gain = status["replayGain"] as? [String: Any], let mode = gain["mode"] as? String {

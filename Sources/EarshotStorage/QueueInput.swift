@@ -24,6 +24,11 @@ public enum QueueInput {
         let base = directory ?? workingDirectory()
         var expansion = Expansion(paths: [], problems: [])
         for name in names {
+            // An internet stream is queued as its URL; what it answers is the decoder's to report.
+            if name.isStreamURL {
+                expansion.paths.append(name)
+                continue
+            }
             let path = absolute(name, relativeTo: base)
             switch kind(of: path) {
             case nil:
@@ -50,6 +55,10 @@ public enum QueueInput {
         let base = directory ?? workingDirectory()
         var expansion = Expansion(paths: [], problems: [])
         for name in names {
+            if name.isStreamURL {
+                expansion.paths.append(name)
+                continue
+            }
             let path = absolute(name, relativeTo: base)
             guard PlaylistFormat.of(path) != nil, kind(of: path) == .other else {
                 expansion.paths.append(path)
@@ -204,12 +213,13 @@ public enum QueueInput {
                 leftOut += 1
                 return
             }
-            let resolved = absolute(entryPath, relativeTo: base)
+            // A station in a playlist (`http://...` in an M3U, `File1=https://...` in a PLS) is queued as its URL.
+            let resolved = entryPath.isStreamURL ? entryPath : absolute(entryPath, relativeTo: base)
             if resolved == path {
                 report("\(shownName) names itself: that entry is skipped")
             } else if PlaylistFormat.of(resolved) != nil {
                 report("\(entryPath.displayText) (in \(shownName)): a playlist inside a playlist is not followed")
-            } else if kind(of: resolved) != nil {
+            } else if resolved.isStreamURL || kind(of: resolved) != nil {
                 expansion.paths.append(resolved)
             } else {
                 report("\(entryPath.displayText) (in \(shownName)): no such file")

@@ -40,6 +40,13 @@ public struct TrackPath: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
         self.init(text)
     }
 
+    /// Whether this names an internet stream rather than a file: it starts with `http://` or `https://` (the scheme
+    /// in any case). A queued file's path is absolute, starting with `/`, so the two never meet.
+    public var isStreamURL: Bool {
+        let lowered = bytes.prefix(8).map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }
+        return lowered.starts(with: Array("http://".utf8)) || lowered.starts(with: Array("https://".utf8))
+    }
+
     /// The path as text when its bytes are valid UTF-8; nil otherwise (use `displayText` to show it).
     public var string: String? {
         String(validating: bytes, as: UTF8.self)

@@ -143,7 +143,7 @@ struct MPRISTests {
                     == [.setLoopStatus(.track), .setLoopStatus(.playlist), .setShuffle(true)])
     }
 
-    @Test("OpenUri accepts a readable local file and refuses anything else with a clear error")
+    @Test("OpenUri accepts a readable local file or an http(s) stream and refuses anything else with a clear error")
     func openUri() throws {
         let (bus, server, player, playerctl) = try startServer()
         defer { server.stop() }
@@ -154,16 +154,19 @@ struct MPRISTests {
         #expect(try bus.run(playerctl, ["-p", "earshot", "open", uri]).status == 0)
         #expect(player.received == [.openUri(paths: [TrackPath(file)])])
 
-        let web = try bus.run(playerctl, ["-p", "earshot", "open", "http://x"])
-        #expect(web.status != 0)
-        #expect(web.standardError.contains("only file:// URIs are supported"))
+        #expect(try bus.run(playerctl, ["-p", "earshot", "open", "http://127.0.0.1:8000/radio"]).status == 0)
+        #expect(player.received.last == .openUri(paths: [TrackPath("http://127.0.0.1:8000/radio")]))
+        let ftp = try bus.run(playerctl, ["-p", "earshot", "open", "ftp://x/a.mp3"])
+        #expect(ftp.status != 0)
+        #expect(ftp.standardError.contains("only file://, http:// and https:// URIs are supported"))
         let missing = try bus.run(playerctl, ["-p", "earshot", "open", "file:///no/such/file.mp3"])
         #expect(missing.status != 0)
         #expect(missing.standardError.contains("No such file or directory"))
         let directory = try bus.run(playerctl, ["-p", "earshot", "open", "file://" + bus.directory.path])
         #expect(directory.status != 0)
         #expect(directory.standardError.contains("not a regular file"))
-        #expect(player.received == [.openUri(paths: [TrackPath(file)])])
+        #expect(player.received == [.openUri(paths: [TrackPath(file)]),
+                                    .openUri(paths: [TrackPath("http://127.0.0.1:8000/radio")])])
     }
 
     @Test("a refusal from the player reaches the client as a D-Bus error")

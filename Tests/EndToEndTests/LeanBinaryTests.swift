@@ -32,6 +32,16 @@ struct LeanBinaryTests {
         #expect(contents.range(of: Data("icudt".utf8)) == nil, "\(binary) holds ICU's data")
     }
 
+    /// Internet radio's libcurl (and the OpenSSL, Kerberos and LDAP it brings, about 6 MB resident) is loaded when
+    /// the first stream plays (Sources/CCurlLoader), never at start.
+    @Test("the earshot binary does not link libcurl")
+    func binaryLinksNoCurl() throws {
+        let binary = try TestEnvironment.earshotBinary.path
+        let libraries = try ProcessRunner.runChecked("ldd", [binary]).standardOutput
+        #expect(libraries.contains("libpulse.so"), "ldd \(binary): \(libraries)")
+        #expect(!libraries.contains("libcurl") && !libraries.contains("libssl"), "ldd \(binary): \(libraries)")
+    }
+
     /// The binary the tests run holds no code of FoundationEssentials or _FoundationCollections, linked in or loaded.
     @Test("the earshot binary holds and links no FoundationEssentials")
     func binaryCarriesNoFoundationEssentials() throws {

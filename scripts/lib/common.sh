@@ -34,11 +34,12 @@ build_packages() {
 # and libltdl-dev, whose header PulseAudio's module.h includes; desktop-file-validate for the desktop entry;
 # espeak-ng for the screen reader's speech the ducking tests play; stress-ng, which loads the cores beside the
 # suites that scripts/ci-repeat runs again and again; MPD's clients, mpc, python3-mpd and ncmpcpp (in tmux), for the MPD
-# front-end, and Debian's MPD itself, which the comparison suite runs beside Earshot.
+# front-end, and Debian's MPD itself, which the comparison suite runs beside Earshot; and for internet radio, openssl
+# (the certificate the stream fetcher must refuse, and the TLS server that offers it).
 test_packages() {
     printf '%s\n' pulseaudio pulseaudio-utils lame sox libsox-fmt-mp3 mpg123 flac vorbis-tools opus-tools dbus-daemon \
         dbus-bin playerctl systemd chromium curl python3-dbusmock libpipewire-0.3-dev pkg-config desktop-file-utils \
-        espeak-ng dpkg-dev libltdl-dev stress-ng mpc python3-mpd mpd ncmpcpp tmux
+        espeak-ng dpkg-dev libltdl-dev stress-ng mpc python3-mpd mpd ncmpcpp tmux openssl
 }
 
 # ensure_build_packages [PKG...]: ensure_packages with what the build needs (build_packages) plus PKG...

@@ -22,6 +22,10 @@ struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {
     let trackIndex: Int
     /// How many tracks the queue holds.
     let trackCount: Int
+    /// A live stream's station name (its `icy-name`), nil for files.
+    let station: String?
+    /// A live stream's current ICY title, nil for files.
+    let streamTitle: String?
     /// The stream volume in percent.
     let volume: Int
     /// Rule 23: the rules want the desktop's idle suspend held off (playing, `inhibitIdleSuspend` on).

@@ -1,0 +1,191 @@
+// SndfileStreamDecoder: Ogg Vorbis, Ogg Opus and FLAC internet streams through libsndfile's virtual I/O. libsndfile
+// was written for files: it reads a header and seeks back to re-read it, and its Ogg reader asks for the file's
+// length and seeks near the end to find the last granule position. A stream has neither, so the reader here:
+// - keeps the stream's first 256 KiB, so seeks back into the head (the header re-read) are answered from memory;
+// - claims a length of 1 TiB, and refuses any seek past what has arrived: the Ogg reader then takes the length as
+//   unknown and reads on;
+// - waits (on the decode worker's thread) for bytes as a file read would, until the stream ends, the fetch fails
+//   (which it does after the silence limit, 10 s) or the worker stops: a read that returned nothing would be taken
+//   for the end.
+// Checked with libsndfile 1.2.0 (Debian 12): FLAC, Ogg Vorbis and Ogg Opus decode whole from a forward-only source.
+// A chained Ogg stream (a new logical stream at each title, as some Icecast sources send) is not followed past its
+// first link by libsndfile: that link's end is the track's end.
+import CSndfile
+import NetworkStream
+import SystemSupport
+
+/// Decodes one Ogg Vorbis, Ogg Opus or FLAC internet stream to 16-bit stereo PCM. Not seekable, no length.
+final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
+    let format: AudioFormat
+    let lengthFrames: Int? = nil
+    var metadata: TrackMetadata { connection.metadata }
+    private(set) var positionFrame = 0
+
+    private let connection: StreamConnection
+    private let reader: ForwardReader
+    private let handle: OpaquePointer
+    private let fileChannels: Int
+    private var finished = false
+    // Decoding waits for the prebuffer (StreamConnection.prebufferBytes) at the start and after each flush.
+    private var prebuffering = true
+
+    /// Opens `connection`'s stream with libsndfile; waits for its headers (at most the fetch's silence limit).
+    init(connection: StreamConnection) throws(DecodeError) {
+        self.connection = connection
+        reader = ForwardReader(buffer: connection.buffer, cancellation: connection.cancellation)
+        var io = SF_VIRTUAL_IO(
+            get_filelen: { _ in ForwardReader.claimedLength },
+            seek: { offset, whence, context in ForwardReader.from(context).seek(Int(offset), whence) },
+            read: { destination, count, context in ForwardReader.from(context).read(destination, Int(count)) },
+            write: { _, _, _ in 0 },
+            tell: { context in sf_count_t(ForwardReader.from(context).position) })
+        var info = SF_INFO()
+        let context = Unmanaged.passUnretained(reader).toOpaque()
+        guard let opened = sf_open_virtual(&io, Int32(SFM_READ), &info, context) else {
+            if reader.gaveUp { throw StreamConnection.cancelled }
+            if let end = reader.end, end != .serverClosed {
+                throw DecodeError(kind: .cannotOpen, message: end.description)
+            }
+            throw DecodeError(kind: .badHeaders, message:
+                "libsndfile cannot read the stream's headers: \(String(cString: sf_strerror(nil)))")
+        }
+        handle = opened
+        reader.opened = true
+        fileChannels = Int(info.channels)
+        format = AudioFormat(sampleRate: Int(info.samplerate))
+        // Every stored property is set: a throw from here runs deinit, which closes the handle.
+        guard fileChannels == 1 || fileChannels == 2 else {
+            throw DecodeError(kind: .unsupportedFormat, message: "The stream has \(fileChannels) channels")
+        }
+        sf_command(opened, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+    }
+
+    deinit {
+        sf_close(handle)
+    }
+
+    func takeMetadataChange() -> TrackMetadata? {
+        connection.takeMetadataChange()
+    }
+
+    func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep {
+        guard !finished, let base = buffer.baseAddress else { return .finished }
+        if prebuffering {
+            guard connection.prebuffered() else { return .frames(0) }
+            prebuffering = false
+        }
+        let got = Int(sf_readf_short(handle, base, sf_count_t(buffer.count / FrameRing.samplesPerFrame)))
+        if got > 0 {
+            if fileChannels == 1 {
+                for index in stride(from: got - 1, through: 0, by: -1) {
+                    base[2 * index + 1] = base[index]
+                    base[2 * index] = base[index]
+                }
+            }
+            positionFrame += got
+            return .frames(got)
+        }
+        finished = true
+        if let end = reader.end, end != .serverClosed, end != .stopped {
+            throw DecodeError(kind: .decodeFailed, message: end.description)
+        }
+        let status = sf_error(handle)
+        if status != Int32(SF_ERR_NO_ERROR) {
+            throw DecodeError(kind: .decodeFailed, message: String(cString: sf_error_number(status)))
+        }
+        return .finished
+    }
+
+    /// A live stream cannot seek: it goes on from what has arrived, whatever frame is asked for, and counts on from
+    /// there (the worker asks for the frame last heard after a flush: an output lost, a reposition). Never throws,
+    /// so a flush never costs the station itself.
+    func seek(toFrame frame: Int) throws(DecodeError) {
+        positionFrame = max(0, frame)
+        prebuffering = true
+    }
+}
+
+/// libsndfile's view of a stream: forward reads that wait for the network, and seeks within the kept head.
+private final class ForwardReader {
+    /// The length claimed to libsndfile (it has no other way to say "unknown" that the Ogg reader accepts).
+    static let claimedLength: sf_count_t = 1 << 40
+    /// The bytes kept from the stream's start, for libsndfile's seeks back into the header.
+    static let headBytes = 262_144
+
+    let buffer: StreamByteBuffer
+    let cancellation: StreamCancellation
+    /// Set once libsndfile has opened the stream: from then on only a stop ends a wait.
+    var opened = false
+    /// A wait ended for a stop or a new start point, with a short read.
+    private(set) var gaveUp = false
+    private var head: [UInt8] = []
+    private var received = 0
+    private(set) var position = 0
+    /// How the stream ended, once it did.
+    private(set) var end: StreamEnd?
+
+    init(buffer: StreamByteBuffer, cancellation: StreamCancellation) {
+        self.buffer = buffer
+        self.cancellation = cancellation
+    }
+
+    static func from(_ context: UnsafeMutableRawPointer?) -> ForwardReader {
+        Unmanaged<ForwardReader>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    /// Moves to `offset` (from the start, or the current position): within what has arrived, and within the kept
+    /// head when going back; -1 otherwise (never past what arrived: the end is unknown).
+    func seek(_ offset: Int, _ whence: Int32) -> sf_count_t {
+        let target: Int
+        switch whence {
+        case SEEK_SET: target = offset
+        case SEEK_CUR: target = position + offset
+        default: return -1
+        }
+        guard target >= 0, target <= received, target == received || target < head.count else { return -1 }
+        position = target
+        return sf_count_t(position)
+    }
+
+    /// Copies `count` bytes to `destination`, waiting for the network as needed; fewer only at the stream's end.
+    func read(_ destination: UnsafeMutableRawPointer?, _ count: Int) -> sf_count_t {
+        guard let destination else { return 0 }
+        var done = 0
+        while done < count {
+            if position < received {
+                // Behind what arrived: only the kept head can answer.
+                guard position < head.count else { break }
+                let part = min(head.count - position, count - done)
+                head.withUnsafeBytes {
+                    (destination + done).copyMemory(from: $0.baseAddress! + position, byteCount: part)
+                }
+                position += part
+                done += part
+                continue
+            }
+            let room = UnsafeMutableRawBufferPointer(start: destination + done, count: count - done)
+            let deadline = Condition.monotonicNanoseconds() + StreamConnection.waitNanoseconds
+            switch buffer.read(into: room, waitingUntil: deadline) {
+            case .bytes(let got):
+                if head.count < Self.headBytes, head.count == received {
+                    let kept = min(got, Self.headBytes - head.count)
+                    head.append(contentsOf: UnsafeRawBufferPointer(start: destination + done, count: kept))
+                }
+                received += got
+                position += got
+                done += got
+            case .empty:
+                // A short read is libsndfile's end of file: only a stop (or a new start point while opening) ends
+                // the wait, never a pause in the network (the fetch itself fails after its silence limit).
+                if cancellation.stopping() || (!opened && cancellation.superseded()) {
+                    gaveUp = true
+                    return sf_count_t(done)
+                }
+            case .ended(let reason):
+                end = reason
+                return sf_count_t(done)
+            }
+        }
+        return sf_count_t(done)
+    }
+}

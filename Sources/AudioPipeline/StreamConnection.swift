@@ -1,0 +1,132 @@
+// One internet stream's fetch as the decoders see it: the fetch thread and its bounded buffer, the format the
+// response announced, and the station's tags as they change. Opening one waits (on the decode worker's thread,
+// never the owner's) until the response is decided, then `StreamConnection.openDecoder` picks the decoder.
+import NetworkStream
+import SystemSupport
+#if canImport(Glibc)
+import TrackPaths
+#endif
+
+/// A decoder whose tags change while it plays (a station's ICY titles): the decode worker reports each change.
+public protocol LiveMetadataSource: AnyObject {
+    /// The metadata, when it changed since the last call; nil otherwise.
+    func takeMetadataChange() -> TrackMetadata?
+}
+
+/// What may end a stream decoder's waits for the network early: the decode worker stopping, or (while the stream
+/// is still opening) a new start point taking the track's place. Read on the decode worker's thread.
+public struct StreamCancellation: Sendable {
+    /// The worker is stopping: every wait ends.
+    public var stopping: @Sendable () -> Bool
+    /// A new start point is waiting: an open under way gives up (its failure is of a generation nobody hears).
+    public var superseded: @Sendable () -> Bool
+
+    /// Creates a cancellation from the worker's two questions.
+    public init(stopping: @escaping @Sendable () -> Bool, superseded: @escaping @Sendable () -> Bool) {
+        self.stopping = stopping
+        self.superseded = superseded
+    }
+
+    /// Nothing cancels (a decoder opened outside the worker).
+    public static let never = StreamCancellation(stopping: { false }, superseded: { false })
+
+    /// Whether an open under way should give up.
+    var abandonsOpen: Bool { stopping() || superseded() }
+}
+
+/// The fetch of one stream, shared by its decoder: started on open, stopped when the decoder goes.
+final class StreamConnection: @unchecked Sendable {
+    /// The most bytes held for a stream the player does not read (paused): 30 minutes at 320 kbit/s.
+    static let defaultBufferBytes = 30 * 60 * 320_000 / 8
+    /// How long one wait for bytes lasts before the waiter looks again.
+    static let waitNanoseconds: UInt64 = 100_000_000
+
+    /// The bytes held before decoding starts, at the open and after each flush: at the live edge the ring would
+    /// otherwise hold only what arrived ahead of real time (nothing, at a server's own pace), and the output would
+    /// run dry at the first late packet. 2 s at 192 kbit/s, 3 s at 128.
+    static let prebufferBytes = 49_152
+
+    /// The bytes received and not yet decoded.
+    let buffer: StreamByteBuffer
+    /// What ends the waits early.
+    let cancellation: StreamCancellation
+    private let fetcher: StreamFetcher
+    private let shared: LockedValue<(metadata: TrackMetadata, changed: Bool, format: StreamFormat?)>
+
+    /// Starts fetching `url` into a buffer of `bufferBytes`.
+    init(url: String, bufferBytes: Int, limits: StreamLimits, cancellation: StreamCancellation) {
+        self.cancellation = cancellation
+        let shared = LockedValue((metadata: TrackMetadata(), changed: false, format: StreamFormat?.none))
+        self.shared = shared
+        buffer = StreamByteBuffer(capacity: bufferBytes)
+        fetcher = StreamFetcher(url: url, buffer: buffer, limits: limits) { notice in
+            switch notice {
+            case .started(let format, let station):
+                shared.withLock { $0.format = format; $0.metadata.album = station; $0.changed = true }
+            case .title(let title):
+                shared.withLock { $0.metadata.title = title.isEmpty ? nil : title; $0.changed = true }
+            case .ended:
+                break
+            }
+        }
+        fetcher.start()
+    }
+
+    deinit {
+        fetcher.stop()
+    }
+
+    /// The tags now (the station's name as the album, its ICY title as the title).
+    var metadata: TrackMetadata { shared.withLock { $0.metadata } }
+
+    /// The tags when they changed since the last call.
+    func takeMetadataChange() -> TrackMetadata? {
+        shared.withLock { state in
+            guard state.changed else { return nil }
+            state.changed = false
+            return state.metadata
+        }
+    }
+
+    /// The error of an open given up for a stop or a new start point.
+    static let cancelled = DecodeError(kind: .cannotOpen, message: "Opening the stream was given up")
+
+    /// Whether the prebuffer is held (or the stream ended); waits a short while for it.
+    func prebuffered() -> Bool {
+        let deadline = Condition.monotonicNanoseconds() + Self.waitNanoseconds
+        return buffer.waitForStored(atLeast: Self.prebufferBytes, until: deadline)
+    }
+
+    /// Waits until the response is decided: the format it announced, or throws why it cannot play.
+    func awaitFormat() throws(DecodeError) -> StreamFormat {
+        while true {
+            if let format = shared.withLock({ $0.format }) { return format }
+            if cancellation.abandonsOpen { throw Self.cancelled }
+            // The fetch reports the format before its first byte reaches the buffer; no byte is taken here.
+            switch buffer.waitForBytes(until: Condition.monotonicNanoseconds() + Self.waitNanoseconds) {
+            case .ended(let end):
+                if let format = shared.withLock({ $0.format }) { return format }
+                throw DecodeError(kind: .cannotOpen, message: end.description)
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Opens the decoder the stream's format calls for: libsndfile for Ogg and FLAC, libmpg123 for MPEG audio and
+    /// for a stream whose type its server left open.
+    static func openDecoder(
+        url: TrackPath, outputRate: Int?, bufferBytes: Int = defaultBufferBytes, limits: StreamLimits = StreamLimits(),
+        cancellation: StreamCancellation
+    ) throws(DecodeError) -> any AudioDecoder {
+        guard let text = url.string else {
+            throw DecodeError(kind: .cannotOpen, message: "The stream's address is not valid UTF-8")
+        }
+        let connection = StreamConnection(url: text, bufferBytes: bufferBytes, limits: limits,
+                                          cancellation: cancellation)
+        switch try connection.awaitFormat() {
+        case .ogg, .flac: return try SndfileStreamDecoder(connection: connection)
+        case .mp3, .unknown: return try StreamDecoder(connection: connection, outputRate: outputRate)
+        }
+    }
+}

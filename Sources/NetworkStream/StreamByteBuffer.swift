@@ -1,0 +1,178 @@
+// The bytes a stream's fetch thread has received and its decoder has not read yet: bounded, counted, in chunks
+// allocated as they fill and freed as they are read, so a quiet buffer holds little and a full one holds its capacity.
+import SystemSupport
+
+/// A bounded first-in first-out byte buffer between one writer (the fetch thread) and one reader (the decoder's
+/// thread). When a write does not fit, the oldest bytes are dropped and counted: for a live stream, falling behind
+/// by more than the buffer holds means rejoining live. The reader may wait for bytes; the writer never waits.
+public final class StreamByteBuffer: @unchecked Sendable {
+    /// The size of each chunk of storage.
+    public static let chunkBytes = 65_536
+
+    /// What a read found.
+    public enum ReadResult: Equatable, Sendable {
+        /// This many bytes were copied.
+        case bytes(Int)
+        /// Nothing yet, and the stream goes on (a read that waits returns this at its deadline).
+        case empty
+        /// Nothing, and nothing more will come: the stream ended for this reason.
+        case ended(StreamEnd)
+    }
+
+    /// The most bytes the buffer holds.
+    public let capacity: Int
+    // Everything below is guarded by `condition`'s mutex.
+    private let condition = Condition()
+    private var chunks: [[UInt8]] = []
+    private var readOffset = 0
+    private var stored = 0
+    private var peak = 0
+    private var dropped: UInt64 = 0
+    private var received: UInt64 = 0
+    private var end: StreamEnd?
+
+    /// An empty buffer holding at most `capacity` bytes (at least one chunk).
+    public init(capacity: Int) {
+        self.capacity = max(capacity, Self.chunkBytes)
+    }
+
+    /// The bytes held now, the most ever held, the bytes dropped because the buffer was full, and all received.
+    public var counts: (stored: Int, peak: Int, dropped: UInt64, received: UInt64) {
+        condition.withLockHeld { (stored, peak, dropped, received) }
+    }
+
+    /// The bytes of storage allocated now (whole chunks): what the buffer costs in memory.
+    public var allocatedBytes: Int {
+        condition.withLockHeld { chunks.reduce(0) { $0 + $1.capacity } }
+    }
+
+    /// The chunks allocated now: at most one more than the capacity's worth (the one being read and the one being
+    /// written may be the same or two).
+    public var allocatedChunks: Int {
+        condition.withLockHeld { chunks.count }
+    }
+
+    /// Appends `bytes` (the writer's call; never waits for the reader). Oldest bytes are dropped to make room.
+    public func write(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        condition.withLockHeld {
+            guard end == nil else { return }
+            received += UInt64(bytes.count)
+            var input = bytes[...]
+            // Bytes beyond the capacity in a single write: only the newest capacity's worth can stay.
+            if input.count > capacity {
+                dropped += UInt64(input.count - capacity)
+                input = input.suffix(capacity)
+            }
+            let overflow = stored + input.count - capacity
+            if overflow > 0 { discard(overflow) }
+            while !input.isEmpty {
+                if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkBytes {
+                    var chunk: [UInt8] = []
+                    chunk.reserveCapacity(Self.chunkBytes)
+                    chunks.append(chunk)
+                }
+                let room = Self.chunkBytes - chunks[chunks.count - 1].count
+                let part = input.prefix(room)
+                chunks[chunks.count - 1].append(contentsOf: part)
+                input = input.dropFirst(part.count)
+                stored += part.count
+            }
+            peak = max(peak, stored)
+            condition.signal()
+        }
+    }
+
+    /// Marks the end of the stream (the writer's last call): a reader gets what is held, then `.ended(reason)`.
+    public func finish(_ reason: StreamEnd) {
+        condition.withLockHeld {
+            if end == nil { end = reason }
+            condition.broadcast()
+        }
+    }
+
+    /// Drops everything held (a jump to live): the next read gets only bytes written after this.
+    public func discardAll() {
+        condition.withLockHeld { discard(stored) }
+    }
+
+    /// Copies up to `destination.count` bytes out, waiting until CLOCK_MONOTONIC reaches `deadline` (nanoseconds)
+    /// for the first byte; a deadline of 0 does not wait.
+    public func read(into destination: UnsafeMutableRawBufferPointer, waitingUntil deadline: UInt64 = 0) -> ReadResult {
+        guard destination.count > 0 else { return .bytes(0) }
+        return condition.withLockHeld {
+            while stored == 0 {
+                if let end { return .ended(end) }
+                if deadline == 0 || Condition.monotonicNanoseconds() >= deadline { return .empty }
+                condition.wait(untilMonotonicNanoseconds: deadline)
+            }
+            var copied = 0
+            while copied < destination.count, stored > 0 {
+                let chunk = chunks[0]
+                let count = min(chunk.count - readOffset, destination.count - copied)
+                chunk.withUnsafeBytes { source in
+                    UnsafeMutableRawBufferPointer(rebasing: destination[copied..<copied + count])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[readOffset..<readOffset + count]))
+                }
+                copied += count
+                consume(count)
+            }
+            return .bytes(copied)
+        }
+    }
+
+    /// Waits until at least `count` bytes (at most the capacity) are held or the stream ended (true), or until
+    /// CLOCK_MONOTONIC reaches `deadline` (false).
+    public func waitForStored(atLeast count: Int, until deadline: UInt64) -> Bool {
+        condition.withLockHeld {
+            while stored < min(count, capacity) && end == nil {
+                if Condition.monotonicNanoseconds() >= deadline { return false }
+                condition.wait(untilMonotonicNanoseconds: deadline)
+            }
+            return true
+        }
+    }
+
+    /// Waits until bytes are held, the stream ended, or CLOCK_MONOTONIC reaches `deadline`, taking nothing:
+    /// `.bytes(0)` when bytes are there, `.empty` at the deadline, `.ended` once nothing more will come.
+    public func waitForBytes(until deadline: UInt64) -> ReadResult {
+        condition.withLockHeld {
+            while stored == 0 {
+                if let end { return .ended(end) }
+                if Condition.monotonicNanoseconds() >= deadline { return .empty }
+                condition.wait(untilMonotonicNanoseconds: deadline)
+            }
+            return .bytes(0)
+        }
+    }
+
+    // Mutex held: forgets the oldest `count` bytes, counting them as dropped.
+    private func discard(_ count: Int) {
+        var left = min(count, stored)
+        dropped += UInt64(left)
+        while left > 0 {
+            let part = min(chunks[0].count - readOffset, left)
+            consume(part)
+            left -= part
+        }
+    }
+
+    // Mutex held: advances the read position by `count` bytes of the first chunk, freeing it when it is read.
+    private func consume(_ count: Int) {
+        readOffset += count
+        stored -= count
+        if readOffset == chunks[0].count {
+            chunks.removeFirst()
+            readOffset = 0
+        }
+    }
+}
+
+extension Condition {
+    /// Runs `body` holding the condition's mutex.
+    func withLockHeld<Result>(_ body: () throws -> Result) rethrows -> Result {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}

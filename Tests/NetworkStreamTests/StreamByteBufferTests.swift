@@ -1,0 +1,65 @@
+// The bounded byte buffer between the fetch thread and the decoder: order, bounds, counts, the end.
+import SystemSupport
+import Testing
+@testable import NetworkStream
+
+@Suite("Stream byte buffer")
+struct StreamByteBufferTests {
+    private func write(_ buffer: StreamByteBuffer, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer.write($0) }
+    }
+
+    private func readAll(_ buffer: StreamByteBuffer) -> [UInt8] {
+        var out: [UInt8] = []
+        var scratch = [UInt8](repeating: 0, count: 10_000)
+        while case .bytes(let count) = scratch.withUnsafeMutableBytes({ buffer.read(into: $0) }), count > 0 {
+            out += scratch[..<count]
+        }
+        return out
+    }
+
+    @Test("bytes come out in order across chunks, and read chunks are freed")
+    func order() {
+        let buffer = StreamByteBuffer(capacity: 4 * StreamByteBuffer.chunkBytes)
+        let bytes = (0..<(3 * StreamByteBuffer.chunkBytes + 17)).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        for start in stride(from: 0, to: bytes.count, by: 1000) {
+            write(buffer, Array(bytes[start..<min(start + 1000, bytes.count)]))
+        }
+        #expect(buffer.allocatedBytes >= 4 * StreamByteBuffer.chunkBytes)
+        #expect(readAll(buffer) == bytes)
+        #expect(buffer.allocatedBytes == 0)
+        #expect(buffer.counts.stored == 0 && buffer.counts.received == UInt64(bytes.count))
+    }
+
+    @Test("a full buffer drops its oldest bytes and counts them; memory never passes the capacity")
+    func bounded() {
+        let capacity = 2 * StreamByteBuffer.chunkBytes
+        let buffer = StreamByteBuffer(capacity: capacity)
+        let bytes = (0..<(5 * capacity)).map { UInt8(truncatingIfNeeded: $0 / 3) }
+        for start in stride(from: 0, to: bytes.count, by: 4096) {
+            write(buffer, Array(bytes[start..<start + 4096]))
+            #expect(buffer.counts.stored <= capacity)
+            #expect(buffer.allocatedChunks <= capacity / StreamByteBuffer.chunkBytes + 1)
+        }
+        #expect(buffer.counts.dropped == UInt64(4 * capacity) && buffer.counts.peak == capacity)
+        #expect(readAll(buffer) == Array(bytes.suffix(capacity)))
+        // One write larger than the whole buffer keeps its newest bytes.
+        write(buffer, bytes)
+        #expect(readAll(buffer) == Array(bytes.suffix(capacity)))
+    }
+
+    @Test("the end comes after what was held; a read with no bytes waits only until its deadline")
+    func ending() {
+        let buffer = StreamByteBuffer(capacity: 1)
+        var scratch = [UInt8](repeating: 0, count: 4)
+        let deadline = Condition.monotonicNanoseconds() + 20_000_000
+        #expect(scratch.withUnsafeMutableBytes { buffer.read(into: $0, waitingUntil: deadline) } == .empty)
+        write(buffer, [1, 2, 3])
+        buffer.finish(.serverClosed)
+        write(buffer, [4])
+        #expect(scratch.withUnsafeMutableBytes { buffer.read(into: $0) } == .bytes(3))
+        #expect(scratch.withUnsafeMutableBytes { buffer.read(into: $0) } == .ended(.serverClosed))
+        buffer.discardAll()
+        #expect(buffer.counts.received == 3)
+    }
+}
