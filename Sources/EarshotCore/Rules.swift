@@ -1,23 +1,49 @@
 // The rulebook: shared/RULES.md as code. Every row of its table is one branch below, named by its
 // number, and has a test of the same name in Tests/EarshotCoreTests/RulesTests.swift.
 
+/// One decision of the rules, as the executor logs it: an event as the rules understood it (a call's signal judged
+/// into what it amounts to, any other event itself), the commands it produced and the playback it left.
+public struct Decision: Hashable, Sendable {
+    public var event: Event
+    public var commands: [Command]
+    public var playback: Playback
+}
+
 extension PlayerState {
     /// Applies `event` to the state and returns what the output must do, in order.
     ///
     /// Pure: no clock, no I/O. An event that does not fit the state (an end with no begin, a duplicate,
     /// a stale track notice) changes nothing and returns no commands (rule 15); the executor logs it.
     public mutating func apply(_ event: Event) -> [Command] {
-        // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
-        // may go ahead then; the sleep's release stays last.
+        applyJudged(event).flatMap(\.commands)
+    }
+
+    /// Applies `event` as `apply` does, and returns its decisions one by one: what a call's signal amounted to (an
+    /// interruption, an output loss) each with its own commands, so that a log of them reads in the rules' terms; a
+    /// signal that amounts to nothing yet is one decision of its own, with the commands it asked for (its timer).
+    public mutating func applyJudged(_ event: Event) -> [Decision] {
         // A call's signals are judged first (CallSignals.swift): what they amount to is applied in turn, and the
         // rules' timer follows whatever then waits.
+        // A timer that went off is spent: whatever still waits asks for it again, even when its deadline did not move
+        // (one armed for an earlier deadline that has since gone, a probe that stopped, would otherwise be the last).
         let deadline = calls.deadline
-        var commands = calls.judge(event, timing: policy.callTiming, interrupting: interruptions).flatMap { decide($0) }
-        if calls.deadline != deadline { commands.append(.armTimer(at: calls.deadline)) }
+        var decisions = calls.judge(event, timing: policy.callTiming, interrupting: interruptions).map { judged in
+            let commands = decide(judged)
+            return Decision(event: judged, commands: commands, playback: playback)
+        }
+        if decisions.isEmpty { decisions = [Decision(event: event, commands: [], playback: playback)] }
+        var trailing: [Command] = []
+        let timerSpent = if case .timerFired = event { true } else { false }
+        if calls.deadline != deadline || (timerSpent && calls.deadline != nil) {
+            trailing.append(.armTimer(at: calls.deadline))
+        }
         // Rule 23: the idle-suspend inhibitor follows the playback, whichever event moved it.
-        if let inhibitor = idleInhibitorFollowingPlayback() { commands.append(inhibitor) }
-        if let release = releaseSleepDelayWhenQuiet() { commands.append(release) }
-        return commands
+        if let inhibitor = idleInhibitorFollowingPlayback() { trailing.append(inhibitor) }
+        // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
+        // may go ahead then; the sleep's release stays last.
+        if let release = releaseSleepDelayWhenQuiet() { trailing.append(release) }
+        decisions[decisions.count - 1].commands += trailing
+        return decisions
     }
 
     /// The rules' decision about `event`, before an announced sleep is let go (`apply`).

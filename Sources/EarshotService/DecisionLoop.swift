@@ -13,8 +13,9 @@ final class DecisionLoop {
     private(set) var rules: PlayerState
     /// Carries out one command. May report what happened by calling `dispatch`.
     var perform: (Command) -> Void = { _ in }
-    /// Told of each decision, the event with the commands it produced, right after the rules made it.
-    var decided: (Event, [Command]) -> Void = { _, _ in }
+    /// Told of each decision (a call's signal can make several: what it amounted to), with the event as reported,
+    /// right after the rules made it.
+    var decided: (Decision, Event) -> Void = { _, _ in }
     /// Events reported while commands were being performed, oldest first.
     private var reported: [Event] = []
     private var isPerforming = false
@@ -36,9 +37,9 @@ final class DecisionLoop {
         while next < reported.count {
             let event = reported[next]
             next += 1
-            let commands = rules.apply(event)
-            decided(event, commands)
-            for command in commands { perform(command) }
+            let decisions = rules.applyJudged(event)
+            for decision in decisions { decided(decision, event) }
+            for decision in decisions { for command in decision.commands { perform(command) } }
         }
         reported.removeAll(keepingCapacity: true)
     }

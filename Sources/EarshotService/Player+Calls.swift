@@ -29,7 +29,9 @@ extension Player {
             rulesTimer.disarm()
             return
         }
+        // Set to exactly this moment: `arm` alone keeps an earlier deadline, and the rules' deadline can move later.
         let wait = max(moment.milliseconds(since: monotonicMoment()), 0)
+        rulesTimer.disarm()
         rulesTimer.arm(after: .milliseconds(wait))
     }
 

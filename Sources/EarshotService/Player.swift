@@ -276,13 +276,21 @@ actor Player {
     /// Connects the decision loop to this player: it logs each decision and performs its commands here.
     func attachDecisions() {
         decisions.perform = { [unowned self] command in perform(command) }
-        decisions.decided = { [unowned self] event, commands in decided(event, commands) }
+        decisions.decided = { [unowned self] decision, reported in decided(decision, reported: reported) }
     }
 
-    func decided(_ event: Event, _ commands: [Command]) {
+    /// Logs a decision in the rules' terms: a call's signal as what it amounted to (an output loss, a call), and the
+    /// signal itself after it.
+    func decided(_ decision: Decision, reported: Event) {
         followPlayOrder()
+        let commands = decision.commands
         let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
-        log.record("event", ["kind": event.description, "playback": rules.playback.description, "commands": named])
+        let kind = decision.event.description, playback = decision.playback.description
+        if decision.event == reported {
+            log.record("event", ["kind": kind, "playback": playback, "commands": named])
+        } else {
+            log.record("event", ["kind": kind, "playback": playback, "commands": named, "signal": reported.description])
+        }
     }
 
     func perform(_ command: Command) {

@@ -55,6 +55,31 @@ struct CallSignalRulesTests {
         store.send(.timerFired(at: Given.at(400)), commands: [])
     }
 
+    @Test("Row 26: a timer that went off for a deadline since gone is asked for again for the one that remains")
+    func row26TimerAskedAgainAfterAnEarlierDeadline() {
+        var store = RuleStore(Given.playing)
+        store.send(Self.signal(.microphoneCaptureRunning(client: 7, since: Given.at(0), listedAtStart: false),
+                               at: 0), commands: [.armTimer(at: Given.at(400))]) {
+            $0.calls.probing = [7: Given.at(400)]
+        }
+        store.send(Self.signal(.microphoneCaptureRunning(client: 8, since: Given.at(100), listedAtStart: false),
+                               at: 100), commands: []) {
+            $0.calls.probing = [7: Given.at(400), 8: Given.at(500)]
+        }
+        store.send(Self.signal(.microphoneCaptureStopped(client: 7, sourceLost: false), at: 200),
+                   commands: [.armTimer(at: Given.at(500))]) { $0.calls.probing = [8: Given.at(500)] }
+        // The executor's timer may still go off for 400 (armed before the deadline moved): the second probe is then
+        // not over, and the timer, spent, is asked for again.
+        store.send(.timerFired(at: Given.at(400)), commands: [.armTimer(at: Given.at(500))])
+        store.send(.timerFired(at: Given.at(500)), commands: [.fadeOutAndCork, .armTimer(at: nil)]) {
+            $0.calls.probing = [:]
+            $0.calls.microphoneCalls = [8]
+            $0.playback = .paused(.interruption)
+            $0.interruptions = [.microphoneCapture(client: 8)]
+            $0.resumeIntent = .afterInterruption(since: Given.at(500))
+        }
+    }
+
     @Test("Row 26: the probe is a rule parameter; a capture listed when our stream opened counts at once")
     func row26ProbeIsAParameter() {
         var slow = Given.playing
@@ -64,7 +89,8 @@ struct CallSignalRulesTests {
                                at: 0), commands: [.armTimer(at: Given.at(2_000))]) {
             $0.calls.probing = [7: Given.at(2_000)]
         }
-        store.send(.timerFired(at: Given.at(400)), commands: [])
+        // A timer going off at the default's 400 ms finds the probe still running, and asks for itself again.
+        store.send(.timerFired(at: Given.at(400)), commands: [.armTimer(at: Given.at(2_000))])
 
         var listed = RuleStore(Given.playing)
         listed.send(Self.signal(.microphoneCaptureRunning(client: 7, since: Given.at(900), listedAtStart: true),

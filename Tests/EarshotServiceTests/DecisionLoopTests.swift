@@ -17,7 +17,7 @@ struct DecisionLoopTests {
         let loop = DecisionLoop(rules: Self.stoppedWithoutStream)
         var performed: [Command] = []
         var decisions: [Event] = []
-        loop.decided = { event, _ in decisions.append(event) }
+        loop.decided = { decision, _ in decisions.append(decision.event) }
         loop.perform = { [unowned loop] command in
             performed.append(command)
             // No server: the stream cannot be opened, and the output is lost for that reason.
@@ -37,7 +37,7 @@ struct DecisionLoopTests {
         start.stream = .openCorked
         let loop = DecisionLoop(rules: start)
         var decisions: [Event] = []
-        loop.decided = { event, _ in decisions.append(event) }
+        loop.decided = { decision, _ in decisions.append(decision.event) }
         loop.perform = { [unowned loop] command in
             switch command {
             case .playTrack: loop.dispatch(.streamCorked)
