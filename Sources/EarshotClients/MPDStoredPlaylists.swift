@@ -4,6 +4,7 @@
 // relative lines taken from the folder), so a playlist written by another program loads too. Runs on an MPD client's
 // thread, which may wait for the disk; the owner never does.
 import Glibc
+import Synchronization
 import SystemSupport
 import TrackPaths
 
@@ -69,7 +70,9 @@ struct MPDStoredPlaylists: Sendable {
         let folder = TrackPath(directory + "/")
         func take(_ entry: M3UEntry) {
             guard case .path(let path) = entry else { return }
-            paths.append(path.bytes.first == 0x2F ? path : TrackPath(bytes: folder.bytes + path.bytes) ?? path)
+            // An absolute path or a station's URL stays as written; anything else is relative to the folder.
+            let kept = path.bytes.first == 0x2F || path.isStreamURL
+            paths.append(kept ? path : TrackPath(bytes: folder.bytes + path.bytes) ?? path)
         }
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -88,9 +91,12 @@ struct MPDStoredPlaylists: Sendable {
         guard Self.isValid(name) else { return .failure(.badName) }
         if mkdirs(directory) != 0 { return .failure(.system("mkdir")) }
         if mustBeNew, access(file(name), F_OK) == 0 { return .failure(.exists) }
-        let temporary = directory + "/." + name + ".m3u.tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A temporary file of this write's own (two clients may save at once), renamed over the playlist.
+        var template = Array((directory + "/." + name + ".m3u.XXXXXX").utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { return .failure(.system("open")) }
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         var bytes: [UInt8] = []
         for path in paths where !path.bytes.contains(0x0A) && !path.bytes.contains(0x0D) {
             bytes += path.bytes
@@ -122,6 +128,15 @@ struct MPDStoredPlaylists: Sendable {
     /// Changes playlist `name` by `change`; a missing playlist is MPD's "No such playlist" unless `create`.
     func modify(_ name: String, create: Bool = false,
                 _ change: (inout [TrackPath]) -> Result<Void, Failure>) -> Result<Void, Failure> {
+        // One change at a time across every client's thread: two clients adding to one playlist keep both additions.
+        Self.changing.withLock { _ in modifyAlone(name, create: create, change) }
+    }
+
+    /// Serialises `modify`s (a read, a change and a write) in this process.
+    private static let changing = Mutex(())
+
+    private func modifyAlone(_ name: String, create: Bool,
+                             _ change: (inout [TrackPath]) -> Result<Void, Failure>) -> Result<Void, Failure> {
         var paths: [TrackPath]
         switch read(name) {
         case .success(let existing): paths = existing

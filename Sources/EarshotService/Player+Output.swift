@@ -43,7 +43,7 @@ extension Player {
         let first = link.reconnection.map { !$0.afterLoss && $0.attempts == 1 } ?? false
         link.attemptFailed()
         dispatch(.connectionFailed(firstAttempt: first))
-        // The rules ended the player (`exitWithoutServer`): nothing is left to tell them.
+        // The rules ended the player (`exitForeground(.noServer)`): nothing is left to tell them.
         guard exitCode == nil else { return }
         if first { log.record("server", ["state": "unavailable", "action": "waiting"]) }
         if link.takeStreamAwaitingConnection() { dispatch(.outputLost(.serverLost)) }

@@ -175,8 +175,9 @@ struct RadioTests {
             try await Task.sleep(for: .seconds(3))
             try harness.earshotChecked(["play"])
             let resumed = try await harness.waitForStatus(of: service, "playing again") { $0.playback == "playing" }
-            // The show goes on from the pause, not from what the station sent meanwhile (3 s later).
-            #expect(resumed.trackIndex == 0 && abs(resumed.positionMs - paused.positionMs) < 1500,
+            // The show goes on from the pause, not from what the station sent meanwhile (3 s later); the bound leaves
+            // a loaded machine's late status read its room, and the total heard below is the exact check.
+            #expect(resumed.trackIndex == 0 && abs(resumed.positionMs - paused.positionMs) < 3000,
                     "paused at \(paused.positionMs) ms, resumed at \(resumed.positionMs) ms")
             // The whole show, the 3 s sent during the pause included, plays before the next track: 14 s in all.
             let late = try await harness.waitForStatus(of: service, "12 s of the station heard", timeout: .seconds(30)) {
