@@ -199,14 +199,9 @@ public enum AudioFileKind: String, Equatable, Sendable, CaseIterable {
     ///
     /// `outputRate` asks for every track at the rate already playing: libmpg123 converts MP3s to it; the other
     /// decoders deliver their own rate, and the decode worker announces the change (`.formatChange`).
-    /// An internet stream (`path.isStreamURL`) is fetched and opened by its type (StreamConnection.swift); its waits
-    /// for the network end early as `cancellation` says.
-    public static func openDecoder(
-        path: TrackPath, outputRate: Int? = nil, cancellation: StreamCancellation = .never
-    ) throws(DecodeError) -> any AudioDecoder {
-        if path.isStreamURL {
-            return try StreamConnection.openDecoder(url: path, outputRate: outputRate, cancellation: cancellation)
-        }
+    /// Files only: the decode worker opens internet streams too (`openDecoder(path:outputRate:cancellation:)`,
+    /// StreamConnection.swift), which keeps the network out of what reads tags, pictures and loudness.
+    public static func openDecoder(path: TrackPath, outputRate: Int? = nil) throws(DecodeError) -> any AudioDecoder {
         switch try identify(path) {
         case .mp3: return try MP3Decoder(path: path, outputRate: outputRate)
         case let kind: return try SndfileDecoder(path: path, kind: kind)

@@ -130,3 +130,17 @@ final class StreamConnection: @unchecked Sendable {
         }
     }
 }
+
+extension AudioFileKind {
+    /// Opens a track for the decode worker: a file as `openDecoder(path:outputRate:)` does, or an internet stream
+    /// (`path.isStreamURL`), fetched and opened by its type, whose waits for the network end early as `cancellation`
+    /// says.
+    public static func openDecoder(
+        path: TrackPath, outputRate: Int?, cancellation: StreamCancellation
+    ) throws(DecodeError) -> any AudioDecoder {
+        if path.isStreamURL {
+            return try StreamConnection.openDecoder(url: path, outputRate: outputRate, cancellation: cancellation)
+        }
+        return try openDecoder(path: path, outputRate: outputRate)
+    }
+}
