@@ -223,7 +223,7 @@ enum ID3v2Tags {
         default:
             let end = bytes.firstIndex(of: 0)
             let text = bytes[..<(end ?? bytes.endIndex)]
-            let string = encoding == 3 ? String(decoding: text, as: UTF8.self) : TagText.latin1(text)
+            let string = encoding == 3 ? TagText.utf8(text) : TagText.latin1(text)
             return (string, text.count + (end == nil ? 0 : 1), end != nil)
         }
     }

@@ -180,8 +180,10 @@ struct TagFindings {
     }
 
     /// Sets a text field from a Vorbis comment or ID3 frame name; the first value of each field wins.
+    /// Text ends at a NUL: ID3v2.4 separates values with it (the first is taken), and in a Vorbis comment, where none
+    /// belongs, what follows one is hidden by C-string code anyway (SQLite's text among it).
     mutating func set(_ field: TagField, _ rawValue: String) {
-        let value = TagText.trimmed(rawValue)
+        let value = TagText.trimmed(String(rawValue.prefix { $0 != "\u{0}" }))
         guard let value else { return }
         func first(_ slot: inout String?, _ text: String?) { if slot == nil { slot = text } }
         switch field {
@@ -233,6 +235,12 @@ enum TagText {
               text[text.index(after: text.startIndex)..<close].allSatisfy({ $0.isASCII && $0.isNumber })
         else { return text }
         return trimmed(String(text[text.index(after: close)...])) ?? text
+    }
+
+    /// Text that should be UTF-8: as UTF-8 when it is, else as Latin-1 (what taggers that write the wrong encoding
+    /// write, "Bj\u{F6}rk"), so that no letter becomes a replacement character.
+    static func utf8(_ bytes: some Collection<UInt8>) -> String {
+        String(validating: bytes, as: UTF8.self) ?? latin1(bytes)
     }
 
     /// Latin-1 bytes as a string.
@@ -310,7 +318,7 @@ enum VorbisComments {
                 continue
             }
             guard let tail = stream.take(rest) else { return }
-            findings.set(field, String(decoding: valueStart + tail, as: UTF8.self))
+            findings.set(field, TagText.utf8(valueStart + tail))
         }
     }
 
