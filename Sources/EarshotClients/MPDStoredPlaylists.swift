@@ -47,9 +47,7 @@ struct MPDStoredPlaylists: Sendable {
         defer { closedir(folder) }
         var found: [(String, String)] = []
         while let entry = readdir(folder) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = String(decoding: DirectoryListing.entryName(entry), as: UTF8.self)
             guard name.hasSuffix(".m3u"), !name.hasPrefix(".") else { continue }
             let playlist = String(name.dropLast(4))
             var info = stat()

@@ -7,6 +7,7 @@
 // Directories are read with opendir/readdir, and files are told apart with stat(2).
 import AudioPipeline
 import Glibc
+import SystemSupport
 import TrackPaths
 
 /// Expands files, directories and playlists into absolute paths of files to queue.
@@ -167,7 +168,7 @@ public enum QueueInput {
         defer { closedir(stream) }
         var names: [[UInt8]] = []
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            let name = DirectoryListing.entryName(entry)
             if name == Array(".".utf8) || name == Array("..".utf8) { continue }
             names.append(name)
         }

@@ -11,6 +11,7 @@
 // Written in transactions of `batchSize` files, so readers see whole batches and a crash loses at most one.
 import AudioPipeline
 import Glibc
+import SystemSupport
 import TrackPaths
 
 /// What a scan did, in counts.
@@ -287,7 +288,7 @@ public struct LibraryScanner {
         defer { closedir(directory) }
         var names: [[UInt8]] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            let name = DirectoryListing.entryName(entry)
             if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
         }
         return names

@@ -34,12 +34,18 @@ public enum DirectoryListing {
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
-            }
+            let name = String(decoding: entryName(entry), as: UTF8.self)
             if name != "." && name != ".." { names.append(name) }
         }
         return names
+    }
+
+    /// The name of a directory entry `readdir` returned, as bytes, read up to its NUL in place: an entry is only as
+    /// long as its name needs (`d_reclen`), so copying the whole `d_name` field reads past the last entry of
+    /// readdir's buffer (AddressSanitizer caught it in the library's scan).
+    public static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> [UInt8] {
+        let start = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        return Array(UnsafeRawBufferPointer(start: start, count: strlen(start.assumingMemoryBound(to: CChar.self))))
     }
 }
 
