@@ -21,45 +21,6 @@ struct LibraryFaultTests {
         return (scratch, root)
     }
 
-    /// The reports of a running service, waited on.
-    final class Reports: @unchecked Sendable {
-        private let condition = Condition()
-        private var all: [MusicLibraryService.Report] = []
-
-        func append(_ report: MusicLibraryService.Report) {
-            condition.lock()
-            all.append(report)
-            condition.broadcast()
-            condition.unlock()
-        }
-
-        var list: [MusicLibraryService.Report] {
-            condition.lock()
-            defer { condition.unlock() }
-            return all
-        }
-
-        /// Waits (up to 120 s: the library runs under SCHED_IDLE) until a report satisfies `holds`.
-        func wait(_ what: String, _ holds: (MusicLibraryService.Report) -> Bool) throws {
-            let deadline = Condition.monotonicNanoseconds() + 120_000_000_000
-            condition.lock()
-            defer { condition.unlock() }
-            while !all.contains(where: holds) {
-                guard Condition.monotonicNanoseconds() < deadline else {
-                    throw ToolkitError("timed out waiting for \(what); reports: \(all)")
-                }
-                condition.wait(untilMonotonicNanoseconds: deadline)
-            }
-        }
-
-        /// Forgets the reports so far.
-        func clear() {
-            condition.lock()
-            all.removeAll()
-            condition.unlock()
-        }
-    }
-
     /// A FLAC track of the collection.
     static func someFLAC(in root: URL) throws -> URL {
         let track = try #require(LibraryFixtures.tracksInOrder.first { $0.path.hasSuffix(".flac") })
@@ -134,7 +95,7 @@ struct LibraryFaultTests {
     func databaseDeleted() throws {
         let (scratch, root) = try Self.collection()
         let path = scratch.appendingPathComponent("cache/library.sqlite").path
-        let reports = Reports()
+        let reports = LibraryReports()
         let service = MusicLibraryService(databasePath: path, roots: [TrackPath(root.path)],
                                           report: { reports.append($0) })
         service.start()
@@ -156,7 +117,7 @@ struct LibraryFaultTests {
         let (_, root) = try Self.collection()
         try Self.withTmpfs(kilobytes: 1024) { disk in
             try ProcessRunner.runChecked("mount", ["-o", "remount,ro", disk.path])
-            let reports = Reports()
+            let reports = LibraryReports()
             let service = MusicLibraryService(databasePath: disk.appendingPathComponent("earshot/library.sqlite").path,
                                               roots: [TrackPath(root.path)], report: { reports.append($0) })
             service.start()
@@ -180,7 +141,7 @@ struct LibraryFaultTests {
             try FileManager.default.copyItem(at: source, to: many.appendingPathComponent(name))
         }
         try Self.withTmpfs(kilobytes: 192) { disk in
-            let reports = Reports()
+            let reports = LibraryReports()
             let service = MusicLibraryService(databasePath: disk.appendingPathComponent("library.sqlite").path,
                                               roots: [TrackPath(root.path)], report: { reports.append($0) })
             service.start()

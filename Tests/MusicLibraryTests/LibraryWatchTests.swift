@@ -11,55 +11,12 @@ import TrackPaths
 
 @Suite("Music library: the running service and its watcher")
 struct LibraryWatchTests {
-    /// The reports a service made, and a way to wait for the next.
-    final class Reports: @unchecked Sendable {
-        // Unchecked Sendable: `all` is read and written under `condition`'s mutex.
-        private let condition = Condition()
-        private var all: [MusicLibraryService.Report] = []
-
-        func append(_ report: MusicLibraryService.Report) {
-            condition.lock()
-            all.append(report)
-            condition.broadcast()
-            condition.unlock()
-        }
-
-        var list: [MusicLibraryService.Report] {
-            condition.lock()
-            defer { condition.unlock() }
-            return all
-        }
-
-        /// Waits until `holds` is true, looking again after each report; throws after `timeout` seconds.
-        /// The scan runs under SCHED_IDLE: on a loaded machine it waits its turn, hence the generous default.
-        func waitUntil(_ what: String, timeout: Double = 120, _ holds: () throws -> Bool) throws -> Double {
-            let started = Condition.monotonicNanoseconds()
-            let deadline = started + UInt64(timeout * 1e9)
-            while true {
-                // The count is taken before looking, so that a report arriving between the look and the wait is not
-                // missed (the wait would then be for a report that may never come).
-                condition.lock()
-                let seen = all.count
-                condition.unlock()
-                if try holds() { return Double(Condition.monotonicNanoseconds() - started) / 1e9 }
-                condition.lock()
-                while all.count == seen && Condition.monotonicNanoseconds() < deadline {
-                    condition.wait(untilMonotonicNanoseconds: deadline)
-                }
-                condition.unlock()
-                guard Condition.monotonicNanoseconds() < deadline else {
-                    throw ToolkitError("timed out waiting until \(what); reports: \(list)")
-                }
-            }
-        }
-    }
-
     @Test("the first scan runs by itself; added, renamed, moved and deleted files are applied without an update")
     func watcherAppliesChanges() throws {
         let scratch = TestEnvironment.processTemporaryDirectory
             .appendingPathComponent("watch-\(UUID().uuidString)", isDirectory: true)
         let root = try LibraryFixtures.make(in: scratch.appendingPathComponent("music", isDirectory: true))
-        let reports = Reports()
+        let reports = LibraryReports()
         let service = MusicLibraryService(
             databasePath: scratch.appendingPathComponent("cache/library.sqlite").path, roots: [TrackPath(root.path)],
             report: { reports.append($0) })
@@ -109,7 +66,7 @@ struct LibraryWatchTests {
         let scratch = TestEnvironment.processTemporaryDirectory
             .appendingPathComponent("flood-\(UUID().uuidString)", isDirectory: true)
         let root = try LibraryFixtures.make(in: scratch.appendingPathComponent("music", isDirectory: true))
-        let reports = Reports()
+        let reports = LibraryReports()
         let service = MusicLibraryService(
             databasePath: scratch.appendingPathComponent("cache/library.sqlite").path, roots: [TrackPath(root.path)],
             report: { reports.append($0) })
@@ -145,7 +102,7 @@ struct LibraryWatchTests {
             .appendingPathComponent("deleted-\(UUID().uuidString)", isDirectory: true)
         let root = try LibraryFixtures.make(in: scratch.appendingPathComponent("music", isDirectory: true))
         let database = scratch.appendingPathComponent("cache/library.sqlite").path
-        let reports = Reports()
+        let reports = LibraryReports()
         let service = MusicLibraryService(databasePath: database, roots: [TrackPath(root.path)],
                                           report: { reports.append($0) })
         service.start()
