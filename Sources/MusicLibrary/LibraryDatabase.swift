@@ -176,7 +176,7 @@ public final class LibraryDatabase {
     }
 
     /// Creates the folder the file goes in (mode 0700), with its missing parents.
-    private static func makeFolder(of path: String) {
+    static func makeFolder(of path: String) {
         var prefix = ""
         for component in path.split(separator: "/").dropLast() {
             prefix += "/" + component

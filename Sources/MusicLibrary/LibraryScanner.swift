@@ -73,9 +73,16 @@ public struct LibraryScanner {
         for root in roots {
             guard let scope = Self.scope(of: below, in: root) else { continue }
             let id = try database.rootID(root)
+            let known = try database.knownFiles(root: id)
+            guard Self.isPresent(root, knowingFiles: !known.isEmpty) else {
+                // Missing, unreadable, or empty while the library holds files of it: a disk unmounted (or not yet
+                // mounted) far more often than a collection deleted, so its tracks are kept, and it is counted.
+                counts.skipped["musicFolderGone", default: 0] += 1
+                continue
+            }
             var found: [Candidate] = []
             walk(root: root, from: scope, into: &found, counts: &counts)
-            work.append((root, id, try database.knownFiles(root: id), found, scope))
+            work.append((root, id, known, found, scope))
         }
         let total = work.reduce(0) { sum, item in
             sum + item.found.filter { candidate in
@@ -152,6 +159,15 @@ public struct LibraryScanner {
         if bytes == rootBytes { return [] }
         guard bytes.starts(with: rootBytes + [UInt8(ascii: "/")]) else { return nil }
         return Array(bytes.dropFirst(rootBytes.count + 1))
+    }
+
+    /// Whether the music folder `root` is there to scan: a folder that can be listed, and not empty when the library
+    /// knows files of it (a mount point whose disk went away is an empty folder).
+    static func isPresent(_ root: TrackPath, knowingFiles: Bool) -> Bool {
+        var status = stat()
+        guard Self.status(root.bytes, &status, follow: true), status.st_mode & S_IFMT == S_IFDIR,
+              let names = names(in: root.bytes) else { return false }
+        return !names.isEmpty || !knowingFiles
     }
 
     /// Collects the candidate files below `start` (relative) of `root`, depth first.

@@ -6,6 +6,14 @@
 // per folder, or one whole scan past `mostFolders`. New folders are watched as they appear; folders are entered once,
 // by device and inode, as the scanner does. When the kernel's watch limit is reached, or its queue overflows, the
 // library is scanned whole and the watcher says so in its report.
+//
+// The music folders' own paths can change with no event in the folders watched: a disk unmounted or mounted there, the
+// folder deleted, renamed or made again. The watcher looks at each path again (one stat) only when something says it
+// may have changed, never on a timer, so that a paused service sleeps: the mount table changing (`/proc/self/mountinfo`
+// polls with POLLPRI on every mount and unmount), an event in the folder that holds a music folder naming it, or the
+// music folder's own watch reporting it deleted, moved or unmounted. A path that now leads elsewhere asks for a whole
+// scan, and what it leads to is watched. A music folder whose parent is missing too is seen again at the next mount
+// change or `earshot update`.
 import Glibc
 import SystemSupport
 import TrackPaths
@@ -40,6 +48,12 @@ final class LibraryWatcher: @unchecked Sendable {
     private var watched = Set<FileIdentity>()
     /// Whether a watch could not be added (the kernel's limit): changes there are not seen.
     private(set) var incomplete = false
+    /// What each music folder's path was (device and inode; nil when missing) when last looked at.
+    private var rootIdentities: [[UInt8]: FileIdentity?] = [:]
+    /// The watches on the folders that hold the music folders, with the names of the music folders in each.
+    private var parentWatches: [Int32: Set<[UInt8]>] = [:]
+    /// The mount table, polled for its changes (-1 when it cannot be opened: mounts are then seen at `update`).
+    private let mountTable: Int32
 
     /// A watcher of `roots` telling `changed` what to scan; nil when inotify is not available.
     init?(roots: [TrackPath], changed: @escaping @Sendable (Change) -> Void) {
@@ -52,6 +66,7 @@ final class LibraryWatcher: @unchecked Sendable {
         }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         inotify = descriptor
+        mountTable = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)
         wakeReader = ends[0]
         wakeWriter = ends[1]
         self.roots = roots
@@ -63,7 +78,11 @@ final class LibraryWatcher: @unchecked Sendable {
         SystemThread.start(named: "earshot-watch") { [self] in
             // Nice 19, not SCHED_IDLE as the scan: it does little, but a loaded machine must not starve it for long.
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-            for root in roots { watchTree(root.bytes) }
+            for root in roots {
+                rootIdentities[root.bytes] = Self.identity(of: root.bytes)
+                watchParent(of: root.bytes)
+                watchTree(root.bytes)
+            }
             run()
         }
     }
@@ -79,6 +98,20 @@ final class LibraryWatcher: @unchecked Sendable {
     /// The events that change what a folder holds.
     private static let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+
+    /// The events in a music folder's parent that may change what the music folder's path leads to.
+    private static let parentMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR | IN_MASK_ADD)
+
+    /// Watches the folder that holds the music folder `root`, for events naming it (added to whatever watch that
+    /// folder already has, when it is a music folder itself).
+    private func watchParent(of root: [UInt8]) {
+        guard let slash = root.lastIndex(of: UInt8(ascii: "/")) else { return }
+        let parent = slash == root.startIndex ? [UInt8(ascii: "/")] : Array(root[..<slash])
+        let cPath = parent.map { CChar(bitPattern: $0) } + [0]
+        let descriptor = inotify_add_watch(inotify, cPath, Self.parentMask)
+        guard descriptor >= 0 else { return }
+        parentWatches[descriptor, default: []].insert(Array(root[(slash + 1)...]))
+    }
 
     /// Watches `folder` and every folder below it not yet watched (hidden ones skipped, each entered once).
     private func watchTree(_ folder: [UInt8]) {
@@ -103,6 +136,7 @@ final class LibraryWatcher: @unchecked Sendable {
 
     private func run() {
         defer {
+            if mountTable >= 0 { close(mountTable) }
             close(inotify)
             close(wakeReader)
             close(wakeWriter)
@@ -132,11 +166,14 @@ final class LibraryWatcher: @unchecked Sendable {
                 timeout = Int32((due - now) / 1_000_000) + 1
             }
             var descriptors = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
-                               pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&descriptors, 2, timeout)
+                               pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0),
+                               pollfd(fd: mountTable, events: Int16(POLLPRI), revents: 0)]
+            let ready = poll(&descriptors, mountTable >= 0 ? 3 : 2, timeout)
             if ready < 0 && errno == EINTR { continue }
             guard ready >= 0 else { return }
             if descriptors[1].revents != 0 { return }
+            // The mount table changed (POLLPRI with POLLERR, until the next change): a disk mounted or unmounted.
+            if mountTable >= 0 && descriptors[2].revents & Int16(POLLPRI | POLLERR) != 0 { checkRoots() }
             guard descriptors[0].revents != 0 else { continue }
             let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
@@ -146,6 +183,33 @@ final class LibraryWatcher: @unchecked Sendable {
             lastChange = now
             overflowed = note(buffer[..<count], into: &touched) || overflowed
         }
+    }
+
+    /// Looks at the music folders' paths again, and asks for a whole scan when one leads elsewhere now.
+    private func checkRoots() {
+        if rootsChanged() { changed(.everything(reason: "musicFolderChanged")) }
+    }
+
+    /// Whether a music folder's path now leads elsewhere than when last looked at (a disk unmounted or mounted
+    /// there, the folder deleted or made again); what it leads to now is watched.
+    private func rootsChanged() -> Bool {
+        var anyChanged = false
+        for root in roots {
+            let now = Self.identity(of: root.bytes)
+            guard rootIdentities[root.bytes] != now else { continue }
+            rootIdentities[root.bytes] = now
+            anyChanged = true
+            watchParent(of: root.bytes)
+            if now != nil { watchTree(root.bytes) }
+        }
+        return anyChanged
+    }
+
+    /// The device and inode of the folder at `path` (followed through links); nil when there is none.
+    private static func identity(of path: [UInt8]) -> FileIdentity? {
+        var status = stat()
+        guard LibraryScanner.status(path, &status, follow: true), status.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return FileIdentity(status)
     }
 
     /// Notes the folders the events in `bytes` touched, and watches new folders; true when the kernel's queue
@@ -168,13 +232,18 @@ final class LibraryWatcher: @unchecked Sendable {
                 overflowed = true
                 continue
             }
+            // An event in a music folder's parent naming it: the music folder made, deleted or renamed.
+            if parentWatches[descriptor]?.contains(name) == true { checkRoots() }
+            if mask & UInt32(IN_IGNORED) != 0 { parentWatches[descriptor] = nil }
             guard let folder = folders[descriptor] else { continue }
             if mask & UInt32(IN_IGNORED) != 0 {
                 forget(descriptor)
                 continue
             }
-            if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
-                // The folder itself went: its parent's scan (which the parent's own event asks for) removes its files.
+            if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 {
+                // The folder itself went: its parent's scan (which the parent's own event asks for) removes its files;
+                // a music folder itself going is looked at now.
+                if roots.contains(where: { $0.bytes == folder }) { checkRoots() }
                 continue
             }
             guard name.first != UInt8(ascii: ".") else { continue }

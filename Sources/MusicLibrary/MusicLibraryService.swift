@@ -1,8 +1,9 @@
 // MusicLibraryService: the library as the service runs it. A note on threading:
 // - the writer: one thread of its own ("earshot-library"), under SCHED_IDLE (nice 19 when refused), owns the writing
-//   connection; it opens the file, runs the scans asked for one at a time (requests that arrive meanwhile coalesce
-//   into one), and reports what happens through `report`, which must not wait (the executable puts it into the
-//   owner's inbox and the log);
+//   connection, and only while it holds the library's lock file (a second service on the same file waits for it); it
+//   opens the file, runs the scans asked for one at a time (requests that arrive meanwhile coalesce into one), and
+//   reports what happens through `report`, which must not wait (the executable puts it into the owner's inbox and the
+//   log);
 // - the readers: queries come on the control clients' threads, which may wait; they share one read-only connection
 //   behind a lock. WAL lets them read while a scan writes; they see whole batches.
 // The owner never calls in here: the control server's handler answers library requests before they reach it, and a
@@ -97,6 +98,8 @@ public final class MusicLibraryService: @unchecked Sendable {
 
     private func run() {
         SystemThread.makeIdle()
+        guard let lock = takeWriterLock() else { return }
+        defer { if lock >= 0 { close(lock) } }
         guard var database = open() else { return }
         startWatching()
         // Whether tracks may be waiting for their loudness to be measured: at the start and after every scan, once
@@ -138,6 +141,40 @@ public final class MusicLibraryService: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Makes this service the library's only writer: an exclusive lock (flock) on `<database>.lock`, held while the
+    /// thread runs. When another service holds it (a second Earshot on the same cache folder), that is reported once
+    /// and the lock is tried every second; the file is never opened for writing meanwhile, while queries read it as
+    /// usual. Once taken after a wait, a scan is asked for (what changed while the other one wrote). Nil when asked to
+    /// stop while waiting; -1 when no lock file can be made (opening the database then reports why).
+    private func takeWriterLock() -> Int32? {
+        LibraryDatabase.makeFolder(of: databasePath)
+        let descriptor = Glibc.open(databasePath + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return -1 }
+        var waited = false
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            // A file system without locks: nothing to wait for.
+            guard errno == EWOULDBLOCK || errno == EINTR else { return descriptor }
+            if !waited {
+                waited = true
+                report(.unavailable(reason: "another Earshot service is writing this library; waiting for it"
+                    + " (queries read it meanwhile)"))
+            }
+            condition.lock()
+            let deadline = Condition.monotonicNanoseconds() + 1_000_000_000
+            while !stopping && Condition.monotonicNanoseconds() < deadline {
+                condition.wait(untilMonotonicNanoseconds: deadline)
+            }
+            let stopped = stopping
+            condition.unlock()
+            if stopped {
+                close(descriptor)
+                return nil
+            }
+        }
+        if waited { requestScan() }
+        return descriptor
     }
 
     /// Opens the database (setting a broken one aside) and reports how; a new or rebuilt library is filled at once,

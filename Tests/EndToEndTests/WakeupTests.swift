@@ -2,7 +2,8 @@
 // libdispatch worker pool exists, whose monitor would wake the process once a second for as long as it runs. Counted,
 // not timed: the voluntary context switches of every thread of `earshot serve` (MPRIS on) over a few seconds of
 // pause, after the server has settled (pipewire-pulse suspends an idle node some seconds after the cork, and tells
-// its clients).
+// its clients). The service runs as its users' does: a music library watched (issue 36) and MPD's protocol served
+// (issue 37), each of which must sleep too once the scan and the loudness pass are done.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,10 +13,14 @@ import Testing
 
 @Suite("A paused service wakes for nothing", .serialized)
 struct WakeupTests {
-    @Test("paused with MPRIS on: no thread wakes over 5 s, and every thread is one of Earshot's or libpulse's own")
+    @Test("paused with MPRIS, a watched library and MPD on: no thread wakes over 5 s, every thread Earshot's or libpulse's")
     func pausedServiceSleeps() async throws {
         try await ServiceHarness.run { harness in
-            let track = try harness.privatePositionTrack()
+            let music = harness.root.appendingPathComponent("music", isDirectory: true)
+            try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
+            let track = try Fixtures.copy(try harness.privatePositionTrack(), to: music, named: "track.mp3")
+            let socket = harness.root.appendingPathComponent("mpd.socket").path
+            try harness.writeConfiguration(#"{"musicDirectories": ["\#(music.path)"], "mpdListen": ["\#(socket)"]}"#)
             let service = try await harness.startService(waitForMPRIS: true)
             try harness.earshotChecked(["play", track.path])
             try await harness.waitForStatus(of: service, "1 s of the track was heard") {
@@ -25,6 +30,14 @@ struct WakeupTests {
             try await harness.waitForStatus(of: service, "paused and corked") {
                 $0.playback == "paused" && $0.corked
             }
+            // The scan and the loudness pass run at idle priority: a generous wait, then a strict check.
+            let settled = try eventually(timeout: .seconds(120), interval: .milliseconds(200)) {
+                let status = try harness.requestChecked(["command": "status"])["status"] as? [String: Any]
+                let library = status?["library"] as? [String: Any] ?? [:]
+                return library["scanning"] as? Bool == false && library["tracks"] as? Int == 1
+                    && library["gainsToMeasure"] as? Int == 0
+            }
+            #expect(settled, "the library scanned the track and measured its loudness")
             // Let the server settle: a pipewire-pulse node is suspended a few seconds after it went quiet.
             try await Task.sleep(for: .seconds(8))
             let pid = service.processIdentifier
