@@ -100,7 +100,8 @@ final class LibraryWatcher: @unchecked Sendable {
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     /// The events in a music folder's parent that may change what the music folder's path leads to.
-    private static let parentMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR | IN_MASK_ADD)
+    private static let parentMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR
+        | IN_MASK_ADD)
 
     /// Watches the folder that holds the music folder `root`, for events naming it (added to whatever watch that
     /// folder already has, when it is a music folder itself).

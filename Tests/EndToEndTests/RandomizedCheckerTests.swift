@@ -56,6 +56,20 @@ struct RandomizedCheckerTests {
         ])
     }
 
+    /// Seed 144001913 (PulseAudio 16.1, the first run with the front-ends' steps): `repeat off` 0.4 s before the end
+    /// of a track under `repeat track`; the decoder had already joined the same track again (rule 22: a change of
+    /// order is heard from the track after the one joined), and the oracle took the wrap for a jump because the
+    /// repeat was off by then. The oracle's finding, not Earshot's: a wrap under the repeat in force before the step
+    /// is a track change. Without the oracle's fix it fails.
+    @Test("found by seed 144001913: a repeat turned off after the decoder joined the track again")
+    func foundBySeed144001913() async throws {
+        try await Self.expectNoFinding([
+            "repeat track", "add garbled.ogg", "toggle", "add good.mp3 good.flac", "mpris-previous", "mpc-volume 99",
+            "replug", "toggle", "add good.opus garbled.opus notaudio.mp3", "mic-start", "unplug", "update", "call-end",
+            "mpc-play", "repeat off",
+        ])
+    }
+
     /// Replays `steps` and records the finding, if any.
     static func expectNoFinding(_ steps: [String]) async throws {
         let failure = try await CheckerRun.play(steps.map(CheckerStep.init))

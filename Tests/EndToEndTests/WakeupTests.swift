@@ -13,7 +13,7 @@ import Testing
 
 @Suite("A paused service wakes for nothing", .serialized)
 struct WakeupTests {
-    @Test("paused with MPRIS, a watched library and MPD on: no thread wakes over 5 s, every thread Earshot's or libpulse's")
+    @Test("paused with MPRIS, a watched library and MPD on: no thread wakes in 5 s, each thread is ours or libpulse's")
     func pausedServiceSleeps() async throws {
         try await ServiceHarness.run { harness in
             let music = harness.root.appendingPathComponent("music", isDirectory: true)

@@ -6,9 +6,10 @@
 // arguments and what it does to the world. Steps must do nothing harmful when they do not apply (a `replug` with
 // nothing unplugged, a `call-end` with no call), because the shrinker drops steps and replays what remains.
 //
-// Later features add their commands here, in this one table: a music library (`library-add DIR`, `library-search`),
-// an MPD front-end (`mpc play`, `mpc next` through a real MPD client). The checker's oracle (CheckerOracle.swift)
-// does not change for them: it checks the server and the monitors after every step whatever the step was.
+// Later features add their commands here, in this one table, as the library (`findadd file good.ogg`, `update`),
+// ReplayGain (`replaygain album`), the MPD front-end (`mpc-next`, through the real mpc) and MPRIS (`mpris-pause`,
+// through playerctl) have. The checker's oracle (CheckerOracle.swift) does not change for them: it checks the server
+// and the monitors after every step whatever the step was.
 
 import EarshotTestSupport
 import Foundation
@@ -61,6 +62,29 @@ struct CheckerAction: Sendable {
             try world.earshot([verb] + words)
         }
     }
+
+    /// A command sent by the real `mpc` on the MPD socket, as the step `mpc-VERB ARGUMENTS` (an MPD error is an
+    /// answer, as a CLI refusal is).
+    static func mpc(
+        _ verb: String, weight: Int, movesPosition: Bool = false,
+        arguments: @escaping @Sendable (inout SplitMix64) -> [String] = { _ in [] }
+    ) -> CheckerAction {
+        CheckerAction(verb: "mpc-\(verb)", weight: weight, movesPosition: movesPosition, arguments: arguments) {
+            world, words in
+            try world.mpc([verb] + words)
+        }
+    }
+
+    /// A method called by the real `playerctl` on MPRIS, as the step `mpris-COMMAND ARGUMENTS`.
+    static func mpris(
+        _ command: String, weight: Int, movesPosition: Bool = false,
+        arguments: @escaping @Sendable (inout SplitMix64) -> [String] = { _ in [] }
+    ) -> CheckerAction {
+        CheckerAction(verb: "mpris-\(command)", weight: weight, movesPosition: movesPosition, arguments: arguments) {
+            world, words in
+            try world.playerctl([command] + words)
+        }
+    }
 }
 
 /// The table of every step the checker knows.
@@ -87,6 +111,44 @@ enum CheckerCatalogue {
         .earshot("shuffle", weight: 2) { random in [Bool.random(using: &random) ? "on" : "off"] },
         // Never below 30 %: a playing stream at 0 % is silent, and the oracle listens for it.
         .earshot("volume", weight: 2) { random in ["\(Int.random(in: 30...120, using: &random))"] },
+        // The library (issue 36) of the music folder, through the CLI: a scan while playing, tracks queued by a query.
+        .earshot("update", weight: 1),
+        .earshot("rescan", weight: 1),
+        .earshot("findadd", weight: 3, movesPosition: true) { random in
+            ["file", CheckerMusic.names.randomElement(using: &random) ?? CheckerMusic.good]
+        },
+        .earshot("searchadd", weight: 1, movesPosition: true) { random in
+            ["file", ["good", "garbled", "notaudio"].randomElement(using: &random) ?? "good"]
+        },
+        .earshot("replaygain", weight: 2) { random in
+            [["off", "track", "album", "auto"].randomElement(using: &random) ?? "auto"]
+        },
+        // The user through MPD's protocol (issue 37), with the real mpc on the service's MPD socket.
+        .mpc("play", weight: 3, movesPosition: true),
+        .mpc("pause", weight: 2),
+        .mpc("toggle", weight: 2, movesPosition: true),
+        .mpc("stop", weight: 1, movesPosition: true),
+        .mpc("next", weight: 2, movesPosition: true),
+        .mpc("prev", weight: 1, movesPosition: true),
+        .mpc("seek", weight: 1, movesPosition: true) { random in ["\(Int.random(in: 0...3, using: &random))"] },
+        .mpc("add", weight: 2, movesPosition: true) { random in
+            [CheckerMusic.names.randomElement(using: &random) ?? CheckerMusic.good]
+        },
+        .mpc("del", weight: 1, movesPosition: true) { random in ["\(Int.random(in: 1...3, using: &random))"] },
+        .mpc("move", weight: 1, movesPosition: true) { random in
+            ["\(Int.random(in: 1...3, using: &random))", "\(Int.random(in: 1...3, using: &random))"]
+        },
+        .mpc("crop", weight: 1, movesPosition: true),
+        .mpc("repeat", weight: 1) { random in [Bool.random(using: &random) ? "on" : "off"] },
+        .mpc("random", weight: 1) { random in [Bool.random(using: &random) ? "on" : "off"] },
+        .mpc("volume", weight: 1) { random in ["\(Int.random(in: 30...100, using: &random))"] },
+        // The desktop's media controls, through MPRIS with the real playerctl.
+        .mpris("play", weight: 2, movesPosition: true),
+        .mpris("pause", weight: 2),
+        .mpris("play-pause", weight: 2, movesPosition: true),
+        .mpris("next", weight: 1, movesPosition: true),
+        .mpris("previous", weight: 1, movesPosition: true),
+        .mpris("stop", weight: 1, movesPosition: true),
         // The sound server and the session.
         CheckerAction(verb: "unplug", weight: 3, movesPosition: false, arguments: { _ in [] }) { world, _ in
             try world.unplugUSB()

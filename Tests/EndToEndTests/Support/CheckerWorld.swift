@@ -24,6 +24,8 @@ final class CheckerWorld: @unchecked Sendable {
     let service: ChildProcess
     /// The folder holding `CheckerMusic`'s files.
     let music: URL
+    /// The service's MPD socket, which `mpc` steps use.
+    let mpdSocket: String
     /// The follower the oracle reads: it always reads, so its last line is the event log's latest word.
     let eventLog: ChildProcess
     /// The follower steps stop and continue (a client that stops reading).
@@ -46,7 +48,12 @@ final class CheckerWorld: @unchecked Sendable {
         try CheckerMusic.make(in: music)
         try Self.loadUSB()
         // Fades off would hide nothing here, but the default (50 ms) is what users have: keep it.
-        try harness.writeConfiguration(#"{"resumeWindowMinutes": 30}"#)
+        // The music folder is the library's, and MPD's protocol is served on a socket of the run's own (no port).
+        mpdSocket = harness.root.appendingPathComponent("mpd.socket").path
+        try harness.writeConfiguration(#"""
+            {"resumeWindowMinutes": 30, "musicDirectories": ["\#(music.path)"], "mpdListen": ["\#(mpdSocket)"]}
+            """#)
+        _ = try ProcessRunner.requireTool("mpc", package: "mpc")
         service = try await harness.startService(waitForMPRIS: true)
         eventLog = try TestEnvironment.launchEarshot(["events"], environment: harness.environment)
         client = try TestEnvironment.launchEarshot(["events"], environment: harness.environment)
@@ -74,9 +81,22 @@ final class CheckerWorld: @unchecked Sendable {
     /// Runs `earshot ARGUMENTS` as the user would; a command that does not return is a finding.
     func earshot(_ arguments: [String]) throws {
         let names = Set(CheckerMusic.names)
-        // File names become paths in the music folder.
-        let words = arguments.map { names.contains($0) ? music.appendingPathComponent($0).path : $0 }
+        // An `add`'s file names become paths in the music folder; a library query names them as the library does,
+        // relative to it (`findadd file good.ogg`).
+        let words = arguments.first == "add"
+            ? arguments.map { names.contains($0) ? music.appendingPathComponent($0).path : $0 } : arguments
         _ = try harness.earshot(words, timeout: .seconds(10))
+    }
+
+    /// Runs `mpc ARGUMENTS` on the MPD socket as a user of an MPD client would (an `ACK` is an answer, not a
+    /// failure); a command that does not return is a finding.
+    func mpc(_ arguments: [String]) throws {
+        _ = try ProcessRunner.run("mpc", ["-h", mpdSocket] + arguments, timeout: .seconds(10))
+    }
+
+    /// Runs `playerctl -p earshot ARGUMENTS` on the run's session bus, as the desktop's media keys would.
+    func playerctl(_ arguments: [String]) throws {
+        _ = try harness.playerctl(["-p", "earshot"] + arguments)
     }
 
     /// Loads the USB-like null sink and makes it the default.
