@@ -541,7 +541,7 @@ def main():
         ("MPD protocol: search any WORD, median ms", "protocol_search_median_ms", "{:.1f}"),
         ("MPD protocol: search any WORD, p99 ms", "protocol_search_p99_ms", "{:.1f}"),
         ("MPD protocol: an idling client hears `pause 1`/`pause 0`, median ms", "pause_notice_ms", "{:.2f}"),
-        ("MPD protocol: memory per idling client (100 connected), KiB", "idle_client_kib", "{:.1f}"),
+        ("MPD protocol: memory per idling client (about 100 connected), KiB", "idle_client_kib", "{:.1f}"),
     ]
     lines = [f"| {options.tracks} tracks | Earshot | MPD 0.23 | ratio |", "|---|---|---|---|"]
     for label, key, form in rows:
