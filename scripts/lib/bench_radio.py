@@ -7,7 +7,8 @@
 # air long enough for icecast2's burst on connecting to be full (4 s), earshot (`earshot play URL`),
 # `mpg123 -o pulse URL` and `mpv --no-video URL` listen to it at once, each on its own null sink, for SECONDS; then
 # each is stopped (SIGTERM) and its CPU seconds (user + system, from wait4) and peak RSS (VmHWM, polled) are taken.
-# A player that ended before the time was up is reported as such, not measured. Ratios are to mpg123.
+# Beside them earshot plays the same MP3 from its file. A player that ended before the time was up, or had no stream on
+# its sink halfway, is reported as such, not measured. Ratios are to mpg123.
 import os
 import pwd
 import grp
@@ -21,6 +22,9 @@ from bench_common import log, pactl, sink_index
 from bench_measure import peak_rss_kib, sink_of
 
 RADIO_PLAYERS = ["earshot", "mpg123", "mpv"]
+# Beside them, in the same run: earshot playing the mount's own MP3 from the file, so that what the network side
+# costs (libcurl, its thread, the stream's buffer) shows apart from decoding and playing.
+FILE_PLAYER = "earshot-file"
 MOUNT = "/bench.mp3"
 SOURCE_PASSWORD = "earshot-bench-source"
 # icecast2's burst on connecting (64 KiB) lasts 4 s at 128 kbit/s: a listener joining then starts with it.
@@ -129,7 +133,7 @@ def measure_radio(bench, tracks, seconds):
     icecast, port = start_icecast(bench.work)
     modules, source, processes = [], None, {}
     try:
-        for player in RADIO_PLAYERS:
+        for player in RADIO_PLAYERS + [FILE_PLAYER]:
             if sink_index(sink_of(player)) is None:
                 modules.append(pactl("load-module", "module-null-sink", f"sink_name={sink_of(player)}").strip())
         source = feed(port, tracks["radio_mp3"])
@@ -138,6 +142,9 @@ def measure_radio(bench, tracks, seconds):
             command, env = bench.command(player, url, None, sink=sink_of(player))
             processes[player] = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        command, env = bench.command("earshot", tracks["radio_mp3"], None, sink=sink_of(FILE_PLAYER))
+        processes[FILE_PLAYER] = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         peaks, ended, streaming = {}, {}, None
         started = time.monotonic()
         while time.monotonic() < started + seconds:
@@ -198,9 +205,10 @@ def radio_lines(radio):
 
     head = (f"internet radio, {radio['seconds']:g} s of one {radio['bitRateKbps']} kbit/s MP3 mount of a local "
             f"Icecast2, all at once")
-    return [f"{head}: CPU s (ratio to mpg123) " + ", ".join(cell(p, "cpuSeconds") for p in RADIO_PLAYERS),
-            "  same run: peak RSS MiB (ratio to mpg123) "
-            + ", ".join(cell(p, "maxRssKiB", 1 / 1024) for p in RADIO_PLAYERS)]
+    shown = RADIO_PLAYERS + [FILE_PLAYER]
+    return [f"{head}: CPU s (ratio to mpg123) " + ", ".join(cell(p, "cpuSeconds") for p in shown),
+            "  same run: peak RSS MiB (ratio to mpg123) " + ", ".join(cell(p, "maxRssKiB", 1 / 1024) for p in shown),
+            f"  ({FILE_PLAYER}: earshot playing the mount's MP3 from its file, beside them)"]
 
 
 def radio_error(error):
