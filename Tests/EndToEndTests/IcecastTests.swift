@@ -2,8 +2,10 @@
 // GStreamer's shout2send with a 128 kbit/s MP3 of the position sweep (IcecastServer.swift). `earshot serve` plays the
 // mount and the sweep is heard on the monitor, advancing as the show does; the station's name and titles reach status
 // and MPRIS as the station's admin changes them; the source leaving ends the stream and the queue goes on; a mount
-// that does not exist, a gigabyte ICY metadata claim and the server killed mid-show are each a track given up with its
-// reason while the service plays on. A page instead of audio and a server that sends nothing are RadioTests'.
+// that does not exist and a gigabyte ICY metadata claim are each a track given up with its reason while the service
+// plays on; the server killed mid-show is today the show's end; a station with no burst on connecting plays from the
+// live edge, and the stall when it is started over a playing file is recorded as a known issue. A page instead of
+// audio and a server that sends nothing are RadioTests'.
 // Only loopback addresses; each wait is bounded.
 import EarshotTestSupport
 import Foundation
@@ -139,6 +141,47 @@ struct IcecastTests {
             }
             #expect(claimed.lastError?.trackIndex == 0 && claimed.lastError?.kind != nil, "\(claimed)")
 
+            #expect(service.isRunning)
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("a station with no burst on connecting plays from the live edge (over a playing file: a known stall)")
+    func liveEdgeStation() async throws {
+        // icecast2's burst turned off, as some stations have it: the listener gets the show at its own pace only.
+        let icecast = try await IcecastServer.start(burstBytes: 0)
+        defer { icecast.stop() }
+        try await ServiceHarness.run { harness in
+            let show = try IcecastServer.positionShow(seconds: Self.showSeconds, bitRate: 64)
+            let source = try await icecast.feed("/edge.mp3", from: show, name: Self.station, artist: "Loopback",
+                                                title: "Edge")
+            defer { source.kill() }
+            let file = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
+            let url = icecast.baseURL + "/edge.mp3"
+            let service = try await harness.startService()
+            // From stopped: the output opens once the decoder's prebuffer (48 KiB, 6 s at 64 kbit/s) is in.
+            try harness.earshotChecked(["play", url])
+            let heard = try await harness.waitForStatus(of: service, "5 s of the live edge heard",
+                                                        timeout: .seconds(30)) {
+                $0.trackIndex == 0 && $0.positionMs >= 5000 || $0.playback != "playing"
+            }
+            #expect(heard.playback == "playing" && heard.positionMs >= 5000 && heard.lastError == nil, "\(heard)")
+            // From a file that plays: the output is running while the station's prebuffer comes in.
+            try harness.earshotChecked(["play", file.path])
+            try await harness.waitForStatus(of: service, "the file heard") {
+                $0.playback == "playing" && $0.positionMs >= 1000
+            }
+            try harness.earshotChecked(["play", url])
+            // Known today: the output hears nothing for the 6 s of the prebuffer, and its watchdog pauses the stream
+            // as stalled after 3.5 s (issue 40's network rules, on another branch, are to decide this case).
+            await withKnownIssue("a station started while the output runs: its prebuffer outlasts the watchdog") {
+                let switched = try await harness.waitForStatus(of: service, "5 s of the station after the file",
+                                                               timeout: .seconds(20)) {
+                    $0.trackIndex == 0 && $0.positionMs >= 5000 || $0.playback != "playing"
+                }
+                print("[icecast] a station with no burst, played over a playing file: \(switched)")
+                #expect(switched.playback == "playing" && switched.positionMs >= 5000, "\(switched)")
+            }
             #expect(service.isRunning)
             #expect(await harness.stopService(service) == 0)
         }

@@ -17,6 +17,8 @@ final class IcecastServer: @unchecked Sendable {
     let port: Int
     /// The folder of its configuration, logs and pid file; removed by `stop`.
     let folder: URL
+    /// What icecast2 sends a listener at once on connecting, from before the moment it joins (0: nothing).
+    let burstBytes: Int
     /// The running icecast2.
     let process: ChildProcess
     /// The sources' password (the mount's user is `source`).
@@ -27,17 +29,19 @@ final class IcecastServer: @unchecked Sendable {
     /// `http://127.0.0.1:PORT`.
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    private init(port: Int, folder: URL, process: ChildProcess) {
+    private init(port: Int, folder: URL, burstBytes: Int, process: ChildProcess) {
         self.port = port
         self.folder = folder
+        self.burstBytes = burstBytes
         self.process = process
     }
 
-    /// Starts icecast2 and returns once it answers its status page.
+    /// Starts icecast2 and returns once it answers its status page. `burstBytes`: icecast2's burst on connecting,
+    /// 64 KiB by default (4 s at 128 kbit/s, as a station usually has); 0 turns it off, as some stations do.
     ///
     /// As root, icecast2 refuses to run unless told to change to another user: it becomes the `icecast2` user that
     /// Debian's package makes, and its log folder is that user's.
-    static func start() async throws -> IcecastServer {
+    static func start(burstBytes: Int = 65_536) async throws -> IcecastServer {
         let icecast = try ProcessRunner.requireTool("icecast2", package: "icecast2")
         _ = try ProcessRunner.requireTool("gst-launch-1.0", package: "gstreamer1.0-tools")
         let port = try MPDClientTests.freePort()
@@ -55,15 +59,16 @@ final class IcecastServer: @unchecked Sendable {
             chown(logs.path, user.pointee.pw_uid, group.pointee.gr_gid)
             owner = "<changeowner><user>icecast2</user><group>icecast</group></changeowner>"
         }
-        // Burst on connect as a station does (64 KiB: 4 s of 128 kbit/s); a source gone quiet for 10 s is dropped.
+        // A source gone quiet for 10 s is dropped.
         let configuration = folder.appendingPathComponent("icecast.xml")
         try """
             <icecast>
               <location>loopback</location><admin>earshot@localhost</admin><hostname>127.0.0.1</hostname>
               <limits><clients>16</clients><sources>4</sources><queue-size>524288</queue-size>
                 <client-timeout>30</client-timeout><header-timeout>15</header-timeout>
-                <source-timeout>10</source-timeout><burst-on-connect>1</burst-on-connect>
-                <burst-size>65536</burst-size></limits>
+                <source-timeout>10</source-timeout>
+                <burst-on-connect>\(burstBytes > 0 ? 1 : 0)</burst-on-connect><burst-size>\(burstBytes)</burst-size>
+              </limits>
               <authentication><source-password>\(sourcePassword)</source-password>
                 <admin-user>\(admin.user)</admin-user><admin-password>\(admin.password)</admin-password>
               </authentication>
@@ -78,7 +83,7 @@ final class IcecastServer: @unchecked Sendable {
             </icecast>
             """.write(to: configuration, atomically: true, encoding: .utf8)
         let process = try ChildProcess(icecast, ["-c", configuration.path])
-        let server = IcecastServer(port: port, folder: folder, process: process)
+        let server = IcecastServer(port: port, folder: folder, burstBytes: burstBytes, process: process)
         do {
             try await waitUntil("icecast2 answers on 127.0.0.1:\(port)", timeout: .seconds(20),
                                 interval: .milliseconds(50)) {
@@ -118,14 +123,15 @@ final class IcecastServer: @unchecked Sendable {
         }
     }
 
-    /// How long a source has been on air when `feed` returns: icecast2's burst on connecting (64 KiB, 4 s at 128
-    /// kbit/s) is full then, as on a station that has been on air for a while. A listener joining a source that went
-    /// on air a moment ago gets a burst of a fraction of a second and plays at the live edge, which Earshot does
-    /// not ride out yet (its output watchdog pauses it as stalled: issue 40's network rules, not written yet).
+    /// How long a source has been on air when `feed` returns (with a burst on connecting): icecast2's burst (64 KiB,
+    /// 4 s at 128 kbit/s) is full then, as on a station that has been on air for a while. A listener joining a source
+    /// that went on air a moment ago gets less than the decoder's prebuffer, and while the output runs (a track was
+    /// playing) the wait for the rest outlasts the output watchdog (IcecastTests.liveEdgeStation, a known issue).
     static let onAirBeforeListeners = Duration.milliseconds(4500)
 
     /// Feeds `mount` from the MP3 `file` at its own bit rate with shout2send, as station `name` with the first title
-    /// `artist - title`, and returns once icecast2 lists the mount and it has been on air `onAirBeforeListeners`.
+    /// `artist - title`, and returns once icecast2 lists the mount and, when the server has a burst on connecting,
+    /// it has been on air `onAirBeforeListeners`.
     func feed(_ mount: String, from file: URL, name: String, artist: String, title: String) async throws
         -> ChildProcess
     {
@@ -143,7 +149,7 @@ final class IcecastServer: @unchecked Sendable {
                 }
                 return self.hasSource(mount)
             }
-            try await Task.sleep(for: Self.onAirBeforeListeners)
+            if burstBytes > 0 { try await Task.sleep(for: Self.onAirBeforeListeners) }
             guard source.isRunning else { throw ToolkitError("shout2send ended: \(source.standardError())") }
         } catch {
             source.kill()
@@ -164,11 +170,12 @@ final class IcecastServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    /// A 128 kbit/s constant bit-rate MP3 of the position sweep (`Fixtures.positionTrack`), as stations send.
-    static func positionShow(seconds: Double) throws -> URL {
+    /// A constant bit-rate MP3 of the position sweep (`Fixtures.positionTrack`) at `bitRate` kbit/s (128 by
+    /// default, as stations usually send).
+    static func positionShow(seconds: Double, bitRate: Int = 128) throws -> URL {
         let wav = try Fixtures.positionTrackWAV(seconds: seconds)
-        return try Fixtures.file(named: "position-\(seconds)s-128k.mp3") { output in
-            try Fixtures.encode(wav, as: .mp3, into: output, bitRate: 128)
+        return try Fixtures.file(named: "position-\(seconds)s-\(bitRate)k.mp3") { output in
+            try Fixtures.encode(wav, as: .mp3, into: output, bitRate: bitRate)
         }
     }
 }
