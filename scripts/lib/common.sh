@@ -53,7 +53,7 @@ test_packages() {
 icecast_system_service_pid() {
     local entry command
     for entry in /proc/[0-9]*; do
-        command=$(tr '\0' ' ' <"$entry/cmdline" 2>/dev/null) || continue
+        command=$(tr '\0' ' ' 2>/dev/null <"$entry/cmdline") || continue
         case "$command" in
             */icecast2\ *-c\ /etc/icecast2/icecast.xml*) printf '%s\n' "${entry#/proc/}"; return 0 ;;
         esac
