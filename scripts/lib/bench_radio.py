@@ -47,7 +47,8 @@ def status_page(port):
 
 def start_icecast(work):
     """icecast2 on a free loopback port, its files in WORK/icecast; returns (process, port). As root it changes to
-    Debian's icecast2 user (it refuses to run as root), which then owns its log folder."""
+    Debian's icecast2 user (it refuses to run as root), which then owns its log folder (the work folder, mktemp's
+    0700, is opened to it for the path)."""
     folder = os.path.join(work, "icecast")
     logs = os.path.join(folder, "log")
     os.makedirs(logs, exist_ok=True)
