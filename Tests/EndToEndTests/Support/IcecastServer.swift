@@ -145,7 +145,8 @@ final class IcecastServer: @unchecked Sendable {
         do {
             try await waitUntil("icecast2 lists \(mount)", timeout: .seconds(20), interval: .milliseconds(50)) {
                 guard source.isRunning else {
-                    throw ToolkitError("shout2send ended: \(source.standardError()) \(self.errorLog())")
+                    throw ToolkitError("shout2send ended: \(source.standardError()); icecast2 running: "
+                        + "\(self.process.isRunning) (\(self.process.standardError())); its log: \(self.errorLog())")
                 }
                 return self.hasSource(mount)
             }
