@@ -44,6 +44,10 @@ final class IcecastServer: @unchecked Sendable {
     static func start(burstBytes: Int = 65_536) async throws -> IcecastServer {
         let icecast = try ProcessRunner.requireTool("icecast2", package: "icecast2")
         _ = try ProcessRunner.requireTool("gst-launch-1.0", package: "gstreamer1.0-tools")
+        for element in ["shout2send", "mpegaudioparse", "taginject"]
+        where try ProcessRunner.run("gst-inspect-1.0", ["--exists", element]).status != 0 {
+            throw ToolkitError("GStreamer's \(element) is missing: apt-get install gstreamer1.0-plugins-good")
+        }
         let port = try MPDClientTests.freePort()
         var template = Array("/tmp/earshot-icecast.XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw ToolkitError("mkdtemp: errno \(errno)") }
