@@ -19,6 +19,7 @@ import sys
 from bench_common import *  # noqa: F401,F403
 from bench_measure import *  # noqa: F401,F403
 from bench_handling import handling_lines, measure_handling
+from bench_radio import measure_radio, radio_error, radio_lines
 from bench_saving import measure_saving, saving_lines
 
 def summary(results):
@@ -150,6 +151,7 @@ def print_table(results):
                          f"({queue['oneAddError']}); added in playlists of {queue['addedInBatchesOf']}")
     lines.extend(saving_lines(results.get("saving")))
     lines.extend(handling_lines(results.get("handling")))
+    lines.extend(radio_lines(results.get("radio")))
     print("\n".join(lines))
     return rows
 
@@ -227,7 +229,7 @@ def main():
                         help="CPU seconds of `earshot decode --gain`, without, `mpg123 -t --rva-mix`, without")
     parser.add_argument("--format-decode", action="append", default=[],
                         help="FORMAT, then CPU seconds of `earshot decode` and of the format's reference decoder")
-    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups,saving,handling")
+    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups,saving,handling,radio")
     parser.add_argument("--sweep", help="the buffer sweep instead: Earshot's target latencies (ms), comma-separated")
     parser.add_argument("--sweep-report", nargs="+", metavar="JSON",
                         help="print the table of these sweep results (one per server) and write it to --output")
@@ -288,6 +290,12 @@ def main():
             results["stress"] = measure_stress(bench, tracks, args.stress_minutes, 20)
         for module in modules:
             pactl("unload-module", module)
+    if "radio" in only:
+        log(f"internet radio: earshot, mpg123 and mpv on one Icecast2 mount for {tracks['radio_seconds']} s at once")
+        try:
+            results["radio"] = measure_radio(bench, tracks, tracks["radio_seconds"])
+        except (RuntimeError, OSError, KeyError) as error:
+            results["radio"] = radio_error(error)
     if args.decode:
         earshot_decode, mpg123_decode = (float(x) for x in args.decode.split())
         results["decode"] = {"earshotCpuSeconds": earshot_decode, "mpg123CpuSeconds": mpg123_decode,
