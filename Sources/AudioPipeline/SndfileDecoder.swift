@@ -43,6 +43,9 @@ public final class SndfileDecoder: AudioDecoder {
     /// Channels in the file: 1 (duplicated on output) or 2.
     private let fileChannels: Int
 
+    /// Whether the file has one channel (delivered as two identical ones).
+    public var isMono: Bool { fileChannels == 1 }
+
     /// Whether the end has been reached (or decoding failed); until the next seek.
     private var finished = false
 
