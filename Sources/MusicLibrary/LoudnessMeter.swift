@@ -106,3 +106,14 @@ final class LoudnessMeter {
         return abs(gain) <= ReplayGainTags.gainLimitDb ? gain : nil
     }
 }
+
+/// One file's EBU R128 loudness as the library measures it, for `earshot decode --loudness` (scripts/bench sets it
+/// beside a reference analyser).
+public enum TrackLoudness {
+    /// The integrated loudness in LUFS (nil for silence) and the highest sample of the file at `path`; nil when it
+    /// does not decode.
+    public static func measure(_ path: TrackPath) -> (lufs: Double?, peak: Double)? {
+        guard let meter = LoudnessMeter(path: path, cancelled: { false }) else { return nil }
+        return (meter.loudness, meter.peak)
+    }
+}
