@@ -82,8 +82,8 @@ final class GainedDecoder: AudioDecoder {
     /// The library's tags for the file, shown instead of the file's own text tags.
     let libraryTags: TrackMetadata?
 
-    /// Whether the inner decoder scales its own output (libmpg123 in its synthesis, libsndfile's floats in their
-    /// conversion to 16 bits), so that the loop here is not needed.
+    /// Whether the inner decoder scales its own output (libmpg123 does it in its synthesis, at no cost), so that the
+    /// loop here is not needed.
     private let scaledInside: Bool
 
     init(_ inner: any AudioDecoder, gain: AppliedGain, gains: ReplayGainTags, libraryTags: TrackMetadata? = nil) {

@@ -2,8 +2,8 @@
 // adjustment per channel, in 1/512 dB, named "track" or "album" by the programs that write it) and the LAME tag's
 // ReplayGain fields (in the first MPEG frame, which the encoder fills with its own analysis). Both rank below TXXX:
 // a file's TXXX values win, then RVA2's, then the LAME tag's, field by field (`ReplayGainTags.fillMissing`). Also the
-// protocol of a decoder that scales its own output (MP3Decoder, SndfileDecoder): here, as scripts/fuzz's decoder
-// targets compile this file with the decoders but not ReplayGain.swift.
+// protocol of a decoder that scales its own output (MP3Decoder): here, as scripts/fuzz's decoder targets compile this
+// file with the decoders but not ReplayGain.swift.
 
 extension ReplayGainTags {
     /// Takes each of `other`'s values where this set has none; `other`'s problems are counted too.
@@ -144,9 +144,8 @@ enum LAMETag {
     }
 }
 
-/// A decoder that can scale its own output before the first frame it decodes: libmpg123's output volume, applied in
-/// its synthesis in floating point, and libsndfile's floats scaled in their conversion to 16 bits (SndfileDecoder);
-/// both rounded and clipped to 16 bits as GainedDecoder's loop does.
+/// A decoder that can scale its own output before the first frame it decodes (libmpg123's output volume, applied in
+/// its synthesis in floating point, rounded and clipped to 16 bits as GainedDecoder's loop does).
 protocol ScalingDecoder: AnyObject {
     /// Scales every frame decoded from now on by `linear`; false when the decoder cannot.
     func scaleOutput(by linear: Double) -> Bool

@@ -46,15 +46,11 @@ public final class SndfileDecoder: AudioDecoder {
     /// Whether the file has one channel (delivered as two identical ones).
     public var isMono: Bool { fileChannels == 1 }
 
-    /// The factor ReplayGain scales Vorbis and Opus by once `scaleOutput(by:)` has set it, times libsndfile's 16-bit
-    /// scale: the frames are then read as floats and converted here.
+    /// The factor ReplayGain scales by, times libsndfile's 16-bit scale, once `scaleOutput(by:)` has set it: frames
+    /// are then read as floats and converted here.
     private var outputFactor: Float?
 
-    /// The factor ReplayGain scales FLAC by once `scaleOutput(by:)` has set it, in Q15 (below 1): its shorts are then
-    /// scaled in place.
-    private var flacFactor: Int16?
-
-    /// Where Vorbis and Opus floats are read when the output is scaled (`scratchFrames` frames).
+    /// Where the floats are read when the output is scaled (`scratchFrames` frames), allocated by `scaleOutput(by:)`.
     private var floatScratch: UnsafeMutablePointer<Float>?
 
     /// Whether the end has been reached (or decoding failed); until the next seek.
@@ -120,27 +116,21 @@ public final class SndfileDecoder: AudioDecoder {
             }
             return try end()
         }
+        // Mono frames are read into the first half and spread to both channels in place, last frame first, so
+        // every sample is read before a wider write reaches it.
         let got = Int(sf_readf_short(handle, base, sf_count_t(frames)))
         if got > 0 {
-            spreadMono(base, frames: got)
-            if let flacFactor {
-                Self.scale(UnsafeMutableBufferPointer(start: base, count: got * FrameRing.samplesPerFrame), by: flacFactor)
+            if fileChannels == 1 {
+                for index in stride(from: got - 1, through: 0, by: -1) {
+                    let sample = base[index]
+                    base[2 * index] = sample
+                    base[2 * index + 1] = sample
+                }
             }
             positionFrame += got
             return .frames(got)
         }
         return try end()
-    }
-
-    /// Spreads a mono file's `frames` samples, read into the first half of `base`, to both channels in place, last
-    /// frame first, so every sample is read before a wider write reaches it. Stereo is left as read.
-    private func spreadMono(_ base: UnsafeMutablePointer<Int16>, frames: Int) {
-        guard fileChannels == 1 else { return }
-        for index in stride(from: frames - 1, through: 0, by: -1) {
-            let sample = base[index]
-            base[2 * index] = sample
-            base[2 * index + 1] = sample
-        }
     }
 
     /// What a read of no frames means: the end (`.finished`), or a failure or a short file (throws).
@@ -274,23 +264,14 @@ public final class SndfileDecoder: AudioDecoder {
 }
 
 extension SndfileDecoder: ScalingDecoder {
-    /// Scales every frame decoded from now on by `linear` (ReplayGain, asked before the first frame). Vorbis and Opus
-    /// frames are then read from libsndfile as floats and converted to 16 bits here with the gain folded into the
-    /// conversion libsndfile would otherwise do, so the gain costs one multiply a sample and no pass of its own;
-    /// FLAC's shorts are scaled in place in 16-bit fixed point (`scale(_:by:)`) when the factor is below 1.
+    /// Scales every frame decoded from now on by `linear` (ReplayGain, asked before the first frame): frames are then
+    /// read from libsndfile as floats and converted to 16 bits here with the gain folded into the conversion
+    /// libsndfile would otherwise do, so the gain costs one multiply a sample and no pass of its own.
     func scaleOutput(by linear: Double) -> Bool {
         guard linear.isFinite, linear > 0 else { return false }
-        guard kind != .flac else {
-            // libsndfile turns FLAC's integers into floats in a loop of its own that costs as much as the gain, so its
-            // shorts are scaled instead, in 16-bit fixed point: a factor below 1 (the usual ReplayGain, and every
-            // peak-limited one). A larger one is left to GainedDecoder's loop, which saturates.
-            guard linear < 1 else { return false }
-            flacFactor = Int16(Swift.min((linear * 32_768).rounded(), 32_767))
-            return true
-        }
-        // Vorbis and Opus decode to floats, which libsndfile turns into 16 bits times 32767 (`lrintf`): the same
-        // scale keeps a factor of 1 sample-identical to its shorts.
-        outputFactor = Float(linear * 32_767)
+        // libsndfile's floats are its integers over 32768 for FLAC, and the codec's own floats for Vorbis and Opus,
+        // which it turns into 16 bits times 32767: the same scales keep a factor of 1 sample-identical to its shorts.
+        outputFactor = Float(linear * (kind == .flac ? 32_768 : 32_767))
         if floatScratch == nil {
             floatScratch = .allocate(capacity: Self.scratchFrames * fileChannels)
         }
@@ -317,18 +298,6 @@ extension SndfileDecoder: ScalingDecoder {
             }
         }
         return got
-    }
-
-    /// Scales `samples` in place by `factor` / 32768 (Q15, at most 32767: below 1), rounding to the nearest, halves
-    /// upward. Within one step of the exact product (the factor is within 2^-16 of the gain, half a step on a full
-    /// sample, and the rounding adds half a step); no sample can pass the 16-bit range, so there is no clamp. A 16 by
-    /// 16-bit product in 32 bits is what SSE2's multiplies do, so the loop vectorizes: a third of the cost of the Q24
-    /// loop in 64 bits it replaces for FLAC.
-    static func scale(_ samples: UnsafeMutableBufferPointer<Int16>, by factor: Int16) {
-        let wide = Int32(factor)
-        for index in samples.indices {
-            samples[index] = Int16(truncatingIfNeeded: (Int32(samples[index]) &* wide &+ 16_384) &>> 15)
-        }
     }
 
     /// `value` rounded to the nearest integer (ties to even, as libsndfile's `lrintf`) and saturated at the 16-bit

@@ -43,10 +43,10 @@ struct ReplayGainSndfileTests {
             let scaled = try Self.decode(path, fallbackDb: decibels, chunkFrames: chunk)
             #expect(scaled.count == plain.count)
             let factor = AppliedGain.linearFactor(decibels)
-            // FLAC's samples are exact integers, scaled in Q15 below 1 (within a step: SndfileDecoder.scale) and by
-            // GainedDecoder's Q24 loop above (within half a step). A lossy format's float is rounded to 16 bits for the
-            // plain decode (off by up to half a step, which the factor scales) and once for the scaled one.
-            let bound = (format == "flac" ? (factor < 1 ? 1 : 0.5) : 0.5 + 0.5 * factor) + 1e-3
+            // FLAC's samples are exact integers, so the product rounds within half a step. A lossy format's float is
+            // rounded to 16 bits for the plain decode (off by up to half a step, which the factor scales) and once
+            // for the scaled one (half a step).
+            let bound = (format == "flac" ? 0.5 : 0.5 + 0.5 * factor) + 1e-3
             var worst = 0.0
             var firstOff: Int?
             for (index, (ours, theirs)) in zip(scaled, plain).enumerated() {
