@@ -145,9 +145,14 @@ struct Verb {
              options: [jsonOption]),
         Verb("ls", forms: ["[--json] [PATH]"], "list a folder of the library: its folders, then its files",
              options: [jsonOption]),
-        Verb("decode", forms: ["[--gain] FILE"], "decode FILE as fast as possible and print its frames and seconds",
-             details: ["The audio is discarded; scripts/bench uses it to compare with 'mpg123 -t'."],
-             options: [VerbOption(synopsis: "--gain", meaning: "scale every sample by its ReplayGain (track; else -6 dB)")]),
+        Verb("decode", forms: ["[--gain] FILE", "--loudness FILE..."],
+             "decode FILE as fast as possible and print its frames and seconds",
+             details: ["The audio is discarded; scripts/bench uses it to compare with 'mpg123 -t'.",
+                       "With --loudness, each FILE's EBU R128 loudness and peak, as the library measures them."],
+             options: [VerbOption(synopsis: "--gain",
+                                  meaning: "scale every sample by its ReplayGain (track; else -6 dB)"),
+                       VerbOption(synopsis: "--loudness",
+                                  meaning: "print each FILE's integrated loudness (LUFS) and peak")]),
         Verb("help", forms: ["[VERB]"], "show the help of VERB, or this help"),
     ]
 
