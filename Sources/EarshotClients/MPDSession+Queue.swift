@@ -1,7 +1,7 @@
 // MPD's queue commands in Earshot's terms: positions and ids become the owner's `edit` and `jump` requests (the
 // rules' rule 25), the queue's listing with its ids and versions answers `playlistid`, `plchanges` and
 // `plchangesposid`, and `playlistfind`/`playlistsearch` ask the library which of its tracks match and list the queue's
-// entries among them. `single` and `consume` are answered as far as Earshot's play order has them.
+// entries among them. `single` and `consume` are Earshot's own (rules 35-37).
 import EarshotCore
 import EarshotService
 import MPDProtocol
@@ -68,28 +68,21 @@ extension MPDSession {
             return seconds == 0 ? .success("")
                 : .failure(MPDError(.argument, command: name, "Earshot has no crossfade (gapless only)"))
         case .single(let mode): return single(mode, name)
-        case .consume(let mode):
-            return mode == "0" ? .success("")
-                : .failure(MPDError(.argument, command: name, "Earshot has no consume mode"))
+        case .consume(let on): return perform(.consume(on: on), name)
         case .clearerror: return .success("")
         default: return nil
         }
     }
 
-    /// `single`: MPD's repeat with single is Earshot's repeat of one track; single alone (stop after the track) and
-    /// `oneshot` are not in Earshot's play order.
+    /// `single 0|1|oneshot` is Earshot's single (rules 35 and 36), which with repeat on plays the track again as MPD's
+    /// does. Earshot's own `repeat track` reads as MPD's repeat with single: `single 0` turns it into the queue's
+    /// repeat, so that the client's single is off as it asked.
     private func single(_ mode: String, _ name: String) -> Result<String, MPDError> {
-        status().flatMap { status in
-            let repeatMode = status["repeat"] as? String ?? "off"
-            switch (mode, repeatMode) {
-            case ("0", "track"): return perform(.repeatMode(.queue), name)
-            case ("0", _): return .success("")
-            case ("1", "off"):
-                return .failure(MPDError(.argument, command: name,
-                                         "Earshot's single needs repeat on (stopping after a track is not supported)"))
-            case ("1", _): return perform(.repeatMode(.track), name)
-            default:
-                return .failure(MPDError(.argument, command: name, "Earshot has no oneshot mode"))
+        let single: SingleMode = mode == "oneshot" ? .oneshot : mode == "1" ? .on : .off
+        return perform(.single(single), name).flatMap { _ in
+            guard single == .off else { return .success("") }
+            return status().flatMap { status in
+                status["repeat"] as? String == "track" ? perform(.repeatMode(.queue), name) : .success("")
             }
         }
     }

@@ -38,6 +38,10 @@ public enum ControlRequest: Equatable, Sendable {
     case repeatMode(RepeatMode)
     /// Turn shuffle on or off: `{"command": "shuffle", "on": true}`.
     case shuffle(on: Bool)
+    /// Stop after each track, after this one, or never (rules 35 and 36): `{"command": "single", "mode": "oneshot"}`.
+    case single(SingleMode)
+    /// Take each track played or skipped out of the queue (rule 37): `{"command": "consume", "on": true}`.
+    case consume(on: Bool)
     /// Choose which ReplayGain value plays, from the next track: `{"command": "replaygain", "mode": "album"}`.
     case replayGain(ReplayGainMode)
     /// Report the status.
@@ -68,7 +72,8 @@ public enum ControlRequest: Equatable, Sendable {
 
     /// The command names the protocol accepts.
     public static let commandNames = [
-        "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "replaygain",
+        "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "single", "consume",
+        "replaygain",
         "status", "events", "load", "add", "clear", "queue", "update", "rescan", "search", "find", "list", "searchadd",
         "findadd", "ls", "delete", "move", "swap", "insert", "reorder", "jump",
     ]
@@ -192,6 +197,16 @@ extension ControlRequest {
                 return .failure(ControlRequestError("shuffle needs a Boolean field 'on'"))
             }
             return .success(.shuffle(on: on))
+        case "single":
+            guard let mode = (fields["mode"] as? String).flatMap(SingleMode.init(rawValue:)) else {
+                return .failure(ControlRequestError("single needs a string field 'mode': off, on or oneshot"))
+            }
+            return .success(.single(mode))
+        case "consume":
+            guard let on = fields["on"] as? Bool else {
+                return .failure(ControlRequestError("consume needs a Boolean field 'on'"))
+            }
+            return .success(.consume(on: on))
         default:
             let shown = command.count <= 32 && command.allSatisfy { $0.isLetter } ? "'\(command)'" : "given"
             return .failure(ControlRequestError(
@@ -212,6 +227,8 @@ extension ControlRequest {
         case .volume(let percent): return #"{"command":"volume","percent":\#(percent)}"#
         case .repeatMode(let mode): return #"{"command":"repeat","mode":"\#(mode.rawValue)"}"#
         case .shuffle(let on): return #"{"command":"shuffle","on":\#(on)}"#
+        case .single(let mode): return #"{"command":"single","mode":"\#(mode.rawValue)"}"#
+        case .consume(let on): return #"{"command":"consume","on":\#(on)}"#
         case .replayGain(let mode): return #"{"command":"replaygain","mode":"\#(mode.rawValue)"}"#
         case .load(let paths, let play):
             return ControlReply.line(["command": "load", "paths": paths.map(\.jsonValue), "play": play])
@@ -269,6 +286,8 @@ extension ControlRequest {
         case .volume: return "volume"
         case .repeatMode: return "repeat"
         case .shuffle: return "shuffle"
+        case .single: return "single"
+        case .consume: return "consume"
         case .replayGain: return "replaygain"
         case .status: return "status"
         case .events: return "events"

@@ -256,6 +256,8 @@ extension Player {
         case .volume(let percent): dispatch(.userVolume(percent: percent))
         case .repeatMode(let mode): choosePlayOrder(repeat: mode, shuffle: nil)
         case .shuffle(let on): choosePlayOrder(repeat: nil, shuffle: on)
+        case .single(let mode): dispatch(.userSingle(mode))
+        case .consume(let on): dispatch(.userConsume(on))
         case .replayGain(let mode):
             // From the next track the decoder opens: the one playing keeps the gain it started with.
             replayGain.mode = mode

@@ -148,11 +148,13 @@ private enum Alphabet {
         return events
     }
 
-    /// Repeat and shuffle: every mode, shuffle on and off, and an order restored from a save (a queue of three, so
+    /// Repeat, shuffle, single and consume: every mode, shuffle on and off, and an order restored from a save (a queue of three, so
     /// that the order has room to differ from the queue's).
     static let playOrder: [Event] = [
         .userRepeat(.off), .userRepeat(.track), .userRepeat(.queue),
         .userShuffle(on: true, seed: 1), .userShuffle(on: false, seed: 0),
+        // Rules 35-37: single's three modes and consume both ways.
+        .userSingle(.on), .userSingle(.oneshot), .userSingle(.off), .userConsume(true), .userConsume(false),
         .playModesRestored(
             repeat: .queue, shuffle: ShuffleOrder(order: [2, 0, 1], generator: ShuffleGenerator(seed: 4))),
         .queueReplaced(trackCount: 3, startIndex: 1), .heardTrack(index: 2),
@@ -388,7 +390,7 @@ struct ExhaustiveRulesTests {
         // (m) Repeat and shuffle: a choice of order never changes what the player does now, a shuffled order holds each
         // track of the queue once, and the cursor stays in the queue.
         switch event {
-        case .userRepeat, .userShuffle, .playModesRestored:
+        case .userRepeat, .userShuffle, .userSingle, .userConsume, .playModesRestored:
             if !commands.isEmpty || state.playback != before.playback || state.queue.index != before.queue.index {
                 problems.append("(m) a choice of order changed the playback or the track")
             }
