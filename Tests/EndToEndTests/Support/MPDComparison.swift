@@ -115,9 +115,20 @@ fields state | status
 setup | repeat 1
 setup | random 1
 fields repeat random single consume | status
+setup | single 1
+setup | consume 1
+fields repeat random single consume | status
+setup | single oneshot
+fields single | status
 setup | repeat 0
 setup | random 0
 setup | single 0
+# Consume: the track left by next leaves the queue, the next plays at its place.
+setup | play 0
+setup | next
+fields file Pos | playlistinfo
+fields state song playlistlength consume | status
+setup | stop
 setup | consume 0
 setup | replay_gain_mode album
 same | replay_gain_status
@@ -159,6 +170,8 @@ ack | replay_gain_mode loud
 ack | binarylimit 10
 ack | single 2
 ack | consume 2
+ack | consume oneshot
+ack | single on
 ack | prio 300 0
 ack | password wrong
 ack | plchanges x
