@@ -44,8 +44,8 @@ struct MPDSessionTests {
             #expect(run(line, owner) == "OK\n", "\(line)")
         }
         #expect(owner.asked.withLock { $0 } == [
-            .pause, .play, .toggle, .stop, .next, .previous, .volume(percent: 20), .repeatMode(.queue),
-            .shuffle(on: false),
+            // `repeat 1` under the owner's repeat of one track (MPD's repeat with single) leaves it as it is.
+            .pause, .play, .toggle, .stop, .next, .previous, .volume(percent: 20), .status, .shuffle(on: false),
         ])
     }
 
@@ -86,6 +86,12 @@ struct MPDSessionTests {
         after["shuffle"] = true
         after["trackCount"] = 3
         #expect(MPDChanges.changes(from: before, to: after) == [.player, .mixer, .options, .playlist])
+        var single = before
+        single["single"] = "oneshot"
+        #expect(MPDChanges.changes(from: before, to: single) == [.options])
+        var consume = before
+        consume["consume"] = true
+        #expect(MPDChanges.changes(from: before, to: consume) == [.options])
         #expect(MPDChanges.changes(line: "T event kind=queueReplaced(2 tracks, at 0) playback=idle") == [.playlist])
         #expect(MPDChanges.changes(line: "T event kind=userSeek(1000ms) playback=playing") == [.player])
         #expect(MPDServer.changedLines([.player, .mixer]) == "changed: mixer\nchanged: player\nOK\n")
@@ -104,6 +110,7 @@ struct MPDSessionTests {
             .edit(.delete(start: 0, end: 2), paths: []), .edit(.move(start: 1, end: 2, to: 0), paths: []),
             .edit(.move(start: 1, end: 2, to: 0), paths: []), .edit(.swap(first: 0, second: 1), paths: []),
             .edit(.swap(first: 0, second: 1), paths: []), .edit(.shuffle(start: 0, end: 2, seed: 0), paths: []),
+            .consume(on: false), .single(.off),
             // `single 0` under repeat track: back to the queue's repeat.
             .repeatMode(.queue),
         ])
@@ -112,8 +119,15 @@ struct MPDSessionTests {
         #expect(run("playlistid 9", owner) == "file: /m/b.mp3\nPos: 1\nId: 9\nOK\n")
         #expect(run("playlistid 7", owner) == "ACK [50@0] {playlistid} No such song\n")
         #expect(run("deleteid 7", owner) == "ACK [50@0] {deleteid} No such song\n")
-        #expect(run("consume 1", owner) == "ACK [2@0] {consume} Earshot has no consume mode\n")
-        #expect(run("single oneshot", owner) == "ACK [2@0] {single} Earshot has no oneshot mode\n")
+        // Single and consume are Earshot's own (rules 35-37); `repeat 1` leaves a repeat of one track as it is.
+        let modes = FakeOwner()
+        for line in ["consume 1", "single oneshot", "single 1", "repeat 1"] {
+            #expect(run(line, modes) == "OK\n", "\(line)")
+        }
+        #expect(modes.asked.withLock { $0.filter { if case .status = $0 { false } else { true } } } == [
+            .consume(on: true), .single(.oneshot), .single(.on),
+        ])
+        #expect(run("consume oneshot", owner) == "ACK [2@0] {consume} Boolean (0/1) expected: oneshot\n")
     }
 
     @Test("a configured password: only password, ping, close and commands before it; the wrong one refused")
