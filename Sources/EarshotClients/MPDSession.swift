@@ -17,9 +17,9 @@ public struct MPDSession {
     /// The commands this server answers; every other name is MPD's unknown command. `idle` and `noidle` are the
     /// server's own (MPDServer, MPDChanges), never `run`'s.
     public static let answered: [String] = [
-        "add", "addid", "albumart", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "crossfade",
-        "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find", "findadd", "getvol",
-        "idle", "list", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
+        "add", "addid", "albumart", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "count",
+        "crossfade", "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find", "findadd", "getvol",
+        "idle", "list", "listall", "listallinfo", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
         "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid", "playlistadd",
         "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges",
         "plchangesposid", "previous", "prio", "prioid", "random", "readpicture", "rename", "repeat", "replay_gain_mode",

@@ -90,6 +90,13 @@ main()
 # (a.mp3 and b.mp3 at the top, c.mp3 in album/). Replies that may differ are in docs/mpd.md's divergences.
 setup | stop
 setup | clear
+# The library: listall and listallinfo walk it (a folder's files, then each folder and its content), count counts it.
+fields directory file | listall
+fields directory file | listall "album"
+fields directory file Time | listallinfo
+fields songs | count file "a.mp3"
+fields songs | count group artist
+fields Artist songs | count group artist
 setup | add "a.mp3"
 setup | add "b.mp3"
 setup | addid "album/c.mp3" 1
@@ -158,6 +165,9 @@ ack | save "a/b"
 ack | playlistdelete "compare-nothing" 0
 # Refusals: code and command agree.
 ack | move 9 0
+ack | listall "nothing"
+ack | count group nonsense
+ack | count artist
 ack | deleteid 999
 ack | playid 999
 ack | swap 0 9
