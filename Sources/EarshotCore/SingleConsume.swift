@@ -93,8 +93,8 @@ extension PlayerState {
     }
 
     /// Rule 37: under consume, track `played`, which the cursor has left (or which ended the queue), leaves the queue:
-    /// the executor removes it (`removeTrack`), and the cursor and the shuffled order close up behind it. The last track
-    /// gone leaves an idle player, as a queue cleared.
+    /// the executor removes it (`removeTrack`), and the cursor and the shuffled order close up behind it. The last
+    /// track gone leaves an idle player, as a queue cleared.
     mutating func consumed(_ played: Int) -> [Command] {
         guard consume, playback != .idle, (0..<queue.trackCount).contains(played) else { return [] }
         guard queue.trackCount > 1 else {

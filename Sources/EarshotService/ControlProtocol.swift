@@ -69,13 +69,17 @@ public enum ControlRequest: Equatable, Sendable {
     case edit(QueueEdit, paths: [TrackPath])
     /// Play the track at `index` of the queue: `{"command": "jump", "index": 3}`.
     case jump(index: Int)
+    /// A queue entry's command by its id (MPD's song id), which the owner resolves to a position as it handles it:
+    /// nothing can change the queue between the two (ControlProtocol+Queue.swift).
+    case byID(EntryIDRequest)
 
     /// The command names the protocol accepts.
     public static let commandNames = [
         "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "single", "consume",
         "replaygain",
         "status", "events", "load", "add", "clear", "queue", "update", "rescan", "search", "find", "list", "searchadd",
-        "findadd", "ls", "delete", "move", "swap", "insert", "reorder", "jump",
+        "findadd", "ls", "delete", "move", "swap", "insert", "reorder", "jump", "playid", "deleteid", "moveid", "swapid",
+        "seekid",
     ]
 
     /// The library's query commands.
@@ -156,6 +160,8 @@ extension ControlRequest {
             return .success(.update(path: path, rescan: command == "rescan"))
         case _ where queueEditNames.contains(command):
             return parseQueueEdit(command, fields)
+        case _ where EntryIDRequest.names.contains(command):
+            return EntryIDRequest.parse(command, fields).map { .byID($0) }
         case _ where libraryQueryNames.contains(command):
             let entries = fields["words"] as? [Any] ?? []
             let words = entries.compactMap { $0 as? String }
@@ -238,6 +244,7 @@ extension ControlRequest {
             if let path { object["path"] = path.jsonValue }
             return ControlReply.line(object)
         case .edit, .jump: return queueEditLine
+        case .byID(let request): return request.line
         case .libraryQuery(let verb, let words, let tags):
             return ControlReply.line(tags ? ["command": verb, "words": words, "tags": true]
                                           : ["command": verb, "words": words])
@@ -300,6 +307,7 @@ extension ControlRequest {
         case .browse: return "ls"
         case .edit(let edit, _): return Self.editName(edit)
         case .jump: return "jump"
+        case .byID(let request): return request.name
         }
     }
 }

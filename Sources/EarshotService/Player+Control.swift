@@ -246,6 +246,8 @@ extension Player {
             if let refusal = editQueue(edit, paths: newPaths) { return ControlReply.failure(refusal) }
         case .jump(let index):
             if let refusal = jump(to: index) { return ControlReply.failure(refusal) }
+        case .byID(let request):
+            if let refusal = perform(request) { return ControlReply.failure(refusal) }
         case .play: dispatch(.userPlay)
         case .pause: dispatch(.userPause)
         case .toggle: dispatch(.userToggle)

@@ -24,6 +24,37 @@ extension Player {
         return nil
     }
 
+    /// Carries out a command on entries named by id, resolved here in the same step (no other request comes between);
+    /// nil when done, or the reason it was refused.
+    func perform(_ request: EntryIDRequest) -> String? {
+        let missing = "No such song"
+        switch request {
+        case .play(let id):
+            guard let index = identities.position(ofID: id) else { return missing }
+            return jump(to: index)
+        case .delete(let id):
+            guard let index = identities.position(ofID: id) else { return missing }
+            return editQueue(.delete(start: index, end: index + 1), paths: [])
+        case .move(let id, let to):
+            guard let index = identities.position(ofID: id) else { return missing }
+            return editQueue(.move(start: index, end: index + 1, to: to), paths: [])
+        case .swap(let first, let second):
+            guard let one = identities.position(ofID: first), let other = identities.position(ofID: second) else {
+                return missing
+            }
+            return editQueue(.swap(first: one, second: other), paths: [])
+        case .seek(let id, let seconds):
+            guard let index = identities.position(ofID: id) else { return missing }
+            if !observeListener() { settleAtHeardPosition() }
+            // Another track (or a stopped one) is chosen first, as the user's play of it; then the seek.
+            if index != rules.queue.index || rules.playback == .stopped, let refusal = jump(to: index) {
+                return refusal
+            }
+            dispatch(.userSeek(milliseconds: Int(seconds * 1000)))
+            return nil
+        }
+    }
+
     /// Carries out `removeTrack` (consume, rule 37): the track the listener left goes from the paths, facts and ids;
     /// the rules have taken the deletion into their cursor already.
     func removeConsumedTrack(at index: Int) {

@@ -114,7 +114,7 @@ struct SingleConsumeTests {
         }
     }
 
-    @Test("Rule 37: next removes the skipped track and plays the next in the queue without it; previous and a chosen track do not")
+    @Test("Rule 37: next removes the skipped track and plays the next without it; previous and a chosen track do not")
     func consumeOnNext() {
         var store = RuleStore(Self.playing(single: .off, consume: true))
         store.send(.userNext, commands: [.removeTrack(index: 0), .playTrack(index: 0)]) {

@@ -26,6 +26,9 @@ struct MPDSessionTests {
                 return ControlReply.success(["queue": ["/m/a.mp3", "/m/b.mp3"], "current": 1, "ids": [5, 9],
                                              "versions": [2, 3], "version": 3])
             case .seek: return ControlReply.failure("nothing to seek in")
+            // The owner resolves ids: 5 and 9 are its entries.
+            case .byID(.play(let id)), .byID(.delete(let id)), .byID(.move(let id, _)), .byID(.seek(let id, _)):
+                return [5, 9].contains(id) ? ControlReply.success() : ControlReply.failure("No such song")
             default: return ControlReply.success()
             }
         }
@@ -106,9 +109,10 @@ struct MPDSessionTests {
         }
         #expect(owner.asked.withLock { $0.filter { if case .queue = $0 { false } else if case .status = $0 { false }
                                                     else { true } } } == [
-            .jump(index: 1), .jump(index: 0), .edit(.delete(start: 0, end: 1), paths: []),
+            // Ids go to the owner as ids, resolved there in the same step; positions as positions.
+            .byID(.play(id: 9)), .jump(index: 0), .byID(.delete(id: 5)),
             .edit(.delete(start: 0, end: 2), paths: []), .edit(.move(start: 1, end: 2, to: 0), paths: []),
-            .edit(.move(start: 1, end: 2, to: 0), paths: []), .edit(.swap(first: 0, second: 1), paths: []),
+            .byID(.move(id: 9, to: 0)), .byID(.swap(first: 5, second: 9)),
             .edit(.swap(first: 0, second: 1), paths: []), .edit(.shuffle(start: 0, end: 2, seed: 0), paths: []),
             .consume(on: false), .single(.off),
             // `single 0` under repeat track: back to the queue's repeat.
@@ -119,6 +123,8 @@ struct MPDSessionTests {
         #expect(run("playlistid 9", owner) == "file: /m/b.mp3\nPos: 1\nId: 9\nOK\n")
         #expect(run("playlistid 7", owner) == "ACK [50@0] {playlistid} No such song\n")
         #expect(run("deleteid 7", owner) == "ACK [50@0] {deleteid} No such song\n")
+        #expect(run("seekid 7 3", owner) == "ACK [50@0] {seekid} No such song\n")
+        #expect(run("moveid 9 0", owner) == "OK\n")
         // Single and consume are Earshot's own (rules 35-37); `repeat 1` leaves a repeat of one track as it is.
         let modes = FakeOwner()
         for line in ["consume 1", "single oneshot", "single 1", "repeat 1"] {
@@ -172,8 +178,10 @@ struct MPDSessionTests {
     @Test("commands MPD has that this server does not answer are MPD's unknown command, never a silent OK")
     func unknown() {
         let owner = FakeOwner()
-        #expect(run("listall", owner) == "ACK [5@0] {} unknown command \"listall\"\n")
+        #expect(run("sticker list song a.mp3", owner) == "ACK [5@0] {} unknown command \"sticker\"\n")
         #expect(owner.asked.withLock { $0 }.isEmpty)
+        // Every command the parser knows is answered.
+        #expect(MPDCommand.names.allSatisfy(MPDSession.answered.contains))
         #expect(MPDSession.answered.filter { $0 != "noidle" }.allSatisfy(MPDCommand.names.contains))
         #expect(MPDSession.answered == MPDSession.answered.sorted())
     }
