@@ -97,6 +97,7 @@ fields directory file Time | listallinfo
 fields songs | count file "a.mp3"
 fields songs | count group artist
 fields Artist songs | count group artist
+fields songs | count album ""
 setup | add "a.mp3"
 setup | add "b.mp3"
 setup | addid "album/c.mp3" 1
