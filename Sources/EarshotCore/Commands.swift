@@ -41,6 +41,10 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// The queue was edited around the current track, which is now at `index`: drop what was decoded ahead and take
     /// the edited queue from the last frame the listener heard, without uncorking.
     case requeue(index: Int)
+    /// Consume mode (rule 37): remove the track at `index` from the queue the executor holds (its path, facts and id),
+    /// as `queueEdited(.delete)` would; the rules have already taken the deletion into their cursor, and the commands
+    /// after this one name positions of the queue without it.
+    case removeTrack(index: Int)
     /// Play out what the stream holds up to `boundary`, with no silence after it; the executor reports it played with
     /// `formatChangeReached` or `queuePlayedOut`.
     case drain(OutputBoundary)
@@ -89,6 +93,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
         case .cue(let index, let milliseconds): return "cue(\(index), \(milliseconds)ms)"
         case .requeue(let index): return "requeue(\(index))"
+        case .removeTrack(let index): return "removeTrack(\(index))"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
         case .drain(let boundary): return "drain(\(boundary))"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"

@@ -96,8 +96,9 @@ extension PlayerState {
             stream = StreamCondition(isOpen: false, isCorked: true)
             return quiet + [.closeStream]
         case .userNext:
-            // Under `repeat track` too, next moves on (as MPD does); past the queue's end only when it repeats.
-            return moveCursor(to: track(after: queue.index, trackEnded: false))
+            // Under `repeat track` too, next moves on (as MPD does); past the queue's end only when it repeats. Under
+            // consume the track skipped leaves the queue (rule 37).
+            return skip()
         case .userPrevious:
             return moveCursor(to: track(before: queue.index))
         case .userSeek(let milliseconds):
@@ -112,7 +113,13 @@ extension PlayerState {
             return setRepeat(mode)
         case .userShuffle(let on, let seed):
             return setShuffle(on: on, seed: seed)
-        case .playModesRestored(let mode, let shuffle):
+        case .userSingle(let mode):
+            return setSingle(mode)
+        case .userConsume(let on):
+            return setConsume(on)
+        case .playModesRestored(let mode, let shuffle, let single, let consume):
+            self.single = single
+            self.consume = consume
             return restorePlayModes(repeat: mode, shuffle: shuffle)
         case .queueReplaced(let trackCount, let startIndex):
             return replaceQueue(trackCount: trackCount, startIndex: startIndex)
@@ -157,11 +164,11 @@ extension PlayerState {
             // track`, or the first again under `repeat queue`); only the cursor moves. An earlier or the same track
             // is a stale or duplicate report (rule 15).
             guard playback != .idle, listenerMayReach(index) else { return [] }
-            return advance(to: index)
+            return heard(index)
         case .queuePlayedOut:
-            // Rule 13 at the end of the queue.
+            // Rule 13 at the end of the queue, or rules 35 and 36 where single stopped the decoder (SingleConsume.swift).
             guard playback != .idle else { return [] }
-            return advance(to: nil)
+            return playedOut()
         case .formatChangeReached:
             // Rule 13's gapless queue across a change of format: a stream keeps its format, so the output is
             // reopened in the new one when a stream is open or one is wanted (playing); otherwise the next play opens
@@ -311,7 +318,7 @@ extension PlayerState {
         return wasPlaying ? [.fadeOutAndCork] : []
     }
 
-    private mutating func moveCursor(to index: Int?) -> [Command] {
+    mutating func moveCursor(to index: Int?) -> [Command] {
         guard playback != .idle, let index, (0..<queue.trackCount).contains(index) else { return [] }
         // The decoder starts afresh at the new track, in the order as it is now.
         orderChangedAhead = false
@@ -373,7 +380,7 @@ extension PlayerState {
 
     /// Moves to `next` after the current track ended or failed, or stops at the end of the queue; `nothingPlayed` when
     /// it ends because every track failed in a row.
-    private mutating func advance(to next: Int?, nothingPlayed: Bool = false) -> [Command] {
+    mutating func advance(to next: Int?, nothingPlayed: Bool = false) -> [Command] {
         if let next, (0..<queue.trackCount).contains(next) {
             enterTrack(next)
             return []

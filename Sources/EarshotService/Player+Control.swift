@@ -246,6 +246,8 @@ extension Player {
             if let refusal = editQueue(edit, paths: newPaths) { return ControlReply.failure(refusal) }
         case .jump(let index):
             if let refusal = jump(to: index) { return ControlReply.failure(refusal) }
+        case .byID(let request):
+            if let refusal = perform(request) { return ControlReply.failure(refusal) }
         case .play: dispatch(.userPlay)
         case .pause: dispatch(.userPause)
         case .toggle: dispatch(.userToggle)
@@ -256,6 +258,8 @@ extension Player {
         case .volume(let percent): dispatch(.userVolume(percent: percent))
         case .repeatMode(let mode): choosePlayOrder(repeat: mode, shuffle: nil)
         case .shuffle(let on): choosePlayOrder(repeat: nil, shuffle: on)
+        case .single(let mode): dispatch(.userSingle(mode))
+        case .consume(let on): dispatch(.userConsume(on))
         case .replayGain(let mode):
             // From the next track the decoder opens: the one playing keeps the gain it started with.
             replayGain.mode = mode

@@ -368,6 +368,8 @@ actor Player {
             mpris?.emitSeeked(positionMicroseconds: Int64(frame) * 1_000_000 / Int64(max(rate, 1)))
         case .requeue(let index):
             requeue(at: index)
+        case .removeTrack(let index):
+            removeConsumedTrack(at: index)
         case .cue(let index, let milliseconds):
             // Also for an empty queue: the decoder lets go of the old one.
             let rate = tracks[index]?.format.sampleRate ?? 44_100

@@ -138,6 +138,8 @@ struct PlayerReport {
             "volume": rules.volumePercent,
             "repeat": rules.repeatMode.rawValue,
             "shuffle": rules.shuffle != nil,
+            "single": rules.single.rawValue,
+            "consume": rules.consume,
             "replayGain": replayGainStatus,
             "lastError": lastError,
             "slowestHandlingMicros": handling.slowestMicros,

@@ -294,6 +294,16 @@ case "shuffle":
     let text = singleOperand(of: verb, arguments).text
     guard text == "on" || text == "off" else { usageError("shuffle takes on or off, not \(text)", verb: verb) }
     control(.shuffle(on: text == "on"))
+case "single":
+    let text = singleOperand(of: verb, arguments).text
+    guard let mode = SingleMode(rawValue: text) else {
+        usageError("single takes on, off or oneshot, not \(text)", verb: verb)
+    }
+    control(.single(mode))
+case "consume":
+    let text = singleOperand(of: verb, arguments).text
+    guard text == "on" || text == "off" else { usageError("consume takes on or off, not \(text)", verb: verb) }
+    control(.consume(on: text == "on"))
 case "status":
     let (given, flags) = operands(of: verb, arguments, flags: ["--json"])
     if let extra = given.first { usageError("status takes no operands (got \(extra.text))", verb: verb) }
