@@ -32,7 +32,7 @@ struct RadioLiveTests {
     /// Plays the station from the harness's service with a recorder on the headphones, and runs `body` once 3 s of it
     /// were heard.
     private func withStation(
-        liveBufferMinutes: Double?, _ body: (ServiceHarness, ChildProcess, MonitorRecorder) async throws -> Void
+        liveBufferMinutes: Double?, waitForMPRIS: Bool = false, _ body: (ServiceHarness, ChildProcess, MonitorRecorder) async throws -> Void
     ) async throws {
         try await ServiceHarness.run { harness in
             if let liveBufferMinutes { try harness.writeConfiguration(#"{"liveBufferMinutes": \#(liveBufferMinutes)}"#) }
@@ -41,7 +41,7 @@ struct RadioLiveTests {
             defer { server.stop() }
             let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones, promptly: true)
             do {
-                let service = try await harness.startService()
+                let service = try await harness.startService(waitForMPRIS: waitForMPRIS)
                 try harness.earshotChecked(["play", server.baseURL + "/live"])
                 try await harness.waitForStatus(of: service, "3 s of the station heard") {
                     $0.playback == "playing" && !$0.corked && $0.positionMs >= 3000
@@ -108,10 +108,10 @@ struct RadioLiveTests {
         }
     }
 
-    @Test("paused past a tiny live buffer, the resume rejoins live and says so")
+    @Test("paused past a tiny live buffer, the resume rejoins live and says so; MPRIS Seek forward jumps to live")
     func pastTheBufferRejoinsLive() async throws {
         // 0.15 minutes: 9 s kept, more than the 3 s burst and the ring hold while playing.
-        try await withStation(liveBufferMinutes: 0.15) { harness, service, recorder in
+        try await withStation(liveBufferMinutes: 0.15, waitForMPRIS: true) { harness, service, recorder in
             try harness.earshotChecked(["pause"])
             try await harness.waitForStatus(of: service, "paused, corked") { $0.playback == "paused" && $0.corked }
             try await Task.sleep(for: .seconds(14))
@@ -130,6 +130,12 @@ struct RadioLiveTests {
             // Live again: the 14 s of the pause are gone, but for the prebuffer kept at the live edge.
             #expect(pause.after - pause.before >= 9, "paused at \(pause.before) s, resumed at \(pause.after) s")
             #expect(service.standardError().contains("rejoined=bufferOverflowed"), "\(service.standardError())")
+            // Row 33 through MPRIS: `Seek` forward on a live stream is a jump to live.
+            try harness.playerctlEarshot(["position", "5+"])
+            let jumped = try await harness.waitForStatus(of: service, "MPRIS Seek forward jumped to live") {
+                $0.liveRejoined == "userAsked"
+            }
+            #expect(jumped.playback == "playing", "\(jumped)")
         }
     }
 }
