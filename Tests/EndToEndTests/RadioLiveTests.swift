@@ -108,6 +108,30 @@ struct RadioLiveTests {
         }
     }
 
+    @Test("a phone call over the station: the show after the call starts at the sample where it paused")
+    func callOverTheStation() async throws {
+        try await withStation(liveBufferMinutes: nil) { harness, service, recorder in
+            let placed = ContinuousClock.now
+            let call = try ServerControl.startPhoneCall(
+                wav: try Fixtures.phoneCall(seconds: 4), sink: TestEnvironment.speakers, bufferSeconds: 5)
+            defer { call.kill() }
+            try await harness.waitForStatus(of: service, "paused for the call") {
+                $0.playback == "paused" && $0.pauseReason == "interruption" && $0.corked
+            }
+            let resumed = try await harness.waitForStatus(of: service, "playing again after the call") {
+                $0.playback == "playing" && $0.activeInterruptions.isEmpty && !$0.corked
+            }
+            #expect(resumed.liveRejoined == nil, "\(resumed)")
+            try await Task.sleep(for: .seconds(2))
+            let recording = try await recorder.stop()
+            // The middle of the call lies in the silence on the headphones.
+            let pause = try Self.positions(around: recording.time(of: placed + .seconds(2)), in: recording)
+            let gap = (pause.after - pause.before) * 1000
+            report("call over live radio: show position after the call minus before it", gap)
+            #expect(abs(gap) <= 30, "paused at \(pause.before) s of the show, resumed at \(pause.after) s")
+        }
+    }
+
     @Test("paused past a tiny live buffer, the resume rejoins live and says so; MPRIS Seek forward jumps to live")
     func pastTheBufferRejoinsLive() async throws {
         // 0.15 minutes: 9 s kept, more than the 3 s burst and the ring hold while playing.
