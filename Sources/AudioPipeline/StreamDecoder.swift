@@ -108,6 +108,8 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
     /// there (the worker asks for the frame last heard after a flush: an output lost, a reposition). Never throws,
     /// so a flush never costs the station itself.
     public func seek(toFrame frame: Int) throws(DecodeError) {
+        // A stream the server ended has nothing more to give: the worker opens it afresh instead.
+        if finished { throw DecodeError(kind: .cannotOpen, message: "The stream has ended") }
         positionFrame = max(0, frame)
         prebuffering = true
     }

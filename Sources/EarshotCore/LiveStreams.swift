@@ -25,12 +25,15 @@ public enum LiveRejoin: Hashable, Sendable, CustomStringConvertible {
     case bufferOverflowed
     /// The user asked for live (`earshot live`, MPRIS `Seek` forward, row 33).
     case userAsked
+    /// A stopped live stream is played again: it starts at live, as a stopped file starts at its beginning (row 34).
+    case restarted
 
     /// `bufferOverflowed` or `userAsked`.
     public var description: String {
         switch self {
         case .bufferOverflowed: return "bufferOverflowed"
         case .userAsked: return "userAsked"
+        case .restarted: return "restarted"
         }
     }
 }
@@ -103,9 +106,13 @@ extension PlayerState {
     }
 
     /// Row 32: what a resume on a live stream does first: nothing when the buffer kept everything since the pause, a
-    /// rejoin of live when it did not.
+    /// rejoin of live when it did not (a stopped stream rejoins live anyway, row 34).
     mutating func rejoinLiveIfOverflowed() -> [Command] {
         guard isOnLiveStream, live?.bufferOverflowed == true else { return [] }
+        guard playback != .stopped else {
+            live?.bufferOverflowed = false
+            return []
+        }
         live?.bufferOverflowed = false
         return [.rejoinLive(.bufferOverflowed)]
     }

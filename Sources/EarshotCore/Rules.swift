@@ -378,7 +378,10 @@ extension PlayerState {
     private mutating func prepareToPlay() -> [Command] {
         var commands: [Command] = []
         if !stream.isOpen { commands.append(.openStream) }
-        if playback == .stopped { commands.append(.playTrack(index: queue.index)) }
+        // Row 34: a stopped live stream starts again at live, as a stopped file starts again at its beginning.
+        if playback == .stopped {
+            commands.append(isOnLiveStream ? .rejoinLive(.restarted) : .playTrack(index: queue.index))
+        }
         return commands
     }
 

@@ -158,4 +158,19 @@ struct LiveStreamRulesTests {
             notLive.send(.userJumpToLive, commands: [.refuse(.notLive)])
         }
     }
+
+    @Test("Row 34: a stopped live stream played again starts at live, in place of the track's restart")
+    func row34StoppedStreamRestartsAtLive() {
+        var store = RuleStore(Self.playingLive)
+        store.send(.userStop, commands: [.fadeOutAndCork]) { $0.playback = .stopped }
+        // An overflow while stopped needs no second rejoin.
+        store.send(.liveBufferOverflowed(index: 0), commands: []) { $0.live?.bufferOverflowed = true }
+        store.send(.userPlay, commands: [.rejoinLive(.restarted), .uncork]) {
+            $0.playback = .playing
+            $0.live?.bufferOverflowed = false
+        }
+        // A stopped file restarts from its beginning, as ever.
+        var file = RuleStore(Given.stopped)
+        file.send(.userPlay, commands: [.playTrack(index: 0), .uncork]) { $0.playback = .playing }
+    }
 }

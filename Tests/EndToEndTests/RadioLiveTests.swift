@@ -68,7 +68,7 @@ struct RadioLiveTests {
         return (before + 0.015, after - 0.015)
     }
 
-    @Test("paused for a few seconds, the station resumes at the sample where it paused; a seek is refused, `live` jumps")
+    @Test("paused a few seconds, the station resumes at the sample where it paused; seek refused, `live` jumps, stop restarts")
     func pauseResumesWhereItPaused() async throws {
         try await withStation(liveBufferMinutes: nil) { harness, service, recorder in
             try harness.earshotChecked(["pause"])
@@ -105,6 +105,13 @@ struct RadioLiveTests {
             let ahead = try #require(zip(trace, trace.dropFirst()).map { $1 - $0 }.max(), "no positions read")
             report("live: the jump to live skipped", ahead, unit: "s")
             #expect(ahead >= 2.5, "the show jumped \(ahead) s at `live`; \(live)")
+            // Row 34: stopped and played again, the station starts at live, as a file starts at its beginning.
+            try harness.earshotChecked(["stop"])
+            try await harness.waitForStatus(of: service, "stopped") { $0.playback == "stopped" }
+            try harness.earshotChecked(["play"])
+            try await harness.waitForStatus(of: service, "playing again at live") {
+                $0.playback == "playing" && $0.liveRejoined == "restarted"
+            }
         }
     }
 
