@@ -48,6 +48,12 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Play out what the stream holds up to `boundary`, with no silence after it; the executor reports it played with
     /// `formatChangeReached` or `queuePlayedOut`.
     case drain(OutputBoundary)
+    /// Drop what a live stream's buffer and the ring hold and go on from the stream's live edge, without uncorking
+    /// (rows 32 and 33); the executor tells the user why (a status field and a log line with the reason's kind).
+    case rejoinLive(LiveRejoin)
+    /// Turn the user's request down for `reason` (rows 31 and 33): the front-end that asked answers with it, and
+    /// nothing else changes.
+    case refuse(Refusal)
     /// Set the stream's volume to `percent` (100 is unity).
     case setVolume(percent: Int)
     /// Lower the stream's volume to the duck level with a short ramp, under the user's volume (rule 20): a stream with
@@ -95,6 +101,8 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .requeue(let index): return "requeue(\(index))"
         case .removeTrack(let index): return "removeTrack(\(index))"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
+        case .rejoinLive(let reason): return "rejoinLive(\(reason))"
+        case .refuse(let reason): return "refuse(\(reason))"
         case .drain(let boundary): return "drain(\(boundary))"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"
         case .releaseSleepDelay: return "releaseSleepDelay"

@@ -294,6 +294,8 @@ public enum Event: Hashable, Sendable {
     case queueEdited(QueueEdit)
     /// The user chose track `index` to play (MPD's `play POSITION`, `playid`).
     case userPlayTrack(index: Int)
+    /// Go back to a live stream's live edge (`earshot live`, row 33).
+    case userJumpToLive
     /// A saved queue of `trackCount` tracks was restored at track `index`, `positionMilliseconds` into it.
     /// Starting the service is like a replug: it never makes a sound by itself.
     case queueRestored(trackCount: Int, index: Int, positionMilliseconds: Int)
@@ -307,6 +309,12 @@ public enum Event: Hashable, Sendable {
     /// included, with no track opened fine between them: a fact of the decoder's, of which the rules make the verdict
     /// "nothing in this queue plays".
     case trackFailed(index: Int, failure: TrackFailure, failuresInARow: Int)
+
+    /// The decoder opened track `index`, and it is a live stream (internet radio): no end, no seek (row 30).
+    case liveStreamStarted(index: Int)
+    /// The buffer that receives live stream `index` while the player does not read it dropped bytes the listener had
+    /// not heard: it held `liveBufferMinutes` (row 32).
+    case liveBufferOverflowed(index: Int)
 
     // From the output, in the order the listener hears them.
 
@@ -389,6 +397,9 @@ extension Event: CustomStringConvertible {
         case .queueExtended(let count): return "queueExtended(\(count) tracks)"
         case .queueEdited(let edit): return "queueEdited(\(edit))"
         case .userPlayTrack(let index): return "userPlayTrack(\(index))"
+        case .userJumpToLive: return "userJumpToLive"
+        case .liveStreamStarted(let index): return "liveStreamStarted(\(index))"
+        case .liveBufferOverflowed(let index): return "liveBufferOverflowed(\(index))"
         case .queueRestored(let count, let index, let milliseconds):
             return "queueRestored(\(count) tracks, at \(index), \(milliseconds)ms)"
         case .playModesRestored(let mode, let shuffle, let single, let consume):

@@ -37,6 +37,9 @@ extension PlayerState {
         if calls.deadline != deadline || (timerSpent && calls.deadline != nil) {
             trailing.append(.armTimer(at: calls.deadline))
         }
+        // Row 32: whichever event moved the cursor off the live stream, its decoder is let go (a return opens it afresh,
+        // at live): what its buffer lost while paused concerns no resume any more.
+        forgetOverflowOffTheLiveStream()
         // Rule 23: the idle-suspend inhibitor follows the playback, whichever event moved it.
         if let inhibitor = idleInhibitorFollowingPlayback() { trailing.append(inhibitor) }
         // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
@@ -103,8 +106,12 @@ extension PlayerState {
             return moveCursor(to: track(before: queue.index))
         case .userSeek(let milliseconds):
             guard playback != .idle, playback != .stopped else { return [] }
+            // Row 31: a live stream has no position to go to.
+            if let live = seekInLiveStream(forward: false) { return live }
             return [.seek(milliseconds: max(milliseconds, 0))]
         case .userSeekBy(let offset, let from, let length):
+            // Rows 31 and 33: in a live stream, forward is toward live, and back is refused.
+            if playback != .stopped, let live = seekInLiveStream(forward: offset > 0) { return live }
             return seek(by: offset, from: from, trackLength: length)
         case .userVolume(let percent):
             volumePercent = min(max(percent, 0), 150)
@@ -140,6 +147,12 @@ extension PlayerState {
             return editQueue(edit)
         case .userPlayTrack(let index):
             return playTrack(index)
+        case .userJumpToLive:
+            return jumpToLive()
+        case .liveStreamStarted(let index):
+            return liveStreamStarted(index)
+        case .liveBufferOverflowed(let index):
+            return liveBufferOverflowed(index)
         case .queueRestored(let trackCount, let index, let milliseconds):
             return restoreQueue(trackCount: trackCount, index: index, milliseconds: milliseconds)
         case .trackFailed(let index, let failure, let inARow):
@@ -250,7 +263,9 @@ extension PlayerState {
         // stream held (its whole buffer): `flush`, decoding continues from the frame heard. (The executor may have
         // reported the stream closed just before: `streamClosed` comes first when it lets go of it.)
         let streamDied = reason == .serverLost || reason == .streamFailed
-        return commands + (streamDied && wasPaused ? [.flush] : [])
+        // Row 24: a live stream cannot decode again from the frame heard; the flush would only drop what the ring
+        // holds of the show.
+        return commands + (streamDied && wasPaused && !isOnLiveStream ? [.flush] : [])
     }
 
     /// Rule 10 for every loss: paused, the wish to resume forgotten, and a playing stream corked and flushed.
@@ -264,7 +279,9 @@ extension PlayerState {
         switch playback {
         case .playing:
             playback = .paused(.outputLost(reason))
-            return [.cork, .flush]
+            // Row 24: a live stream keeps what the ring and the server hold (a flush cannot take it back from the
+            // frame heard, as a file's can); the resume continues with it.
+            return isOnLiveStream ? [.cork] : [.cork, .flush]
         case .paused(.user), .idle, .stopped:
             return []
         case .paused:
@@ -329,6 +346,8 @@ extension PlayerState {
 
     private mutating func replaceQueue(trackCount: Int, startIndex: Int) -> [Command] {
         let wasPlaying = isPlaying
+        // Row 30: a new queue's streams are reported again as the decoder opens them.
+        live = nil
         guard trackCount > 0 else {
             playback = .idle
             queue = .empty
@@ -366,16 +385,21 @@ extension PlayerState {
     private mutating func prepareToPlay() -> [Command] {
         var commands: [Command] = []
         if !stream.isOpen { commands.append(.openStream) }
-        if playback == .stopped { commands.append(.playTrack(index: queue.index)) }
+        // Row 34: a stopped live stream starts again at live, as a stopped file starts again at its beginning.
+        if playback == .stopped {
+            commands.append(isOnLiveStream ? .rejoinLive(.restarted) : .playTrack(index: queue.index))
+        }
         return commands
     }
 
     /// Starts playing at the current track: the stream is made ready and uncorked (rules 5, 8, 9 and 18).
     mutating func startPlaying() -> [Command] {
+        // Row 32: a live stream whose buffer overflowed while paused rejoins live before it sounds again.
+        let rejoin = rejoinLiveIfOverflowed()
         let preparation = prepareToPlay()
         playback = .playing
         // Without a stream there is nothing to uncork yet: `streamOpened` brings the uncork.
-        return stream.isOpen ? preparation + [.uncork] : preparation
+        return rejoin + (stream.isOpen ? preparation + [.uncork] : preparation)
     }
 
     /// Moves to `next` after the current track ended or failed, or stops at the end of the queue; `nothingPlayed` when

@@ -220,6 +220,8 @@ public struct PlayerState: Hashable, Sendable {
     public var idleInhibitorHeld = false
     /// What the rules know of calls before they interrupt: probing captures, calls counted, profile switches.
     public var calls = CallJudge()
+    /// The live stream (internet radio) the decoder opened last, and what the rules know of its buffer (rows 30-33).
+    public var live: LiveStream?
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(

@@ -32,6 +32,8 @@ public enum ControlRequest: Equatable, Sendable {
     case previous
     /// Move to `seconds` into the current track.
     case seek(seconds: Double)
+    /// Jump to a live stream's live edge (RULES.md row 33).
+    case live
     /// Set the volume in percent.
     case volume(percent: Int)
     /// Choose what follows a track's end and the queue's end: `{"command": "repeat", "mode": "track"}`.
@@ -75,8 +77,8 @@ public enum ControlRequest: Equatable, Sendable {
 
     /// The command names the protocol accepts.
     public static let commandNames = [
-        "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "single", "consume",
-        "replaygain",
+        "play", "pause", "toggle", "stop", "next", "previous", "seek", "live", "volume", "repeat", "shuffle", "single",
+        "consume", "replaygain",
         "status", "events", "load", "add", "clear", "queue", "update", "rescan", "search", "find", "list", "searchadd",
         "findadd", "ls", "delete", "move", "swap", "insert", "reorder", "jump", "playid", "deleteid", "moveid", "swapid",
         "seekid",
@@ -132,6 +134,7 @@ extension ControlRequest {
         case "stop": return .success(.stop)
         case "next": return .success(.next)
         case "previous": return .success(.previous)
+        case "live": return .success(.live)
         case "status": return .success(.status)
         case "events": return .success(.events)
         case "clear": return .success(.clear)
@@ -289,6 +292,7 @@ extension ControlRequest {
         case .stop: return "stop"
         case .next: return "next"
         case .previous: return "previous"
+        case .live: return "live"
         case .seek: return "seek"
         case .volume: return "volume"
         case .repeatMode: return "repeat"

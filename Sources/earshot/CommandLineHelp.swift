@@ -104,6 +104,8 @@ struct Verb {
         Verb("next", "move to the next track"),
         Verb("previous", "move to the previous track"),
         Verb("seek", forms: ["SECONDS"], "move to SECONDS (a number >= 0) into the current track"),
+        Verb("live", "jump to the live edge of the internet radio station playing (dropping what was kept of it)",
+             details: ["A paused station goes on being received (liveBufferMinutes); seeking in one is refused."]),
         Verb("volume", forms: ["PERCENT"], "set the stream volume (0-150)"),
         Verb("repeat", forms: ["off|track|queue"], "repeat nothing, the current track, or the whole queue",
              details: ["Under 'repeat track', next still moves on. The choice is kept across restarts."]),

@@ -329,6 +329,7 @@ case "toggle": expectNoArguments(verb, arguments); control(.toggle)
 case "stop": expectNoArguments(verb, arguments); control(.stop)
 case "next": expectNoArguments(verb, arguments); control(.next)
 case "previous": expectNoArguments(verb, arguments); control(.previous)
+case "live": expectNoArguments(verb, arguments); control(.live)
 default:
     // Every verb in `Verb.all` has its case above; the help test runs each one.
     preconditionFailure("no handler for the verb \(verb.name)")
