@@ -1,7 +1,7 @@
 // MPD's library commands in Earshot's terms: the library's own requests (the CLI's `search`, `find`, `list`,
 // `findadd`, `searchadd`, `update`, `ls`), answered by the library on the client's thread, and their JSON replies as
-// MPD's `file:` and `Tag: value` lines. Tag/value pairs only: MPD's filter expressions (`(artist == 'x')`) are refused
-// with the library's reason.
+// MPD's `file:` and `Tag: value` lines. Tag/value pairs and MPD's filter expressions (`(artist == 'x')`) alike: the
+// library parses both (LibraryQuery, LibraryExpression), and refuses what it cannot read as an argument error.
 import EarshotService
 import MPDProtocol
 import TrackPaths
@@ -54,10 +54,10 @@ extension MPDSession {
         }
     }
 
-    /// Asks the library `verb` with `words` (tag names lower-cased, as the library names them), tags included.
+    /// Asks the library `verb` with `words` as sent (pairs, filter expressions: the library reads tag names in any
+    /// case), tags included.
     private func query(_ verb: String, _ words: [String], _ name: String) -> Result<[String: Any], MPDError> {
-        let lowered = words.enumerated().map { index, word in index % 2 == 0 ? word.lowercased() : word }
-        return reply(to: .libraryQuery(verb: verb, words: lowered, tags: true), name)
+        reply(to: .libraryQuery(verb: verb, words: words, tags: true), name)
     }
 
     /// MPD's song lines for each track of a library reply.

@@ -186,7 +186,9 @@ public struct MPDSession {
             if let missing, object["error"] as? String == missing {
                 return .failure(MPDError(.argument, command: name, missing))
             }
-            return .failure(MPDError(.system, command: name, object["error"] as? String ?? "refused"))
+            // A query the library could not parse is the client's argument error, as MPD's is.
+            let code: MPDErrorCode = object["refusal"] as? String == "query" ? .argument : .system
+            return .failure(MPDError(code, command: name, object["error"] as? String ?? "refused"))
         }
         return .success(object)
     }

@@ -173,7 +173,8 @@ extension LibraryDatabase {
         switch query {
         case .search(let terms): filter = LibraryFilter(terms: terms, searching: true)
         case .find(let terms): filter = LibraryFilter(terms: terms, searching: false)
-        case .list: return []
+        case .filter(let expression, let folded, nil): filter = LibraryFilter(expression: expression, folded: folded)
+        case .list, .filter: return []
         }
         let roots = try roots()
         let select = try connection.oneOffStatement(
@@ -189,8 +190,12 @@ extension LibraryDatabase {
     /// The distinct values of `tag` among the tracks matching `terms` exactly (untagged tracks give none): albums in
     /// the order of their earliest date, numbers in numeric order, other tags alphabetically.
     public func values(of tag: LibraryTag, matching terms: [LibraryTerm]) throws(SQLiteError) -> [String] {
+        try values(of: tag, where: LibraryFilter(terms: terms, searching: false))
+    }
+
+    /// The distinct values of `tag` among the tracks `filter` matches, in `values(of:matching:)`'s order.
+    public func values(of tag: LibraryTag, where filter: LibraryFilter) throws(SQLiteError) -> [String] {
         guard let column = tag.column else { return [] }
-        let filter = LibraryFilter(terms: terms, searching: false)
         let order: String
         switch tag {
         case .album: order = "min(coalesce(date, '')), \(column) COLLATE NOCASE"

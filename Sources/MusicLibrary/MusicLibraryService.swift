@@ -317,6 +317,11 @@ public final class MusicLibraryService: @unchecked Sendable {
         try reading { database throws(SQLiteError) in try database.values(of: tag, matching: terms) }
     }
 
+    /// The values of `tag` among the tracks `filter` (a filter expression's) matches.
+    public func values(of tag: LibraryTag, where filter: LibraryFilter) throws(QueryError) -> [String] {
+        try reading { database throws(SQLiteError) in try database.values(of: tag, where: filter) }
+    }
+
     /// The folders and files of the library folder `path` (relative to the music folders; nil for the top).
     public func listing(_ path: TrackPath?) throws(QueryError) -> (folders: [[UInt8]], files: [LibraryEntry]) {
         var folder = path?.bytes ?? []

@@ -125,12 +125,19 @@ enum LibraryWiring {
             let query: LibraryQuery
             switch LibraryQuery.parse(verb: verb, words) {
             case .success(let parsed): query = parsed
-            case .failure(let error): return ControlReply.failure(error.message)
+            // `refusal` lets the MPD front-end answer a malformed query as MPD does (an argument error).
+            case .failure(let error):
+                return ControlReply.line(["ok": false, "error": error.message, "refusal": "query"])
             }
             do {
                 if case .list(let tag, let terms) = query {
                     return ControlReply.success(["tag": tag.rawValue,
                                                  "values": try library.values(of: tag, matching: terms)])
+                }
+                if case .filter(let expression, let folded, let tag?) = query {
+                    let filter = LibraryFilter(expression: expression, folded: folded)
+                    return ControlReply.success(["tag": tag.rawValue,
+                                                 "values": try library.values(of: tag, where: filter)])
                 }
                 let tracks = try library.tracks(query)
                 guard verb.hasSuffix("add") else {
