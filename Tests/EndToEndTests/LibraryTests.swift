@@ -50,6 +50,14 @@ struct LibraryTests {
             #expect(try Self.lines(harness, ["find", "album", "kind of blue"]).isEmpty)
             #expect(try Self.lines(harness, ["list", "album"]) == ["Kind of Blue", "Bitches Brew", "Ágætis byrjun"])
             #expect(try Self.lines(harness, ["list", "genre", "artist", "Miles Davis"]) == ["Jazz", "Jazz Fusion"])
+            // MPD's filter expressions, the same words mpc sends.
+            #expect(try Self.lines(harness, ["find", "((album == 'Kind of Blue') AND (track == '2'))"])
+                == [kind[1].path])
+            #expect(try Self.lines(harness, ["search", "(album starts_with 'KIND')"]) == kind.map(\.path))
+            #expect(try Self.lines(harness, ["list", "album", "(genre starts_with 'Jazz')"])
+                == ["Kind of Blue", "Bitches Brew"])
+            let regex = try harness.earshot(["find", "(artist =~ 'M.*')"])
+            #expect(regex.status == 64 && regex.standardError.contains("no regular expressions"), "\(regex)")
             #expect(try Self.lines(harness, ["ls"]) == ["Miles Davis", "Playlists", "Sigur Rós"])
             #expect(try Self.lines(harness, ["ls", "Playlists"]) == [LibraryFixtures.playlistPath])
 

@@ -5,7 +5,8 @@ enum MPDComparison {
     static let script = #"""
 # The MPD comparison (MPDComparisonTests): the same request lines sent to Earshot and to Debian's MPD on the same
 # music, each reply compared as the test's table says: `same` (the whole reply, files by their last component, the
-# stored playlists' dates left out), `fields K...` (those fields only), `keys` (the same field names, values aside),
+# stored playlists' dates left out), `fields K...` (those fields only), `files` (the same files, in any order: the
+# two order a whole library differently), `keys` (the same field names, values aside),
 # `ack` (both refuse, with the same code and command) or `ok` (both accept). Prints one line per difference and
 # `compared N` at the end; exits 1 when a reply differs.
 import socket, sys
@@ -53,6 +54,9 @@ def compare(kind, earshot, mpd):
         return False
     if kind == "same":
         return normalized(e_lines) == normalized(m_lines)
+    if kind == "files":
+        return sorted(v for k, v in normalized(e_lines) if k == "file") == \
+            sorted(v for k, v in normalized(m_lines) if k == "file")
     if kind == "keys":
         return [key for key, _ in normalized(e_lines)] == [key for key, _ in normalized(m_lines)]
     wanted = kind.split()[1:]
@@ -83,11 +87,13 @@ main()
 """#
 
     /// The requests, one a line: `KIND | REQUEST`. `same`: the whole reply (files by their last component, the stored
-    /// playlists' dates left out); `fields K...`: those fields only; `keys`: the same field names; `ack`: both refuse
-    /// with the same code and command; `ok`: both accept; `setup`: run on both, both must accept.
+    /// playlists' dates left out); `fields K...`: those fields only; `files`: the same files in any order; `keys`: the
+    /// same field names; `ack`: both refuse with the same code and command; `ok`: both accept; `setup`: run on both,
+    /// both must accept.
     static let requests = #"""
 # The comparison's requests (mpd_compare.py): KIND | REQUEST. Run from a stopped, emptied queue on the same music
-# (a.mp3 and b.mp3 at the top, c.mp3 in album/). Replies that may differ are in docs/mpd.md's divergences.
+# (a.mp3 and b.mp3 at the top, c.mp3 in album/, untagged; tagged/1.flac, 2.flac by Miles Davis, 3.flac by Sigur Rós).
+# Replies that may differ are in docs/mpd.md's divergences.
 setup | stop
 setup | clear
 setup | add "a.mp3"
@@ -169,6 +175,46 @@ ack | setvol 101
 ack | delete 5:2
 ack | addid "missing.mp3"
 ack | playlistadd "compare-four" "missing.mp3"
+# MPD's filter expressions: find exact, search without case, a tag a track lacks is '', albumartist falls back.
+fields file Title | find "(artist == 'Miles Davis')"
+same | find "(artist == 'miles davis')"
+fields file | search "(artist == 'miles davis')"
+fields file | find "(title contains 'Tune')"
+same | find "(title contains 'tune')"
+fields file | search "(title contains 'TUNE')"
+fields file | find "((artist == 'Miles Davis') AND (track == '2'))"
+fields file | find "((genre == 'Jazz') AND (!(composer == 'Miles Davis')) AND (date == '1959'))"
+files | find "(!(artist == 'Miles Davis'))"
+files | find "(composer != 'Miles Davis')"
+files | find "(title !contains 'e')"
+files | find "(composer == '')"
+files | find "(base 'tagged')"
+fields file | find "(file == 'tagged/3.flac')"
+fields file | find "(albumartist == 'Miles Davis')"
+fields file | find "(any == 'Jazz')"
+fields file | find "(AlbumArtist == \"Sigur Rós\")"
+fields file | find "(title == 'Freddie\\'s Tune')"
+fields file | find "(title == \"Freddie's Tune\")"
+fields file | search "( title  contains  'so' ) "
+fields file | find "(artist == 'Miles Davis')" "album" "Kind of Blue" "title" "So What"
+same | list album "(artist == 'Miles Davis')"
+same | list genre "(base 'tagged')"
+same | list title "((genre == 'Jazz') AND (track == '1'))"
+setup | clear
+setup | findadd "(album == 'Kind of Blue')"
+fields file | playlistinfo
+setup | searchadd "(album contains 'BYRJUN')"
+fields file | playlistinfo
+setup | clear
+ack | find "(artist == 'x'"
+ack | find "(artist == 'x') x"
+ack | find "((artist == 'a') OR (album == 'b'))"
+ack | find "(colour == 'x')"
+ack | find "(artist = 'x')"
+ack | find "(modified-since 'soon')"
+ack | find "(artist == 'x') title"
+ack | search "(!artist == 'x')"
+ack | list album "(artist == 'x'"
 ok | ping
 ok | binarylimit 4096
 ok | prio 3 0
