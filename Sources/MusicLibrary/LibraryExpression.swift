@@ -220,17 +220,10 @@ extension LibraryFilter {
             values += [.text(folder), .integer(prefix.utf8.count), .text(prefix)]
             return "(path = CAST(? AS BLOB) OR substr(path, 1, ?) = CAST(? AS BLOB))"
         case .compare(let tag, let comparison, let value):
-            let subjects: [String]
-            switch tag {
-            case .any:
-                subjects = LibraryTag.textTags.compactMap(\.column) + ["CAST(track AS TEXT)", "CAST(disc AS TEXT)"]
-            case .file: subjects = ["CAST(path AS TEXT)"]
-            case .track, .disc: subjects = ["coalesce(CAST(\(tag.column!) AS TEXT), '')"]
-            // MPD's fallback: a track without an album artist is matched by its artist.
-            case .albumartist: subjects = ["coalesce(albumartist, artist, '')"]
-            default: subjects = ["coalesce(\(tag.column!), '')"]
-            }
-            // A tag a track lacks is '' to one tag's comparison (MPD's rule); `any` looks at the tags present only.
+            // A tag a track lacks is '' to one tag's comparison, and a missing album artist is the artist (MPD's
+            // rules: LibraryTag.listedValue); `any` looks at the tags present only.
+            let subjects = tag.listedValue.map { [$0] }
+                ?? LibraryTag.textTags.compactMap(\.column) + ["CAST(track AS TEXT)", "CAST(disc AS TEXT)"]
             let matches = subjects.map { subject in
                 values.append(.text(value))
                 let (left, right) = folded ? ("lower(\(subject))", "lower(?)") : (subject, "?")

@@ -75,12 +75,16 @@ public enum LibraryQuery: Equatable, Sendable {
     /// (`search`); with `listing`, the distinct values of that tag among them (`list`). Pairs given beside an
     /// expression join it as MPD reads them: `find`'s as `==`, `search`'s as `contains`.
     case filter(LibraryExpression, folded: Bool, listing: LibraryTag?)
+    /// MPD's `list TAG [FILTER] group G...`: the distinct combinations of the groups' values and TAG's among the
+    /// tracks the filter (find's rules) matches, the outermost group first (LibraryGrouping.swift).
+    case grouped(LibraryTag, groups: [LibraryTag], LibraryExpression?)
 
     /// The verbs that take a query.
     public static let verbs = ["search", "find", "list", "searchadd", "findadd"]
 
     /// Parses the words after `verb` (`search`, `find`, `list`; `searchadd` and `findadd` as their queries).
     public static func parse(verb: String, _ words: [String]) -> Result<LibraryQuery, LibraryQueryError> {
+        if verb == "list", let grouped = grouped(words) { return grouped }
         if let expression = words.firstIndex(where: { $0.hasPrefix("(") }) {
             return filter(verb: verb, words, firstExpression: expression)
         }
@@ -133,6 +137,15 @@ public enum LibraryQuery: Equatable, Sendable {
         default: return .failure(LibraryQueryError("\(shown(verb)) is not a query verb"))
         }
         let folded = verb.hasPrefix("search")
+        return expression(of: rest, verb: verb, folded: folded).map {
+            .filter($0, folded: folded, listing: listing)
+        }
+    }
+
+    /// The expression `words` make: filter expressions and pairs (`==`, or `contains` when `folded`) together.
+    static func expression(of words: ArraySlice<String>, verb: String, folded: Bool)
+        -> Result<LibraryExpression, LibraryQueryError> {
+        var rest = words
         var items: [LibraryExpression] = []
         while let word = rest.first {
             if word.hasPrefix("(") {
@@ -153,7 +166,7 @@ public enum LibraryQuery: Equatable, Sendable {
             items.append(.compare(tag, folded ? .contains : .equals, rest.dropFirst().first!))
             rest = rest.dropFirst(2)
         }
-        return .success(.filter(items.count == 1 ? items[0] : .and(items), folded: folded, listing: listing))
+        return .success(items.count == 1 ? items[0] : .and(items))
     }
 
     /// The words a search text is made of: split at white space, each keeping only words with a letter or digit in

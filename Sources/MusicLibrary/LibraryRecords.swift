@@ -174,7 +174,7 @@ extension LibraryDatabase {
         case .search(let terms): filter = LibraryFilter(terms: terms, searching: true)
         case .find(let terms): filter = LibraryFilter(terms: terms, searching: false)
         case .filter(let expression, let folded, nil): filter = LibraryFilter(expression: expression, folded: folded)
-        case .list, .filter: return []
+        case .list, .filter, .grouped: return []
         }
         let roots = try roots()
         let select = try connection.oneOffStatement(
@@ -213,6 +213,23 @@ extension LibraryDatabase {
                 ? String(decoding: select.blob(0), as: UTF8.self) : select.text(0) ?? "")
         }
         return values
+    }
+
+    /// The distinct combinations of `groups`' values and `tag`'s among the tracks `filter` matches, each row the
+    /// groups' values (outermost first) then the tag's, in byte order column by column (MPD's).
+    public func groupedValues(of tag: LibraryTag, groups: [LibraryTag], where filter: LibraryFilter)
+        throws(SQLiteError) -> [[String]] {
+        let columns = (groups + [tag]).compactMap(\.listedValue)
+        guard columns.count == groups.count + 1 else { return [] }
+        let order = (1...columns.count).map(String.init).joined(separator: ", ")
+        let select = try connection.oneOffStatement(
+            "SELECT DISTINCT \(columns.joined(separator: ", ")) FROM files WHERE \(filter.condition) ORDER BY \(order)")
+        select.bind(filter.values.map(\.sqliteValue))
+        var rows: [[String]] = []
+        while try select.step() {
+            rows.append((0..<columns.count).map { select.text(Int32($0)) ?? "" })
+        }
+        return rows
     }
 
     /// What is in the library's folder `folder` (relative, "" for the top; every music folder's top together):

@@ -317,6 +317,14 @@ public final class MusicLibraryService: @unchecked Sendable {
         try reading { database throws(SQLiteError) in try database.values(of: tag, matching: terms) }
     }
 
+    /// The rows of `list TAG group G...` among the tracks `filter` matches (LibraryDatabase.groupedValues).
+    public func groupedValues(of tag: LibraryTag, groups: [LibraryTag], where filter: LibraryFilter)
+        throws(QueryError) -> [[String]] {
+        try reading { database throws(SQLiteError) in
+            try database.groupedValues(of: tag, groups: groups, where: filter)
+        }
+    }
+
     /// The values of `tag` among the tracks `filter` (a filter expression's) matches.
     public func values(of tag: LibraryTag, where filter: LibraryFilter) throws(QueryError) -> [String] {
         try reading { database throws(SQLiteError) in try database.values(of: tag, where: filter) }

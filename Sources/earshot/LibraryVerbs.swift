@@ -91,6 +91,12 @@ private func printLibraryReply(_ object: [String: Any], verb: String, json: Bool
         if json { printJSON(["scan": object["scan"] ?? "queued"]) }
     case "findadd", "searchadd":
         if json { printJSON(["added": object["added"] ?? 0]) }
+    case "list" where object["rows"] != nil:
+        // Grouped: one line per combination, the groups' values (outermost first) and the tag's, tab-separated.
+        let rows = object["rows"] as? [Any] ?? []
+        if json { printJSON(rows) } else {
+            for row in rows { print((row as? [Any] ?? []).map { $0 as? String ?? "" }.joined(separator: "\t")) }
+        }
     case "list":
         let values = object["values"] as? [Any] ?? []
         if json { printJSON(values) } else { for value in values { print(value as? String ?? "") } }

@@ -134,6 +134,14 @@ enum LibraryWiring {
                     return ControlReply.success(["tag": tag.rawValue,
                                                  "values": try library.values(of: tag, matching: terms)])
                 }
+                if case .grouped(let tag, let groups, let expression) = query {
+                    let filter = expression.map { LibraryFilter(expression: $0, folded: false) }
+                        ?? LibraryFilter(terms: [], searching: false)
+                    return ControlReply.success([
+                        "tag": tag.rawValue, "groups": groups.map(\.rawValue),
+                        "rows": try library.groupedValues(of: tag, groups: groups, where: filter),
+                    ])
+                }
                 if case .filter(let expression, let folded, let tag?) = query {
                     let filter = LibraryFilter(expression: expression, folded: folded)
                     return ControlReply.success(["tag": tag.rawValue,

@@ -56,6 +56,8 @@ struct LibraryTests {
             #expect(try Self.lines(harness, ["search", "(album starts_with 'KIND')"]) == kind.map(\.path))
             #expect(try Self.lines(harness, ["list", "album", "(genre starts_with 'Jazz')"])
                 == ["Kind of Blue", "Bitches Brew"])
+            #expect(try Self.lines(harness, ["list", "album", "(date != '1999')", "group", "artist"])
+                == ["Miles Davis\tBitches Brew", "Miles Davis\tKind of Blue"])
             let regex = try harness.earshot(["find", "(artist =~ 'M.*')"])
             #expect(regex.status == 64 && regex.standardError.contains("no regular expressions"), "\(regex)")
             #expect(try Self.lines(harness, ["ls"]) == ["Miles Davis", "Playlists", "Sigur Rós"])

@@ -49,6 +49,11 @@ public func libraryQueryFuzzInput(_ data: UnsafePointer<UInt8>?, _ size: Int) ->
         case .filter(let expression, let folded, _):
             filter = LibraryFilter(expression: expression, folded: folded)
             run(filter)
+        case .grouped(_, let groups, let expression):
+            require(!groups.isEmpty, "a grouped list without a group")
+            filter = expression.map { LibraryFilter(expression: $0, folded: false) }
+                ?? LibraryFilter(terms: [], searching: false)
+            run(filter)
         }
         let placeholders = filter.condition.filter { $0 == "?" }.count
         require(placeholders == filter.values.count, "\(placeholders) placeholders for \(filter.values.count) values")

@@ -200,6 +200,17 @@ fields file | find "(artist == 'Miles Davis')" "album" "Kind of Blue" "title" "S
 same | list album "(artist == 'Miles Davis')"
 same | list genre "(base 'tagged')"
 same | list title "((genre == 'Jazz') AND (track == '1'))"
+# list ... group: the last group outermost, '' for a tag a track lacks, byte order at every level.
+same | list album group artist
+same | list album group albumartist
+same | list title "(base 'tagged')" group date group genre
+same | list track "(artist == 'Miles Davis')" group composer
+same | list genre group date group artist
+same | list title artist "Miles Davis" group album
+ack | list album group album
+ack | list album group colour
+ack | list album group artist group artist
+ack | list album group file
 setup | clear
 setup | findadd "(album == 'Kind of Blue')"
 fields file | playlistinfo
