@@ -36,6 +36,16 @@ public indirect enum LibraryExpression: Equatable, Sendable {
     /// The tracks every expression matches.
     case and([LibraryExpression])
 
+    /// The folder of the first `base` among the expressions every track must match (MPD's selection folder, which
+    /// must exist), or nil.
+    public var firstBase: String? {
+        switch self {
+        case .base(let folder): return folder
+        case .and(let items): return items.lazy.compactMap(\.firstBase).first
+        default: return nil
+        }
+    }
+
     /// The longest quoted value (MPD's own limit) and the deepest nesting accepted.
     static let longestValue = 4095
     static let deepestNesting = 32

@@ -29,6 +29,17 @@ extension LibraryQuery {
     }
 }
 
+extension LibraryQuery {
+    /// The folder a filter expression's `base` names (LibraryExpression.firstBase), which must exist, as MPD's must.
+    public var base: String? {
+        switch self {
+        case .filter(let expression, _, _): return expression.firstBase
+        case .grouped(_, _, let expression): return expression?.firstBase
+        default: return nil
+        }
+    }
+}
+
 extension LibraryTag {
     /// The SQL value of the tag for a track as MPD's `list` sees it: '' when the track lacks it, the artist for a
     /// missing album artist, numbers as text. Nil for `any`.

@@ -232,6 +232,16 @@ extension LibraryDatabase {
         return rows
     }
 
+    /// Whether the library has a track or playlist in `folder` (relative; "" is the top) or below it.
+    public func hasFolder(_ folder: String) throws(SQLiteError) -> Bool {
+        guard !folder.isEmpty else { return true }
+        let prefix = folder + "/"
+        let select = try connection.oneOffStatement(
+            "SELECT 1 FROM files WHERE folder = CAST(? AS BLOB) OR substr(folder, 1, ?) = CAST(? AS BLOB) LIMIT 1")
+        select.bind([.text(folder), .integer(prefix.utf8.count), .text(prefix)])
+        return try select.step()
+    }
+
     /// What is in the library's folder `folder` (relative, "" for the top; every music folder's top together):
     /// its subfolders, by name, then its files (tracks, playlists) in path order.
     public func listing(_ folder: [UInt8]) throws(SQLiteError) -> (folders: [[UInt8]], files: [LibraryEntry]) {

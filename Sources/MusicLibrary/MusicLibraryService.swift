@@ -325,6 +325,11 @@ public final class MusicLibraryService: @unchecked Sendable {
         }
     }
 
+    /// Whether the library has the folder `folder` (relative to the music folders).
+    public func hasFolder(_ folder: String) throws(QueryError) -> Bool {
+        try reading { database throws(SQLiteError) in try database.hasFolder(folder) }
+    }
+
     /// The values of `tag` among the tracks `filter` (a filter expression's) matches.
     public func values(of tag: LibraryTag, where filter: LibraryFilter) throws(QueryError) -> [String] {
         try reading { database throws(SQLiteError) in try database.values(of: tag, where: filter) }

@@ -130,6 +130,10 @@ enum LibraryWiring {
                 return ControlReply.line(["ok": false, "error": error.message, "refusal": "query"])
             }
             do {
+                // A `base` naming no folder is refused, as MPD refuses it (its front-end's "No such directory").
+                if let base = query.base, try !library.hasFolder(base) {
+                    return ControlReply.line(["ok": false, "error": "No such directory", "refusal": "missing"])
+                }
                 if case .list(let tag, let terms) = query {
                     return ControlReply.success(["tag": tag.rawValue,
                                                  "values": try library.values(of: tag, matching: terms)])

@@ -131,6 +131,11 @@ struct LibraryExpressionTests {
         #expect(try titles("find", "((date == '1970') AND (disc == '2'))") == ["Spanish Key"])
         #expect(try titles("find", "(base 'Sigur Rós')") == ["Svefn-g-englar"])
         #expect(try titles("find", "(base 'Sigur')") == [])
+        // The first `base` every track must match names the folder that must exist (MPD's "No such directory").
+        #expect(Self.parsed("((title == 'x') AND (base 'Sigur'))")?.firstBase == "Sigur")
+        #expect(Self.parsed("(!(base 'Sigur'))")?.firstBase == nil)
+        #expect(try database.hasFolder("Sigur Rós") && database.hasFolder("Miles Davis/1959 Kind of Blue"))
+        #expect(try !database.hasFolder("Sigur") && !database.hasFolder("Miles Davis/1959"))
         #expect(try titles("find", "(file == 'Miles Davis/1959 Kind of Blue/01 So What.mp3')") == ["So What"])
         #expect(try titles("find", "(file contains 'Freeloader')") == ["Freddie Freeloader"])
         #expect(try titles("find", "(any == 'Joe Zawinul')") == ["Pharaoh's Dance"])
