@@ -153,6 +153,28 @@ extension LibraryDatabase {
 
 // MARK: - Reading (queries)
 
+extension LibraryEntry {
+    /// The track's value of `tag` as MPD sorts by it: '' when it lacks the tag, the artist for a missing album artist.
+    public func sortValue(_ tag: LibraryTag) -> String {
+        switch tag {
+        case .title: return tags.title ?? ""
+        case .artist: return tags.artist ?? ""
+        case .albumartist: return tags.albumArtist ?? tags.artist ?? ""
+        case .album: return tags.album ?? ""
+        case .genre: return tags.genre ?? ""
+        case .date: return tags.date ?? ""
+        case .composer: return tags.composer ?? ""
+        case .track: return tags.trackNumber.map(String.init) ?? ""
+        case .disc: return tags.discNumber.map(String.init) ?? ""
+        case .musicbrainzTrackID: return tags.musicBrainz.track ?? ""
+        case .musicbrainzAlbumID: return tags.musicBrainz.album ?? ""
+        case .musicbrainzArtistID: return tags.musicBrainz.artist ?? ""
+        case .musicbrainzAlbumArtistID: return tags.musicBrainz.albumArtist ?? ""
+        case .any, .file: return String(decoding: relativePath, as: UTF8.self)
+        }
+    }
+}
+
 extension LibraryDatabase {
     /// The columns a track is read from, in `entry(from:roots:)`'s order.
     static let entryColumns = """

@@ -30,7 +30,10 @@ func libraryVerb(_ verb: Verb, _ arguments: ArraySlice<Argument>) -> Never {
     default:
         let words = given.map(\.text)
         // Checked here too, so that a mistake is a usage error (64) before any service is asked.
-        if case .failure(let error) = LibraryQuery.parse(verb: verb.name, words) {
+        let parsed = LibrarySelection.split(verb: verb.name, words).flatMap {
+            LibraryQuery.parse(verb: verb.name, $0.words)
+        }
+        if case .failure(let error) = parsed {
             usageError(error.message, verb: verb)
         }
         request = .libraryQuery(verb: verb.name, words: words, tags: json)

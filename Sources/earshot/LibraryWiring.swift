@@ -123,8 +123,11 @@ enum LibraryWiring {
             }
         case .libraryQuery(let verb, let words, let tags):
             let query: LibraryQuery
-            switch LibraryQuery.parse(verb: verb, words) {
-            case .success(let parsed): query = parsed
+            let selection: LibrarySelection
+            switch LibrarySelection.split(verb: verb, words).flatMap({ split in
+                LibraryQuery.parse(verb: verb, split.words).map { ($0, split.selection) }
+            }) {
+            case .success(let parsed): (query, selection) = parsed
             // `refusal` lets the MPD front-end answer a malformed query as MPD does (an argument error).
             case .failure(let error):
                 return ControlReply.line(["ok": false, "error": error.message, "refusal": "query"])
@@ -151,7 +154,7 @@ enum LibraryWiring {
                     return ControlReply.success(["tag": tag.rawValue,
                                                  "values": try library.values(of: tag, where: filter)])
                 }
-                let tracks = try library.tracks(query)
+                let tracks = selection.apply(try library.tracks(query)) { $0.sortValue($1) }
                 guard verb.hasSuffix("add") else {
                     // Paths alone unless every field is asked for: a search matching thousands of tracks answers
                     // in a tenth of the bytes, and the client parses no more than it prints.

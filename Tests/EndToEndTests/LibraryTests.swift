@@ -58,6 +58,9 @@ struct LibraryTests {
                 == ["Kind of Blue", "Bitches Brew"])
             #expect(try Self.lines(harness, ["list", "album", "(date != '1999')", "group", "artist"])
                 == ["Miles Davis\tBitches Brew", "Miles Davis\tKind of Blue"])
+            let byTitle = LibraryFixtures.tracks.filter { $0.artist == "Miles Davis" }.sorted { $0.title < $1.title }
+            #expect(try Self.lines(harness, ["find", "(artist == 'Miles Davis')", "sort", "title", "window", "1:3"])
+                == byTitle[1..<3].map(\.path))
             let regex = try harness.earshot(["find", "(artist =~ 'M.*')"])
             #expect(regex.status == 64 && regex.standardError.contains("no regular expressions"), "\(regex)")
             #expect(try Self.lines(harness, ["ls"]) == ["Miles Davis", "Playlists", "Sigur Rós"])

@@ -38,7 +38,14 @@ public func libraryQueryFuzzInput(_ data: UnsafePointer<UInt8>?, _ size: Int) ->
     let verb = verbs[Int(first) % verbs.count]
     let words = bytes.dropFirst().split(separator: 0, omittingEmptySubsequences: false)
         .map { String(decoding: $0, as: UTF8.self) }
-    switch LibraryQuery.parse(verb: verb, words) {
+    let parsed = LibrarySelection.split(verb: verb, words).flatMap { split in
+        LibraryQuery.parse(verb: verb, split.words).map { query in
+            // The selection applies to any list without trapping, whatever its window.
+            _ = split.selection.apply(Array(split.words.indices)) { index, _ in split.words[index] }
+            return query
+        }
+    }
+    switch parsed {
     case .failure(let error):
         require(!error.message.isEmpty, "a refusal without a reason")
     case .success(let query):

@@ -220,6 +220,20 @@ fields file | playlistinfo
 setup | searchadd "(album contains 'BYRJUN')"
 fields file | playlistinfo
 setup | clear
+# sort TAG (stable, -TAG descending, numbers as numbers) and window START:END, on find, search and findadd.
+fields file | find "(base 'tagged')" sort title
+fields file | find "(base 'tagged')" sort -Title
+fields file | find "(artist == 'Miles Davis')" sort -track
+fields file | search "(title contains 'S')" sort title window 1:3
+fields file | find "(base 'tagged')" sort title window 1:
+fields file | find "(base 'tagged')" sort title window 2
+same | find "(base 'tagged')" sort title window 5:9
+setup | findadd "(base 'tagged')" sort -title window 0:2
+fields file | playlistinfo
+setup | clear
+ack | find "(base 'tagged')" sort colour
+ack | find "(base 'tagged')" window 3:1
+ack | find "(base 'tagged')" window x
 ack | find "(artist == 'x'"
 ack | find "(artist == 'x') x"
 ack | find "((artist == 'a') OR (album == 'b'))"
