@@ -61,6 +61,9 @@ struct LibraryTests {
             let byTitle = LibraryFixtures.tracks.filter { $0.artist == "Miles Davis" }.sorted { $0.title < $1.title }
             #expect(try Self.lines(harness, ["find", "(artist == 'Miles Davis')", "sort", "title", "window", "1:3"])
                 == byTitle[1..<3].map(\.path))
+            // `--` lets a descending sort through the CLI's option parsing.
+            let descending = ["find", "--", "(artist == 'Miles Davis')", "sort", "-title", "window", "1"]
+            #expect(try Self.lines(harness, descending) == [byTitle[byTitle.count - 2].path])
             let regex = try harness.earshot(["find", "(artist =~ 'M.*')"])
             #expect(regex.status == 64 && regex.standardError.contains("no regular expressions"), "\(regex)")
             #expect(try Self.lines(harness, ["ls"]) == ["Miles Davis", "Playlists", "Sigur Rós"])
