@@ -165,6 +165,14 @@ public protocol AudioDecoder: AnyObject {
     func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep
     /// Moves to output frame `frame` so the next decode starts there; beyond the end the decoder is finished.
     func seek(toFrame frame: Int) throws(DecodeError)
+    /// Whether the audio is mono, delivered as two identical channels: what a loudness measurement needs to count
+    /// the one channel as what it is (LoudnessMeter). False unless the decoder knows it.
+    var isMono: Bool { get }
+}
+
+extension AudioDecoder {
+    /// Streams and wrappers that do not know say stereo.
+    public var isMono: Bool { false }
 }
 
 /// The formats Earshot plays and the decoder for each, chosen by content.

@@ -62,32 +62,35 @@ public final class DecodeWorker: @unchecked Sendable {
     /// The ReplayGain settings each opened track's gain is chosen by (a change applies from the next track).
     public let replayGain = ReplayGainControl()
 
+    /// The live buffer's settings and counts, for the live streams this worker opens (LiveBuffer.swift).
+    public let liveBuffer: LiveBufferLink
+
     /// The receiver of notices, called on the worker thread.
-    private let notify: @Sendable (DecodeNotice) -> Void
+    let notify: @Sendable (DecodeNotice) -> Void
 
     /// Guards `state`; its condition wakes the worker from its idle states and `stop` callers that wait for
     /// the thread to end.
-    private let control = Condition()
+    let control = Condition()
 
     /// What the controller asked for and what the worker acknowledged. Guarded by `control`.
-    private var state = ControlState()
+    var state = ControlState()
 
     /// Guards `markerList`.
-    private let markerLock = Lock()
+    let markerLock = Lock()
 
     /// Where tracks start in the ring, oldest first. Guarded by `markerLock`.
-    private var markerList: [TrackMarker] = []
+    var markerList: [TrackMarker] = []
 
     /// The worker thread, for `pthread_join` and for spotting calls made from it.
-    private var thread = pthread_t()
+    var thread = pthread_t()
 
     /// The free space the worker waits for before decoding again: half the ring, so it wakes rarely (about every
     /// 1.5 s with the player's ring) and then fills the ring, `stepFrames` at a time, before it sleeps again.
-    private let refillFrames: Int
+    let refillFrames: Int
 
     /// The most frames one decode call writes before they are committed: `chunkFrames`, at most a quarter of the ring,
     /// so that what a step under way writes after a reposition began (never heard) leaves room for the new audio.
-    private let stepFrames: Int
+    let stepFrames: Int
 
     /// The most frames one decode call writes before they are committed. Without a bound the first call after an
     /// empty ring decoded a whole ring (3 s of audio, a millisecond or two of CPU on a loaded machine) before the
@@ -97,20 +100,23 @@ public final class DecodeWorker: @unchecked Sendable {
     static let chunkFrames = 16_384
 
     /// Markers are kept while they may still be asked about: this many frames behind the read index.
-    private let markerRetentionFrames: Int
+    let markerRetentionFrames: Int
 
     /// The most markers kept, whatever their age.
-    private static let markerLimit = 512
+    static let markerLimit = 512
 
     /// A start point in the queue: a frame at the track's output rate, or milliseconds when that rate is not known
     /// yet (a restored position), turned into a frame once the track is open.
-    private struct StartPoint {
+    struct StartPoint {
         var index: Int
         var frame: Int
         var milliseconds: Int? = nil
         /// The controller named the track after a failed one (`skipFailedTrack`): the failures in a row go on counting.
         /// Any other start point is a new start, and counts afresh.
         var afterFailure = false
+        /// The start drops what the live stream at `index` received and goes on from its live edge (RULES.md rows 32
+        /// and 33); for a file, or a stream opened afresh, it is an ordinary start.
+        var rejoinLive = false
 
         /// The frame to seek to in a track decoded at `format`.
         func frame(in format: AudioFormat) -> Int {
@@ -120,7 +126,7 @@ public final class DecodeWorker: @unchecked Sendable {
     }
 
     /// The controller's requests and the worker's acknowledgements.
-    private struct ControlState {
+    struct ControlState {
         /// The paths of the queue (shared with the controller's copy until either changes).
         var queue = TrackList()
         /// Where to (re)start decoding, set by `load`, `append` and `reposition`, taken by the worker.
@@ -148,7 +154,7 @@ public final class DecodeWorker: @unchecked Sendable {
     }
 
     /// The worker thread's own decoding state; never shared.
-    private struct WorkerState {
+    struct WorkerState {
         /// The track being decoded, and the path its decoder was opened from.
         var track: (index: Int, path: TrackPath, decoder: any AudioDecoder)?
         /// The track a new start point took the place of: a start in that same file seeks in its decoder instead of
@@ -175,7 +181,7 @@ public final class DecodeWorker: @unchecked Sendable {
     }
 
     /// Why the current decoder's frames get a new marker.
-    private enum Activation {
+    enum Activation {
         /// The track is opened (at its start or after a seek): marker and `.trackStarted`.
         case trackStart
         /// The stream changed format mid-track: marker only.
@@ -183,8 +189,10 @@ public final class DecodeWorker: @unchecked Sendable {
     }
 
     /// Starts the worker thread, idle until `load`. Notices go to `notify` on that thread.
-    public init(ring: FrameRing, notify: @escaping @Sendable (DecodeNotice) -> Void) {
+    public init(ring: FrameRing, liveBuffer: LiveBufferLink = LiveBufferLink(),
+                notify: @escaping @Sendable (DecodeNotice) -> Void) {
         self.ring = ring
+        self.liveBuffer = liveBuffer
         self.notify = notify
         refillFrames = min(max(ring.capacity / 2, 1), 65_536)
         stepFrames = min(Self.chunkFrames, max(ring.capacity / 4, 1))
@@ -234,8 +242,10 @@ public final class DecodeWorker: @unchecked Sendable {
     /// `generation` (just started with `ring.beginGeneration()`, and the ring discarded since: see the type's
     /// "Repositioning"). Returns at once: the worker takes it between two steps, answers the generation and posts
     /// `.restarted`.
-    public func reposition(paths: TrackList, trackIndex: Int, frame: Int, generation: Int) {
-        reposition(paths: paths, start: StartPoint(index: trackIndex, frame: frame), generation: generation)
+    /// `rejoinLive`: the live stream at `trackIndex` drops what it received and goes on from its live edge.
+    public func reposition(paths: TrackList, trackIndex: Int, frame: Int, generation: Int, rejoinLive: Bool = false) {
+        reposition(paths: paths, start: StartPoint(index: trackIndex, frame: frame, rejoinLive: rejoinLive),
+                   generation: generation)
     }
 
     /// As `reposition(paths:trackIndex:frame:generation:)`, at `milliseconds` into the track: the worker turns it into
@@ -245,7 +255,7 @@ public final class DecodeWorker: @unchecked Sendable {
                    generation: generation)
     }
 
-    private func reposition(paths: TrackList, start: StartPoint, generation: Int) {
+    func reposition(paths: TrackList, start: StartPoint, generation: Int) {
         control.lock()
         state.queue = paths
         state.restart = start
@@ -277,7 +287,7 @@ public final class DecodeWorker: @unchecked Sendable {
     }
 
     /// The track to decode after `index`, decoded to its end, in the order the controller set.
-    private func successor(ofEnded index: Int, queue: TrackList) -> StartPoint {
+    func successor(ofEnded index: Int, queue: TrackList) -> StartPoint {
         control.lock()
         let next = state.successors.next(after: index, trackCount: queue.count)
         control.unlock()
@@ -300,7 +310,7 @@ public final class DecodeWorker: @unchecked Sendable {
 
     /// Reports that track `index` failed with `error`, and waits for the controller to name the next
     /// (`skipFailedTrack`): the track after a failure is the rules' choice.
-    private func reportFailure(of index: Int, _ error: DecodeError, _ work: inout WorkerState) {
+    func reportFailure(of index: Int, _ error: DecodeError, _ work: inout WorkerState) {
         work.failuresInARow += 1
         work.track = nil
         work.next = nil
@@ -322,12 +332,12 @@ public final class DecodeWorker: @unchecked Sendable {
     }
 
     /// What ends an internet stream's waits for the network: a stop, or a new start point while it opens.
-    private var streamCancellation: StreamCancellation {
+    var streamCancellation: StreamCancellation {
         StreamCancellation(stopping: { [self] in controlAnswer { $0.stopRequested } },
                            superseded: { [self] in controlAnswer { $0.restart != nil } })
     }
 
-    private func controlAnswer(_ question: (ControlState) -> Bool) -> Bool {
+    func controlAnswer(_ question: (ControlState) -> Bool) -> Bool {
         control.lock(); defer { control.unlock() }
         return question(state)
     }
@@ -382,219 +392,5 @@ public final class DecodeWorker: @unchecked Sendable {
     /// The markers currently kept, oldest first (for tests).
     var trackMarkers: [TrackMarker] {
         markerLock.withLock { markerList }
-    }
-
-    // MARK: - The worker thread
-
-    /// Whether the caller runs on the worker thread.
-    private var isWorkerThread: Bool {
-        pthread_equal(pthread_self(), thread) != 0
-    }
-
-    /// The thread's body: alternate between a control checkpoint and one unit of work.
-    private func run() {
-        var work = WorkerState()
-        while let queue = checkpoint(&work) {
-            if let restart = work.restartToAnnounce {
-                work.restartToAnnounce = nil
-                notify(.restarted(generation: restart.generation, ringFrame: restart.ringFrame))
-            }
-            if let frames = work.bufferedToAnnounce {
-                work.bufferedToAnnounce = nil
-                notify(.buffered(readableFrames: frames))
-            }
-            step(&work, queue: queue)
-        }
-        control.lock()
-        state.exited = true
-        control.broadcast()
-        control.unlock()
-    }
-
-    /// Applies the controller's requests and sleeps while idle; nil means stop.
-    ///
-    /// Here the worker holds no uncommitted frames (every write is committed within one step), which
-    /// is what makes the write index a clean start for a new generation.
-    private func checkpoint(_ work: inout WorkerState) -> TrackList? {
-        control.lock()
-        defer { control.unlock() }
-        while true {
-            if state.stopRequested {
-                return nil
-            }
-            if let restart = state.restart {
-                state.restart = nil
-                state.exhaustedAt = nil
-                // A new start point supersedes the track being decoded (the step just done is abandoned) and any
-                // pending format change.
-                state.awaitingFormatContinue = false
-                work.awaitingActivation = nil
-                work.superseded = work.track ?? work.superseded
-                work.track = nil
-                work.next = restart
-                if !restart.afterFailure { work.failuresInARow = 0 }
-                state.failedAwaitingSkip = nil
-                if let generation = state.unansweredGeneration {
-                    state.unansweredGeneration = nil
-                    // Under the lock, so a later `reposition` cannot be answered before this one; the new track's
-                    // marker and `.trackStarted` come at this same ring frame, since opening writes nothing.
-                    let start = ring.publishGenerationStart(generation)
-                    work.restartToAnnounce = (generation, start)
-                    work.answeredGeneration = generation
-                }
-            }
-            if let wanted = state.bufferedWanted, ring.readableFrames >= wanted {
-                state.bufferedWanted = nil
-                work.bufferedToAnnounce = ring.readableFrames
-            }
-            let idle = work.track == nil && work.next == nil
-            // A generation was started and its start point is not here yet (the controller discards in between):
-            // decoding on would only write frames nobody hears, and could fill the ring with them. Waiting here keeps
-            // the stale frames to the one step that was under way when the generation began.
-            let startPointComing = ring.currentGeneration != work.answeredGeneration
-            if idle || state.awaitingFormatContinue || startPointComing {
-                control.wait()
-                continue
-            }
-            return state.queue
-        }
-    }
-
-    /// Does one unit of work: activate a track, open the next one, wait for space, or decode a chunk.
-    private func step(_ work: inout WorkerState, queue: TrackList) {
-        if let activation = work.awaitingActivation {
-            // `checkpoint` returned, so the format change was acknowledged.
-            work.awaitingActivation = nil
-            activate(activation, &work)
-            return
-        }
-        guard let track = work.track else {
-            if let start = work.next {
-                work.next = nil
-                open(start, queue: queue, &work)
-            }
-            return
-        }
-        let writable = ring.writableFrames
-        if writable == 0 || (!work.filling && writable < refillFrames) {
-            work.filling = false
-            // No timeout: the consumer's read wakes it once the space is there, and every control call that gives
-            // it other work wakes it too (`wakeProducer`), so a paused player's worker sleeps until it is needed.
-            _ = ring.waitForSpace(minimumFrames: refillFrames, timeoutMilliseconds: nil)
-            return
-        }
-        work.filling = true
-        // Straight into the ring: the decoder writes its output into the free region, no staging buffer.
-        let free = ring.writableRegions().first
-        let region = UnsafeMutableBufferPointer(rebasing: free.prefix(stepFrames * FrameRing.samplesPerFrame))
-        do {
-            switch try track.decoder.decode(into: region) {
-            case .frames(let frames):
-                ring.commitWrite(frames: frames)
-                if let live = work.live, live.index == track.index, let metadata = live.source.takeMetadataChange() {
-                    notify(.metadataChanged(index: track.index, ringFrame: ring.totalFramesWritten, metadata: metadata))
-                }
-            case .formatChanged(let format):
-                requestActivation(.formatChange, format: format, &work)
-            case .finished:
-                notify(.trackDecoded(index: track.index, ringFrame: ring.totalFramesWritten))
-                work.track = nil
-                work.next = successor(ofEnded: track.index, queue: queue)
-            }
-        } catch {
-            reportFailure(of: track.index, error, &work)
-        }
-    }
-
-    /// Opens the track at `start` and seeks; a failure is reported and the next track is tried.
-    private func open(_ start: StartPoint, queue: TrackList, _ work: inout WorkerState) {
-        guard start.index >= 0, start.index < queue.count else {
-            // The queue may have grown since `queue` was read: then try again with the longer one.
-            control.lock()
-            let grown = start.index >= 0 && start.index < state.queue.count
-            if !grown { state.exhaustedAt = start.index }
-            control.unlock()
-            if grown {
-                work.next = start
-            } else {
-                notify(.queueFinished(ringFrame: ring.totalFramesWritten))
-            }
-            return
-        }
-        let path = queue[start.index]
-        let superseded = work.superseded
-        work.superseded = nil
-        // A start in the file the superseded track was decoding seeks in its decoder (the same track, opened from
-        // the same path). A decoder that cannot seek there is let go, and the file opened afresh.
-        if let superseded, superseded.index == start.index, superseded.path == path,
-           (try? superseded.decoder.seek(toFrame: start.frame(in: superseded.decoder.format))) != nil {
-            work.track = superseded
-            work.failuresInARow = 0
-            requestActivation(.trackStart, format: superseded.decoder.format, &work)
-            return
-        }
-        do {
-            // The decoder is chosen by the file's content. Later MP3s are decoded at the rate already in the ring
-            // (converted by libmpg123 when theirs differs), so a queue of MP3s never changes the stream's rate; the
-            // other formats come at their own rate, and a change is announced like any other (`.formatChange`).
-            // The gain (ReplayGain.swift) is chosen here, at the track's start, and scales its every frame.
-            let opened = try AudioFileKind.openDecoder(path: path, outputRate: work.ringFormat?.sampleRate,
-                                                       cancellation: streamCancellation)
-            work.live = (opened as? any LiveMetadataSource).map { (start.index, $0) }
-            let decoder = replayGain.applied(to: opened, path: path)
-            let frame = start.frame(in: decoder.format)
-            if frame > 0 {
-                // A restored position past the track's end (the file changed since) starts at its last frame.
-                try decoder.seek(toFrame: decoder.lengthFrames.map { min(frame, max($0 - 1, 0)) } ?? frame)
-            }
-            work.track = (start.index, path, decoder)
-            work.failuresInARow = 0
-            requestActivation(.trackStart, format: decoder.format, &work)
-        } catch {
-            reportFailure(of: start.index, error, &work)
-        }
-    }
-
-    /// Activates the current track's frames now if their format matches the ring's, else posts
-    /// `.formatChange` and leaves the activation until the controller continues.
-    private func requestActivation(_ activation: Activation, format: AudioFormat, _ work: inout WorkerState) {
-        guard let ringFormat = work.ringFormat, ringFormat != format else {
-            activate(activation, &work)
-            return
-        }
-        control.lock()
-        // Set before the notice, so a handler that continues at once is not missed.
-        state.awaitingFormatContinue = true
-        control.unlock()
-        work.awaitingActivation = activation
-        notify(.formatChange(from: ringFormat, to: format, ringFrame: ring.totalFramesWritten))
-    }
-
-    /// Records a marker for the current track's frames from the write index on (and announces a start).
-    private func activate(_ activation: Activation, _ work: inout WorkerState) {
-        guard let track = work.track else { return }
-        let format = track.decoder.format
-        work.ringFormat = format
-        control.lock()
-        state.currentFormat = format
-        control.unlock()
-
-        let ringFrame = ring.totalFramesWritten
-        let marker = TrackMarker(ringFrame: ringFrame, trackIndex: track.index, format: format,
-                                 startFrame: track.decoder.positionFrame, lengthFrames: track.decoder.lengthFrames)
-        let oldestNeeded = ring.totalFramesRead - markerRetentionFrames
-        markerLock.withLock {
-            markerList.append(marker)
-            // A marker is needed while frames it covers may still be asked about: until the next
-            // marker starts before the oldest frame a listener could still be hearing.
-            while markerList.count > 1
-                && (markerList[1].ringFrame <= oldestNeeded || markerList.count > Self.markerLimit) {
-                markerList.removeFirst()
-            }
-        }
-        if activation == .trackStart {
-            notify(.trackStarted(index: track.index, ringFrame: ringFrame, format: format,
-                                 lengthFrames: track.decoder.lengthFrames, metadata: track.decoder.metadata))
-        }
     }
 }

@@ -297,6 +297,12 @@ public final class MP3Decoder: AudioDecoder {
         return AudioFormat(sampleRate: rate, channels: Int(channels))
     }
 
+    /// Whether the frame last parsed is single-channel (libmpg123 delivers it as two identical channels).
+    public var isMono: Bool {
+        var info = mpg123_frameinfo2()
+        return mpg123_info2(handle, &info) == MPG123_OK.rawValue && info.mode == Int32(MPG123_M_MONO.rawValue)
+    }
+
     /// The sample rate written in the stream's frame headers, if a frame has been parsed.
     private static func nativeRate(_ handle: OpaquePointer) -> Int? {
         var info = mpg123_frameinfo2()

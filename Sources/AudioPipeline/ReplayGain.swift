@@ -111,6 +111,7 @@ final class GainedDecoder: AudioDecoder {
         return metadata
     }
     var positionFrame: Int { inner.positionFrame }
+    var isMono: Bool { inner.isMono }
 
     func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep {
         let step = try inner.decode(into: buffer)

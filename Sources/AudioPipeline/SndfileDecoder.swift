@@ -43,6 +43,16 @@ public final class SndfileDecoder: AudioDecoder {
     /// Channels in the file: 1 (duplicated on output) or 2.
     private let fileChannels: Int
 
+    /// Whether the file has one channel (delivered as two identical ones).
+    public var isMono: Bool { fileChannels == 1 }
+
+    /// The factor ReplayGain scales by, times libsndfile's 16-bit scale, once `scaleOutput(by:)` has set it: frames
+    /// are then read as floats and converted here.
+    private var outputFactor: Float?
+
+    /// Where the floats are read when the output is scaled (`scratchFrames` frames), allocated by `scaleOutput(by:)`.
+    private var floatScratch: UnsafeMutablePointer<Float>?
+
     /// Whether the end has been reached (or decoding failed); until the next seek.
     private var finished = false
 
@@ -86,6 +96,7 @@ public final class SndfileDecoder: AudioDecoder {
 
     deinit {
         sf_close(handle)
+        floatScratch?.deallocate()
     }
 
     /// Decodes into `buffer` (interleaved stereo samples) as many whole frames as fit.
@@ -97,6 +108,14 @@ public final class SndfileDecoder: AudioDecoder {
         precondition(buffer.count >= FrameRing.samplesPerFrame, "decode needs room for at least one frame")
         guard !finished, let base = buffer.baseAddress else { return .finished }
         let frames = buffer.count / FrameRing.samplesPerFrame
+        if let outputFactor, let floatScratch {
+            let got = readScaled(into: base, frames: frames, factor: outputFactor, scratch: floatScratch)
+            if got > 0 {
+                positionFrame += got
+                return .frames(got)
+            }
+            return try end()
+        }
         // Mono frames are read into the first half and spread to both channels in place, last frame first, so
         // every sample is read before a wider write reaches it.
         let got = Int(sf_readf_short(handle, base, sf_count_t(frames)))
@@ -111,6 +130,11 @@ public final class SndfileDecoder: AudioDecoder {
             positionFrame += got
             return .frames(got)
         }
+        return try end()
+    }
+
+    /// What a read of no frames means: the end (`.finished`), or a failure or a short file (throws).
+    private func end() throws(DecodeError) -> DecodeStep {
         finished = true
         let status = sf_error(handle)
         // libsndfile may end a truncated FLAC with an error or without one, and skips a damaged Ogg page silently;
@@ -236,5 +260,52 @@ public final class SndfileDecoder: AudioDecoder {
     private static func readMetadata(_ descriptor: Int32, path: TrackPath, kind: AudioFileKind) -> TrackMetadata {
         guard let source = TagSource(descriptor: descriptor, path: path) else { return TrackMetadata() }
         return kind == .flac ? FLACTags.read(source) : OggTags.read(source, opus: kind == .opus)
+    }
+}
+
+extension SndfileDecoder: ScalingDecoder {
+    /// Scales every frame decoded from now on by `linear` (ReplayGain, asked before the first frame): frames are then
+    /// read from libsndfile as floats and converted to 16 bits here with the gain folded into the conversion
+    /// libsndfile would otherwise do, so the gain costs one multiply a sample and no pass of its own.
+    func scaleOutput(by linear: Double) -> Bool {
+        guard linear.isFinite, linear > 0 else { return false }
+        // libsndfile's floats are its integers over 32768 for FLAC, and the codec's own floats for Vorbis and Opus,
+        // which it turns into 16 bits times 32767: the same scales keep a factor of 1 sample-identical to its shorts.
+        outputFactor = Float(linear * (kind == .flac ? 32_768 : 32_767))
+        if floatScratch == nil {
+            floatScratch = .allocate(capacity: Self.scratchFrames * fileChannels)
+        }
+        return true
+    }
+
+    /// Frames read as floats at a time when the output is scaled.
+    static let scratchFrames = 4_096
+
+    /// Reads up to `frames` frames as floats and writes them, scaled by `factor`, into `output` as 16-bit stereo.
+    func readScaled(into output: UnsafeMutablePointer<Int16>, frames: Int, factor: Float,
+                    scratch: UnsafeMutablePointer<Float>) -> Int {
+        let got = Int(sf_readf_float(handle, scratch, sf_count_t(min(frames, Self.scratchFrames))))
+        guard got > 0 else { return got }
+        if fileChannels == 1 {
+            for index in 0..<got {
+                let sample = Self.sixteenBits(scratch[index] * factor)
+                output[2 * index] = sample
+                output[2 * index + 1] = sample
+            }
+        } else {
+            for index in 0..<(got * 2) {
+                output[index] = Self.sixteenBits(scratch[index] * factor)
+            }
+        }
+        return got
+    }
+
+    /// `value` rounded to the nearest integer (ties to even, as libsndfile's `lrintf`) and saturated at the 16-bit
+    /// range. Adding 1.5 x 2^23 to a float within ±2^22 leaves the integer in the low bits of its mantissa (the
+    /// rounding is the float addition's own), which avoids a checked conversion: the loop vectorizes.
+    @inline(__always)
+    static func sixteenBits(_ value: Float) -> Int16 {
+        let clamped = Swift.min(Swift.max(value, -32_768), 32_767)
+        return Int16(truncatingIfNeeded: (clamped + 12_582_912).bitPattern)
     }
 }

@@ -96,6 +96,10 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
         return .finished
     }
 
+    /// Rows 32 and 33 for Ogg and FLAC: libsndfile reads its container from the first byte on and cannot resync
+    /// after a cut, so the bytes received are kept: the rejoin drops the ring only (docs/radio.md).
+    func rejoinLive() {}
+
     /// A live stream cannot seek: it goes on from what has arrived, whatever frame is asked for, and counts on from
     /// there (the worker asks for the frame last heard after a flush: an output lost, a reposition). Never throws,
     /// so a flush never costs the station itself.

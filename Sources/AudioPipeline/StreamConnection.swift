@@ -7,10 +7,14 @@ import SystemSupport
 import TrackPaths
 #endif
 
-/// A decoder whose tags change while it plays (a station's ICY titles): the decode worker reports each change.
+/// A live stream's decoder: its tags change while it plays (a station's ICY titles), which the decode worker reports,
+/// and it can drop what it received to go on from the live edge (RULES.md rows 32 and 33).
 public protocol LiveMetadataSource: AnyObject {
     /// The metadata, when it changed since the last call; nil otherwise.
     func takeMetadataChange() -> TrackMetadata?
+    /// Drops what was received and not decoded, but for the newest prebuffer's worth, so that the decoding goes on
+    /// at once, from the live edge.
+    func rejoinLive()
 }
 
 /// What may end a stream decoder's waits for the network early: the decode worker stopping, or (while the stream
@@ -53,12 +57,16 @@ final class StreamConnection: @unchecked Sendable {
     private let fetcher: StreamFetcher
     private let shared: LockedValue<(metadata: TrackMetadata, changed: Bool, format: StreamFormat?)>
 
-    /// Starts fetching `url` into a buffer of `bufferBytes`.
-    init(url: String, bufferBytes: Int, limits: StreamLimits, cancellation: StreamCancellation) {
+    private let live: LiveBufferLink?
+
+    /// Starts fetching `url` into a buffer of `bufferBytes`, or into the buffer `live` makes for track `index`.
+    init(url: String, bufferBytes: Int, limits: StreamLimits, cancellation: StreamCancellation,
+         live: (link: LiveBufferLink, index: Int)? = nil) {
         self.cancellation = cancellation
         let shared = LockedValue((metadata: TrackMetadata(), changed: false, format: StreamFormat?.none))
         self.shared = shared
-        buffer = StreamByteBuffer(capacity: bufferBytes)
+        self.live = live?.link
+        buffer = live.map { $0.link.makeBuffer(index: $0.index) } ?? StreamByteBuffer(capacity: bufferBytes)
         fetcher = StreamFetcher(url: url, buffer: buffer, limits: limits) { notice in
             switch notice {
             case .started(let format, let station):
@@ -74,6 +82,12 @@ final class StreamConnection: @unchecked Sendable {
 
     deinit {
         fetcher.stop()
+        live?.release(buffer)
+    }
+
+    /// Drops what the buffer holds but the newest prebuffer's worth (a rejoin of live).
+    func rejoinLive() {
+        buffer.discardAll(keepingNewest: Self.prebufferBytes)
     }
 
     /// The tags now (the station's name as the album, its ICY title as the title).
@@ -117,13 +131,13 @@ final class StreamConnection: @unchecked Sendable {
     /// for a stream whose type its server left open.
     static func openDecoder(
         url: TrackPath, outputRate: Int?, bufferBytes: Int = defaultBufferBytes, limits: StreamLimits = StreamLimits(),
-        cancellation: StreamCancellation
+        cancellation: StreamCancellation, live: (link: LiveBufferLink, index: Int)? = nil
     ) throws(DecodeError) -> any AudioDecoder {
         guard let text = url.string else {
             throw DecodeError(kind: .cannotOpen, message: "The stream's address is not valid UTF-8")
         }
         let connection = StreamConnection(url: text, bufferBytes: bufferBytes, limits: limits,
-                                          cancellation: cancellation)
+                                          cancellation: cancellation, live: live)
         switch try connection.awaitFormat() {
         case .ogg, .flac: return try SndfileStreamDecoder(connection: connection)
         case .mp3, .unknown: return try StreamDecoder(connection: connection, outputRate: outputRate)
@@ -134,12 +148,14 @@ final class StreamConnection: @unchecked Sendable {
 extension AudioFileKind {
     /// Opens a track for the decode worker: a file as `openDecoder(path:outputRate:)` does, or an internet stream
     /// (`path.isStreamURL`), fetched and opened by its type, whose waits for the network end early as `cancellation`
-    /// says.
+    /// says, into the buffer `live` makes for it when given (the player's `liveBufferMinutes`).
     public static func openDecoder(
-        path: TrackPath, outputRate: Int?, cancellation: StreamCancellation
+        path: TrackPath, outputRate: Int?, cancellation: StreamCancellation,
+        live: (link: LiveBufferLink, index: Int)? = nil
     ) throws(DecodeError) -> any AudioDecoder {
         if path.isStreamURL {
-            return try StreamConnection.openDecoder(url: path, outputRate: outputRate, cancellation: cancellation)
+            return try StreamConnection.openDecoder(url: path, outputRate: outputRate, cancellation: cancellation,
+                                                    live: live)
         }
         return try openDecoder(path: path, outputRate: outputRate)
     }

@@ -96,10 +96,20 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
         }
     }
 
+    /// Rows 32 and 33: drops what was received, but for the newest prebuffer's worth, and what libmpg123 was fed (a new
+    /// feed resyncs on the next frame header), so the decoding goes on at the live edge.
+    public func rejoinLive() {
+        connection.rejoinLive()
+        // Reopening the feed forgets the bytes fed and not decoded; the format found again is the same.
+        if mpg123_open_feed(handle) != MPG123_OK.rawValue { finished = true }
+    }
+
     /// A live stream cannot seek: it goes on from what has arrived, whatever frame is asked for, and counts on from
     /// there (the worker asks for the frame last heard after a flush: an output lost, a reposition). Never throws,
     /// so a flush never costs the station itself.
     public func seek(toFrame frame: Int) throws(DecodeError) {
+        // A stream the server ended has nothing more to give: the worker opens it afresh instead.
+        if finished { throw DecodeError(kind: .cannotOpen, message: "The stream has ended") }
         positionFrame = max(0, frame)
         prebuffering = true
     }

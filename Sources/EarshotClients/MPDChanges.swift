@@ -1,7 +1,7 @@
 // What MPD's `idle` reports: the changes since a connection's last report, per connection. One watcher thread follows
 // the event log through a socket pair (a follower like `earshot events`, with its bounded queue); on each line of an
 // event or of the library it asks the owner's status (on its own thread, which may wait) and compares it with the
-// last: the playback, track or pause reason changed is `player`, the volume `mixer`, repeat or shuffle `options`, the
+// last: the playback, track or pause reason changed is `player`, the volume `mixer`, the play modes `options`, the
 // queue `playlist`, the library's scans `update` and `database`. Each connection's changes accumulate until its next
 // `idle` takes them; a connection waiting in `idle` is woken through its own pipe. The owner never waits for any of it.
 import EarshotJSON
@@ -142,7 +142,9 @@ final class MPDChanges: Sendable {
         var changes = Set<MPDSubsystem>()
         if differs("playback") || differs("trackIndex") || differs("pauseReason") { changes.insert(.player) }
         if differs("volume") { changes.insert(.mixer) }
-        if differs("repeat") || differs("shuffle") { changes.insert(.options) }
+        if differs("repeat") || differs("shuffle") || differs("single") || differs("consume") {
+            changes.insert(.options)
+        }
         if (old["replayGain"] as? [String: Any])?["mode"] as? String
             != (new["replayGain"] as? [String: Any])?["mode"] as? String { changes.insert(.options) }
         if differs("trackCount") { changes.insert(.playlist) }

@@ -13,8 +13,9 @@ import Synchronization
 
 /// The MPD front-end's listeners and their clients.
 public final class MPDServer: Sendable {
-    /// The most MPD clients served at once.
-    public static let clientLimit = 32
+    /// The most MPD clients served at once: MPD's own default (`max_connections`), so that as many status bars,
+    /// remotes and scrobblers can idle here as there (each idles in a thread of its own, asleep; WakeupTests).
+    public static let clientLimit = 100
     /// How long a reply may stay unsent before its client is dropped.
     public static let sendTimeoutSeconds = 10
 

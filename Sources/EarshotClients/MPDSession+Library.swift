@@ -53,8 +53,86 @@ extension MPDSession {
                 }.joined() : ""
                 return directories + Self.trackLines(["tracks": object["files"] ?? []]) + stored
             }
+        case .listall(let path), .listallinfo(let path):
+            var lines = ""
+            let top = path.flatMap { $0.isEmpty || $0 == "/" ? nil : $0 }
+            // A folder named lists itself first, as MPD's does.
+            if let top { lines = "directory: \(top)\n" }
+            return walk(top, name) { tracks, folder in
+                lines += name == "listall" ? tracks.compactMap { ($0["file"] as? String).map { "file: \($0)\n" } }
+                    .joined() : Self.trackLines(["tracks": tracks])
+                if let folder { lines += "directory: \(folder)\n" }
+            }.map { lines }
+        case .count(let words): return count(words, name)
         default: return nil
         }
+    }
+
+    /// Visits the library's folder `path` (nil: the top) and every folder below it in MPD's order: a folder's files
+    /// (`visit(tracks, nil)`), then each folder inside it (`visit([], name)`) followed by its own content. One request
+    /// of the library per folder, on this client's thread.
+    private func walk(
+        _ path: String?, _ name: String, _ visit: ([[String: Any]], String?) -> Void
+    ) -> Result<Void, MPDError> {
+        let listed = reply(to: .browse(path: path.map { TrackPath($0) }), name).mapError { error in
+            // A folder that is not in the library is MPD's missing directory.
+            error.code == .system ? MPDError(.noExist, command: name, "No such directory") : error
+        }
+        guard case .success(let object) = listed else { return listed.map { _ in } }
+        let files = (object["files"] as? [Any] ?? []).compactMap { $0 as? [String: Any] }
+        let folders = (object["folders"] as? [Any] ?? []).compactMap { $0 as? String }
+        // The library's folders are those of its tracks: a folder named with nothing in it is not there (as in MPD,
+        // whose update drops empty folders).
+        if let path, !path.isEmpty, files.isEmpty, folders.isEmpty {
+            return .failure(MPDError(.noExist, command: name, "No such directory"))
+        }
+        visit(files, nil)
+        for folder in folders {
+            let inside = path.map { "\($0)/\(folder)" } ?? folder
+            visit([], inside)
+            if case .failure(let error) = walk(inside, name, visit) { return .failure(error) }
+        }
+        return .success(())
+    }
+
+    /// `count [TAG VALUE]... [group TAG]`: the tracks `find` matches (every track without a pair), their number and
+    /// playing time in whole seconds, as a whole or by the group tag's values (MPD's byte order; a track without the
+    /// value counts under an empty one, and AlbumArtist falls back to Artist as in MPD).
+    private func count(_ words: [String], _ name: String) -> Result<String, MPDError> {
+        var words = words
+        var group: String?
+        if words.count >= 2, words[words.count - 2] == "group" {
+            let tag = words[words.count - 1].lowercased()
+            guard Self.tagNames[tag] != nil else {
+                return .failure(MPDError(.argument, command: name, "Unknown tag type: \(words[words.count - 1])"))
+            }
+            group = tag
+            words.removeLast(2)
+        }
+        guard words.count % 2 == 0 else {
+            return .failure(MPDError(.argument, command: name, "Incorrect number of filter arguments"))
+        }
+        var tracks: [[String: Any]] = []
+        if words.isEmpty {
+            if case .failure(let error) = walk(nil, name, { found, _ in tracks += found }) { return .failure(error) }
+        } else {
+            switch query("find", words, name) {
+            case .success(let object): tracks = (object["tracks"] as? [Any] ?? []).compactMap { $0 as? [String: Any] }
+            case .failure(let error): return .failure(error)
+            }
+        }
+        func lines(_ tracks: [[String: Any]]) -> String {
+            let milliseconds = tracks.reduce(0) { $0 + (Self.integer($1["durationMs"]) ?? 0) }
+            return "songs: \(tracks.count)\nplaytime: \(milliseconds / 1000)\n"
+        }
+        guard let group, let shown = Self.tagNames[group] else { return .success(lines(tracks)) }
+        var groups: [String: [[String: Any]]] = [:]
+        for track in tracks {
+            let value = track[group] ?? (group == "albumartist" ? track["artist"] : nil)
+            groups["\(value ?? "")", default: []].append(track)
+        }
+        let ordered = groups.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        return .success(ordered.map { "\(shown): \($0)\n" + lines(groups[$0] ?? []) }.joined())
     }
 
     /// Asks the library `verb` with `words` as sent (pairs, filter expressions: the library reads tag names in any

@@ -1,7 +1,7 @@
-// MPD's queue commands in Earshot's terms: positions and ids become the owner's `edit` and `jump` requests (the
-// rules' rule 25), the queue's listing with its ids and versions answers `playlistid`, `plchanges` and
+// MPD's queue commands in Earshot's terms: positions become the owner's `edit` and `jump` requests (the rules' rule
+// 25), ids its requests by id (resolved on the owner in the same step), the queue's listing with its ids and versions answers `playlistid`, `plchanges` and
 // `plchangesposid`, and `playlistfind`/`playlistsearch` ask the library which of its tracks match and list the queue's
-// entries among them. `single` and `consume` are answered as far as Earshot's play order has them.
+// entries among them. `single` and `consume` are Earshot's own (rules 35-37).
 import EarshotCore
 import EarshotService
 import MPDProtocol
@@ -12,30 +12,24 @@ extension MPDSession {
     func queueReply(_ command: MPDCommand, name: String) -> Result<String, MPDError>? {
         switch command {
         case .play(let position?): return jump(position, name)
-        case .playid(let id?): return position(ofID: id, name).flatMap { jump($0, name) }
+        case .playid(let id?): return byID(.play(id: id), name)
         case .playid(nil): return perform(.play, name)
         case .seek(let position, let seconds): return seek(position, seconds, name)
-        case .seekid(let id, let seconds):
-            return position(ofID: id, name).flatMap { seek($0, seconds, name) }
+        case .seekid(let id, let seconds): return byID(.seek(id: id, seconds: seconds), name)
         case .delete(let range):
             return queue(name).flatMap { queue in
                 let end = min(range.end ?? queue.paths.count, queue.paths.count)
                 return edit(.delete(start: range.start, end: end), name)
             }
-        case .deleteid(let id):
-            return position(ofID: id, name).flatMap { edit(.delete(start: $0, end: $0 + 1), name) }
+        case .deleteid(let id): return byID(.delete(id: id), name)
         case .move(let range, let to):
             return queue(name).flatMap { queue in
                 let end = min(range.end ?? queue.paths.count, queue.paths.count)
                 return edit(.move(start: range.start, end: end, to: to), name)
             }
-        case .moveid(let id, let to):
-            return position(ofID: id, name).flatMap { edit(.move(start: $0, end: $0 + 1, to: to), name) }
+        case .moveid(let id, let to): return byID(.move(id: id, to: to), name)
         case .swap(let first, let second): return edit(.swap(first: first, second: second), name)
-        case .swapid(let first, let second):
-            return position(ofID: first, name).flatMap { one in
-                position(ofID: second, name).flatMap { edit(.swap(first: one, second: $0), name) }
-            }
+        case .swapid(let first, let second): return byID(.swap(first: first, second: second), name)
         case .shuffle(let range):
             return queue(name).flatMap { queue in
                 let end = min(range?.end ?? queue.paths.count, queue.paths.count)
@@ -68,28 +62,21 @@ extension MPDSession {
             return seconds == 0 ? .success("")
                 : .failure(MPDError(.argument, command: name, "Earshot has no crossfade (gapless only)"))
         case .single(let mode): return single(mode, name)
-        case .consume(let mode):
-            return mode == "0" ? .success("")
-                : .failure(MPDError(.argument, command: name, "Earshot has no consume mode"))
+        case .consume(let on): return perform(.consume(on: on), name)
         case .clearerror: return .success("")
         default: return nil
         }
     }
 
-    /// `single`: MPD's repeat with single is Earshot's repeat of one track; single alone (stop after the track) and
-    /// `oneshot` are not in Earshot's play order.
+    /// `single 0|1|oneshot` is Earshot's single (rules 35 and 36), which with repeat on plays the track again as MPD's
+    /// does. Earshot's own `repeat track` reads as MPD's repeat with single: `single 0` turns it into the queue's
+    /// repeat, so that the client's single is off as it asked.
     private func single(_ mode: String, _ name: String) -> Result<String, MPDError> {
-        status().flatMap { status in
-            let repeatMode = status["repeat"] as? String ?? "off"
-            switch (mode, repeatMode) {
-            case ("0", "track"): return perform(.repeatMode(.queue), name)
-            case ("0", _): return .success("")
-            case ("1", "off"):
-                return .failure(MPDError(.argument, command: name,
-                                         "Earshot's single needs repeat on (stopping after a track is not supported)"))
-            case ("1", _): return perform(.repeatMode(.track), name)
-            default:
-                return .failure(MPDError(.argument, command: name, "Earshot has no oneshot mode"))
+        let single: SingleMode = mode == "oneshot" ? .oneshot : mode == "1" ? .on : .off
+        return perform(.single(single), name).flatMap { _ in
+            guard single == .off else { return .success("") }
+            return status().flatMap { status in
+                status["repeat"] as? String == "track" ? perform(.repeatMode(.queue), name) : .success("")
             }
         }
     }
@@ -113,11 +100,12 @@ extension MPDSession {
         reply(to: .edit(edit, paths: []), name, missing: "Bad song index").map { _ in "" }
     }
 
-    /// The position of the entry with `id`, or MPD's "No such song".
-    private func position(ofID id: Int, _ name: String) -> Result<Int, MPDError> {
-        queue(name).flatMap { queue in
-            queue.position(ofID: id).map { .success($0) }
-                ?? .failure(MPDError(.noExist, command: name, "No such song"))
+    /// Sends a command on entries named by id, which the owner resolves as it carries it out (no other client's
+    /// edit can come between reading the queue and naming a position): an id no entry has is MPD's "No such song", a
+    /// position that does not fit its bad index.
+    private func byID(_ request: EntryIDRequest, _ name: String) -> Result<String, MPDError> {
+        reply(to: .byID(request), name, missing: "Bad song index").map { _ in "" }.mapError { error in
+            error.message == "No such song" ? MPDError(.noExist, command: name, "No such song") : error
         }
     }
 

@@ -17,9 +17,9 @@ public struct MPDSession {
     /// The commands this server answers; every other name is MPD's unknown command. `idle` and `noidle` are the
     /// server's own (MPDServer, MPDChanges), never `run`'s.
     public static let answered: [String] = [
-        "add", "addid", "albumart", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "crossfade",
-        "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find", "findadd", "getvol",
-        "idle", "list", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
+        "add", "addid", "albumart", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "count",
+        "crossfade", "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find", "findadd", "getvol",
+        "idle", "list", "listall", "listallinfo", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
         "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid", "playlistadd",
         "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges",
         "plchangesposid", "previous", "prio", "prioid", "random", "readpicture", "rename", "repeat", "replay_gain_mode",
@@ -115,7 +115,12 @@ public struct MPDSession {
                 let percent = min(100, max(0, (Self.integer(status["volume"]) ?? 0) + change))
                 return perform(.volume(percent: percent), name)
             }
-        case .repeat(let on): return perform(.repeatMode(on ? .queue : .off), name)
+        case .repeat(let on):
+            guard on else { return perform(.repeatMode(.off), name) }
+            // Earshot's repeat of one track is already MPD's repeat (with single): it stays.
+            return status().flatMap { status in
+                status["repeat"] as? String ?? "off" == "off" ? perform(.repeatMode(.queue), name) : .success("")
+            }
         case .random(let on): return perform(.shuffle(on: on), name)
         case .clear: return perform(.clear, name)
         case .currentsong:
@@ -203,14 +208,15 @@ public struct MPDSession {
         default: state = "stop"
         }
         let repeatMode = status["repeat"] as? String ?? "off"
+        let single = status["single"] as? String ?? "off"
         let count = integer(status["trackCount"]) ?? 0
         var lines = [
             "volume: \(integer(status["volume"]) ?? 0)",
             "repeat: \(repeatMode == "off" ? 0 : 1)",
             "random: \(status["shuffle"] as? Bool == true ? 1 : 0)",
-            // MPD's repeat with single is Earshot's repeat of one track.
-            "single: \(repeatMode == "track" ? 1 : 0)",
-            "consume: 0",
+            // Earshot's single; its repeat of one track is MPD's repeat with single.
+            "single: \(single == "oneshot" ? "oneshot" : single == "on" || repeatMode == "track" ? "1" : "0")",
+            "consume: \(status["consume"] as? Bool == true ? 1 : 0)",
             "playlist: \(integer(status["queueVersion"]) ?? 1)",
             "playlistlength: \(count)",
             "state: \(state)",

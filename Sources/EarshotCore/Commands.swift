@@ -41,9 +41,19 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// The queue was edited around the current track, which is now at `index`: drop what was decoded ahead and take
     /// the edited queue from the last frame the listener heard, without uncorking.
     case requeue(index: Int)
+    /// Consume mode (rule 37): remove the track at `index` from the queue the executor holds (its path, facts and id),
+    /// as `queueEdited(.delete)` would; the rules have already taken the deletion into their cursor, and the commands
+    /// after this one name positions of the queue without it.
+    case removeTrack(index: Int)
     /// Play out what the stream holds up to `boundary`, with no silence after it; the executor reports it played with
     /// `formatChangeReached` or `queuePlayedOut`.
     case drain(OutputBoundary)
+    /// Drop what a live stream's buffer and the ring hold and go on from the stream's live edge, without uncorking
+    /// (rows 32 and 33); the executor tells the user why (a status field and a log line with the reason's kind).
+    case rejoinLive(LiveRejoin)
+    /// Turn the user's request down for `reason` (rows 31 and 33): the front-end that asked answers with it, and
+    /// nothing else changes.
+    case refuse(Refusal)
     /// Set the stream's volume to `percent` (100 is unity).
     case setVolume(percent: Int)
     /// Lower the stream's volume to the duck level with a short ramp, under the user's volume (rule 20): a stream with
@@ -89,7 +99,10 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .seek(let milliseconds): return "seek(\(milliseconds)ms)"
         case .cue(let index, let milliseconds): return "cue(\(index), \(milliseconds)ms)"
         case .requeue(let index): return "requeue(\(index))"
+        case .removeTrack(let index): return "removeTrack(\(index))"
         case .setVolume(let percent): return "setVolume(\(percent)%)"
+        case .rejoinLive(let reason): return "rejoinLive(\(reason))"
+        case .refuse(let reason): return "refuse(\(reason))"
         case .drain(let boundary): return "drain(\(boundary))"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"
         case .releaseSleepDelay: return "releaseSleepDelay"

@@ -273,6 +273,10 @@ public enum Event: Hashable, Sendable {
     case userRepeat(RepeatMode)
     /// Turn shuffle on (a new order drawn from `seed`, which the service supplies) or off (`seed` unused).
     case userShuffle(on: Bool, seed: UInt64)
+    /// `single off|on|oneshot` (rules 35 and 36, SingleConsume.swift): whether the player stops after a track.
+    case userSingle(SingleMode)
+    /// `consume on|off` (rule 37): whether a track leaves the queue once it was played or skipped.
+    case userConsume(Bool)
     /// MPRIS `Pause` from a program that acts for an event of its own (rule 21): WirePlumber before it relinks
     /// our audio from a removed device or a headset leaving A2DP for a call, a phone bridge when the phone rings.
     /// Idempotent: never a toggle.
@@ -290,11 +294,13 @@ public enum Event: Hashable, Sendable {
     case queueEdited(QueueEdit)
     /// The user chose track `index` to play (MPD's `play POSITION`, `playid`).
     case userPlayTrack(index: Int)
+    /// Go back to a live stream's live edge (`earshot live`, row 33).
+    case userJumpToLive
     /// A saved queue of `trackCount` tracks was restored at track `index`, `positionMilliseconds` into it.
     /// Starting the service is like a replug: it never makes a sound by itself.
     case queueRestored(trackCount: Int, index: Int, positionMilliseconds: Int)
-    /// The saved repeat mode and shuffled order were restored, after the saved queue.
-    case playModesRestored(repeat: RepeatMode, shuffle: ShuffleOrder?)
+    /// The saved repeat mode, shuffled order, single and consume modes were restored, after the saved queue.
+    case playModesRestored(repeat: RepeatMode, shuffle: ShuffleOrder?, single: SingleMode = .off, consume: Bool = false)
 
     // From the decoder.
 
@@ -303,6 +309,12 @@ public enum Event: Hashable, Sendable {
     /// included, with no track opened fine between them: a fact of the decoder's, of which the rules make the verdict
     /// "nothing in this queue plays".
     case trackFailed(index: Int, failure: TrackFailure, failuresInARow: Int)
+
+    /// The decoder opened track `index`, and it is a live stream (internet radio): no end, no seek (row 30).
+    case liveStreamStarted(index: Int)
+    /// The buffer that receives live stream `index` while the player does not read it dropped bytes the listener had
+    /// not heard: it held `liveBufferMinutes` (row 32).
+    case liveBufferOverflowed(index: Int)
 
     // From the output, in the order the listener hears them.
 
@@ -376,6 +388,8 @@ extension Event: CustomStringConvertible {
         case .userVolume(let percent): return "userVolume(\(percent)%)"
         case .userRepeat(let mode): return "userRepeat(\(mode))"
         case .userShuffle(let on, _): return on ? "userShuffle(on)" : "userShuffle(off)"
+        case .userSingle(let mode): return "userSingle(\(mode))"
+        case .userConsume(let on): return on ? "userConsume(on)" : "userConsume(off)"
         case .externalPause(let sender): return "externalPause(\(sender))"
         case .externalPlay(let sender): return "externalPlay(\(sender))"
         case .externalPlayPause(let sender): return "externalPlayPause(\(sender))"
@@ -383,10 +397,14 @@ extension Event: CustomStringConvertible {
         case .queueExtended(let count): return "queueExtended(\(count) tracks)"
         case .queueEdited(let edit): return "queueEdited(\(edit))"
         case .userPlayTrack(let index): return "userPlayTrack(\(index))"
+        case .userJumpToLive: return "userJumpToLive"
+        case .liveStreamStarted(let index): return "liveStreamStarted(\(index))"
+        case .liveBufferOverflowed(let index): return "liveBufferOverflowed(\(index))"
         case .queueRestored(let count, let index, let milliseconds):
             return "queueRestored(\(count) tracks, at \(index), \(milliseconds)ms)"
-        case .playModesRestored(let mode, let shuffle):
-            return "playModesRestored(repeat \(mode), shuffle \(shuffle == nil ? "off" : "on"))"
+        case .playModesRestored(let mode, let shuffle, let single, let consume):
+            return "playModesRestored(repeat \(mode), shuffle \(shuffle == nil ? "off" : "on"), single \(single), "
+                + "consume \(consume ? "on" : "off"))"
         case .trackFailed(let index, let failure, let inARow):
             return "trackFailed(\(index), \(failure), \(inARow) in a row)"
         case .streamCorked: return "streamCorked"

@@ -14,7 +14,7 @@ extension PlayerState {
         let wasPaused: Bool
         if case .paused = playback { wasPaused = true } else { wasPaused = false }
         let lost = pauseForLostOutput(.streamFailed)
-        return [.closeStream] + lost + (hadStream && wasPaused ? [.flush] : [])
+        return [.closeStream] + lost + (hadStream && wasPaused && !isOnLiveStream ? [.flush] : [])
     }
 
     /// The configured sink is missing or refused our stream: while a stream is wanted (playing, or a play waiting for

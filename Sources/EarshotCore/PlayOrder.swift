@@ -112,7 +112,14 @@ extension PlayerState {
     /// again), or for `next` and a skipped track otherwise; nil at the end of the queue when nothing repeats.
     public func track(after index: Int, trackEnded: Bool) -> Int? {
         guard (0..<queue.trackCount).contains(index) else { return nil }
-        if trackEnded && repeatMode == .track { return index }
+        if trackEnded {
+            // Single first (rules 35 and 36): it stops the player after the track, or has it again under repeat.
+            switch singleEnd {
+            case .stop: return nil
+            case .again: return index
+            case nil: if repeatMode == .track { return index }
+            }
+        }
         let order = shuffledOrder
         let place = self.place(of: index, in: order) ?? index
         if place + 1 < queue.trackCount { return Self.track(atPlace: place + 1, in: order) }
@@ -135,17 +142,24 @@ extension PlayerState {
             table[Self.track(atPlace: count - 1, in: order)] = shuffle.map { $0.upcomingRound().order.first }
                 ?? Self.track(atPlace: 0, in: order)
         }
-        if trackEnded && repeatMode == .track {
+        guard trackEnded else { return table }
+        if singleEnd == .again || (repeatMode == .track && single != .on) {
             for index in table.indices { table[index] = index }
+        }
+        // Single stops the decoder after every track (`on`, repeat off), or after the current one (`oneshot`).
+        if single == .on && singleEnd == .stop {
+            for index in table.indices { table[index] = nil }
+        } else if single == .oneshot, table.indices.contains(queue.index) {
+            table[queue.index] = nil
         }
         return table
     }
 
     /// Whether the queue plays in its own order: each track followed by the next, none after the last (repeat off, no
-    /// shuffle). The decoder joins tracks so by itself, so the executor need hand it no tables, whose making would
+    /// shuffle, single off). The decoder joins tracks so by itself, so the executor need hand it no tables, whose making would
     /// cost the queue's length at every change of it (an `add` to a long queue).
     public var followsQueueOrder: Bool {
-        repeatMode == .off && shuffledOrder == nil
+        repeatMode == .off && shuffledOrder == nil && single == .off
     }
 
     /// The shuffled order when it is the one played (it covers the queue); nil when the queue plays in its own order.

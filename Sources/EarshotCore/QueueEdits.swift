@@ -80,6 +80,7 @@ extension PlayerState {
         guard !arrangement.isEmpty else {
             // Everything was deleted: as a queue replaced by nothing.
             let wasPlaying = isPlaying
+            live = nil
             playback = .idle
             queue = .empty
             reshuffleForNewQueue()
@@ -88,6 +89,9 @@ extension PlayerState {
             return (wasPlaying ? [.cork] : []) + [.cue(index: 0, milliseconds: 0)]
         }
         queue.trackCount = arrangement.count
+        // Row 30: the live stream moves with the edit (a reposition of the same fetch keeps its buffer).
+        if let stream = live { live = arrangement.firstIndex(of: stream.index).map { LiveStream(index: $0,
+            bufferOverflowed: stream.bufferOverflowed) } }
         // The decoder starts afresh in the edited queue: nothing it joined ahead in the old one is heard.
         orderChangedAhead = false
         if let kept = arrangement.firstIndex(of: old) {

@@ -37,6 +37,9 @@ extension PlayerState {
         if calls.deadline != deadline || (timerSpent && calls.deadline != nil) {
             trailing.append(.armTimer(at: calls.deadline))
         }
+        // Row 32: whichever event moved the cursor off the live stream, its decoder is let go (a return opens it afresh,
+        // at live): what its buffer lost while paused concerns no resume any more.
+        forgetOverflowOffTheLiveStream()
         // Rule 23: the idle-suspend inhibitor follows the playback, whichever event moved it.
         if let inhibitor = idleInhibitorFollowingPlayback() { trailing.append(inhibitor) }
         // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
@@ -96,14 +99,19 @@ extension PlayerState {
             stream = StreamCondition(isOpen: false, isCorked: true)
             return quiet + [.closeStream]
         case .userNext:
-            // Under `repeat track` too, next moves on (as MPD does); past the queue's end only when it repeats.
-            return moveCursor(to: track(after: queue.index, trackEnded: false))
+            // Under `repeat track` too, next moves on (as MPD does); past the queue's end only when it repeats. Under
+            // consume the track skipped leaves the queue (rule 37).
+            return skip()
         case .userPrevious:
             return moveCursor(to: track(before: queue.index))
         case .userSeek(let milliseconds):
             guard playback != .idle, playback != .stopped else { return [] }
+            // Row 31: a live stream has no position to go to.
+            if let live = seekInLiveStream(forward: false) { return live }
             return [.seek(milliseconds: max(milliseconds, 0))]
         case .userSeekBy(let offset, let from, let length):
+            // Rows 31 and 33: in a live stream, forward is toward live, and back is refused.
+            if playback != .stopped, let live = seekInLiveStream(forward: offset > 0) { return live }
             return seek(by: offset, from: from, trackLength: length)
         case .userVolume(let percent):
             volumePercent = min(max(percent, 0), 150)
@@ -112,7 +120,13 @@ extension PlayerState {
             return setRepeat(mode)
         case .userShuffle(let on, let seed):
             return setShuffle(on: on, seed: seed)
-        case .playModesRestored(let mode, let shuffle):
+        case .userSingle(let mode):
+            return setSingle(mode)
+        case .userConsume(let on):
+            return setConsume(on)
+        case .playModesRestored(let mode, let shuffle, let single, let consume):
+            self.single = single
+            self.consume = consume
             return restorePlayModes(repeat: mode, shuffle: shuffle)
         case .queueReplaced(let trackCount, let startIndex):
             return replaceQueue(trackCount: trackCount, startIndex: startIndex)
@@ -133,6 +147,12 @@ extension PlayerState {
             return editQueue(edit)
         case .userPlayTrack(let index):
             return playTrack(index)
+        case .userJumpToLive:
+            return jumpToLive()
+        case .liveStreamStarted(let index):
+            return liveStreamStarted(index)
+        case .liveBufferOverflowed(let index):
+            return liveBufferOverflowed(index)
         case .queueRestored(let trackCount, let index, let milliseconds):
             return restoreQueue(trackCount: trackCount, index: index, milliseconds: milliseconds)
         case .trackFailed(let index, let failure, let inARow):
@@ -157,11 +177,11 @@ extension PlayerState {
             // track`, or the first again under `repeat queue`); only the cursor moves. An earlier or the same track
             // is a stale or duplicate report (rule 15).
             guard playback != .idle, listenerMayReach(index) else { return [] }
-            return advance(to: index)
+            return heard(index)
         case .queuePlayedOut:
-            // Rule 13 at the end of the queue.
+            // Rule 13 at the end of the queue, or rules 35 and 36 where single stopped the decoder (SingleConsume.swift).
             guard playback != .idle else { return [] }
-            return advance(to: nil)
+            return playedOut()
         case .formatChangeReached:
             // Rule 13's gapless queue across a change of format: a stream keeps its format, so the output is
             // reopened in the new one when a stream is open or one is wanted (playing); otherwise the next play opens
@@ -243,7 +263,9 @@ extension PlayerState {
         // stream held (its whole buffer): `flush`, decoding continues from the frame heard. (The executor may have
         // reported the stream closed just before: `streamClosed` comes first when it lets go of it.)
         let streamDied = reason == .serverLost || reason == .streamFailed
-        return commands + (streamDied && wasPaused ? [.flush] : [])
+        // Row 24: a live stream cannot decode again from the frame heard; the flush would only drop what the ring
+        // holds of the show.
+        return commands + (streamDied && wasPaused && !isOnLiveStream ? [.flush] : [])
     }
 
     /// Rule 10 for every loss: paused, the wish to resume forgotten, and a playing stream corked and flushed.
@@ -257,7 +279,9 @@ extension PlayerState {
         switch playback {
         case .playing:
             playback = .paused(.outputLost(reason))
-            return [.cork, .flush]
+            // Row 24: a live stream keeps what the ring and the server hold (a flush cannot take it back from the
+            // frame heard, as a file's can); the resume continues with it.
+            return isOnLiveStream ? [.cork] : [.cork, .flush]
         case .paused(.user), .idle, .stopped:
             return []
         case .paused:
@@ -311,7 +335,7 @@ extension PlayerState {
         return wasPlaying ? [.fadeOutAndCork] : []
     }
 
-    private mutating func moveCursor(to index: Int?) -> [Command] {
+    mutating func moveCursor(to index: Int?) -> [Command] {
         guard playback != .idle, let index, (0..<queue.trackCount).contains(index) else { return [] }
         // The decoder starts afresh at the new track, in the order as it is now.
         orderChangedAhead = false
@@ -322,6 +346,8 @@ extension PlayerState {
 
     private mutating func replaceQueue(trackCount: Int, startIndex: Int) -> [Command] {
         let wasPlaying = isPlaying
+        // Row 30: a new queue's streams are reported again as the decoder opens them.
+        live = nil
         guard trackCount > 0 else {
             playback = .idle
             queue = .empty
@@ -359,21 +385,26 @@ extension PlayerState {
     private mutating func prepareToPlay() -> [Command] {
         var commands: [Command] = []
         if !stream.isOpen { commands.append(.openStream) }
-        if playback == .stopped { commands.append(.playTrack(index: queue.index)) }
+        // Row 34: a stopped live stream starts again at live, as a stopped file starts again at its beginning.
+        if playback == .stopped {
+            commands.append(isOnLiveStream ? .rejoinLive(.restarted) : .playTrack(index: queue.index))
+        }
         return commands
     }
 
     /// Starts playing at the current track: the stream is made ready and uncorked (rules 5, 8, 9 and 18).
     mutating func startPlaying() -> [Command] {
+        // Row 32: a live stream whose buffer overflowed while paused rejoins live before it sounds again.
+        let rejoin = rejoinLiveIfOverflowed()
         let preparation = prepareToPlay()
         playback = .playing
         // Without a stream there is nothing to uncork yet: `streamOpened` brings the uncork.
-        return stream.isOpen ? preparation + [.uncork] : preparation
+        return rejoin + (stream.isOpen ? preparation + [.uncork] : preparation)
     }
 
     /// Moves to `next` after the current track ended or failed, or stops at the end of the queue; `nothingPlayed` when
     /// it ends because every track failed in a row.
-    private mutating func advance(to next: Int?, nothingPlayed: Bool = false) -> [Command] {
+    mutating func advance(to next: Int?, nothingPlayed: Bool = false) -> [Command] {
         if let next, (0..<queue.trackCount).contains(next) {
             enterTrack(next)
             return []

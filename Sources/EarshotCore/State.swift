@@ -205,6 +205,10 @@ public struct PlayerState: Hashable, Sendable {
     public var repeatMode: RepeatMode
     /// The shuffled order of the queue, or nil when shuffle is off.
     public var shuffle: ShuffleOrder?
+    /// Whether the player stops after a track (rules 35 and 36, SingleConsume.swift).
+    public var single: SingleMode = .off
+    /// Whether a track leaves the queue once played or skipped (rule 37).
+    public var consume = false
     /// Repeat or shuffle changed while the decoder may have joined tracks in the order before (it works seconds
     /// ahead): the next track heard is taken whatever it is, until one the new order expects is heard or the decoder
     /// starts afresh (PlayOrder.swift).
@@ -216,6 +220,8 @@ public struct PlayerState: Hashable, Sendable {
     public var idleInhibitorHeld = false
     /// What the rules know of calls before they interrupt: probing captures, calls counted, profile switches.
     public var calls = CallJudge()
+    /// The live stream (internet radio) the decoder opened last, and what the rules know of its buffer (rows 30-33).
+    public var live: LiveStream?
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(

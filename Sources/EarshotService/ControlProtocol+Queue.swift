@@ -6,7 +6,8 @@
 //   {"command": "reorder", "start": 0, "end": 10}       {"command": "jump", "index": 3}
 //
 // `reorder` shuffles the range once (MPD's `shuffle`), with a seed the service draws; `jump` plays the track at
-// `index` as the user's play. The owner checks the positions against its queue and refuses what does not fit.
+// `index` as the user's play. The owner checks the positions against its queue and refuses what does not fit. The
+// same by entry ids (`playid`, `deleteid`, `moveid`, `swapid`, `seekid`: EntryIDRequest) are resolved by the owner.
 import EarshotCore
 import TrackPaths
 
@@ -88,6 +89,93 @@ extension ControlRequest {
                 return .failure(ControlRequestError("insert needs a position 'at' and a non-empty array 'paths'"))
             }
             return .success(.edit(.insert(count: paths.count, at: at), paths: paths))
+        }
+    }
+}
+
+/// A queue entry's command by its id, resolved on the owner in the same step as it is carried out:
+///
+///   {"command": "playid", "id": 5}                     {"command": "deleteid", "id": 5}
+///   {"command": "moveid", "id": 5, "to": 0}            {"command": "swapid", "first": 5, "second": 9}
+///   {"command": "seekid", "id": 5, "seconds": 12.5}
+///
+/// An id no entry has is refused with "No such song" (MPD's words); a position that does not fit with "Bad song index".
+public enum EntryIDRequest: Equatable, Sendable {
+    /// Play the entry (the user's play of that track).
+    case play(id: Int)
+    /// Delete the entry.
+    case delete(id: Int)
+    /// Move the entry to position `to`.
+    case move(id: Int, to: Int)
+    /// Swap two entries.
+    case swap(first: Int, second: Int)
+    /// Seek to `seconds` into the entry, choosing it first when it is not the current track.
+    case seek(id: Int, seconds: Double)
+
+    /// The command names.
+    static let names = ["playid", "deleteid", "moveid", "swapid", "seekid"]
+
+    /// The command's name.
+    var name: String {
+        switch self {
+        case .play: return "playid"
+        case .delete: return "deleteid"
+        case .move: return "moveid"
+        case .swap: return "swapid"
+        case .seek: return "seekid"
+        }
+    }
+
+    /// The request as one JSON line.
+    var line: String {
+        var object: [String: Any] = ["command": name]
+        switch self {
+        case .seek(let id, let seconds):
+            // The number as `seek` writes it (Swift's shortest form, which parses back the same).
+            return #"{"command":"seekid","id":\#(id),"seconds":\#(seconds)}"#
+        case .play(let id), .delete(let id): object["id"] = id
+        case .move(let id, let to):
+            object["id"] = id
+            object["to"] = to
+        case .swap(let first, let second):
+            object["first"] = first
+            object["second"] = second
+        }
+        return ControlReply.line(object)
+    }
+
+    /// Parses the fields of the command named `command`.
+    static func parse(_ command: String, _ fields: [String: Any]) -> Result<EntryIDRequest, ControlRequestError> {
+        func whole(_ key: String) -> Int? {
+            guard let value = fields[key] as? Int, (0...Int(Int32.max)).contains(value) else { return nil }
+            return value
+        }
+        func needs(_ keys: [String]) -> ControlRequestError {
+            ControlRequestError(
+                "\(command) needs whole numbers from 0 in " + keys.map { "'\($0)'" }.joined(separator: ", "))
+        }
+        switch command {
+        case "playid", "deleteid":
+            guard let id = whole("id") else { return .failure(needs(["id"])) }
+            return .success(command == "playid" ? .play(id: id) : .delete(id: id))
+        case "moveid":
+            guard let id = whole("id"), let to = whole("to") else { return .failure(needs(["id", "to"])) }
+            return .success(.move(id: id, to: to))
+        case "swapid":
+            guard let first = whole("first"), let second = whole("second") else {
+                return .failure(needs(["first", "second"]))
+            }
+            return .success(.swap(first: first, second: second))
+        default:
+            // Rounded to milliseconds as `seek` is, so that the request survives its own JSON line.
+            let number = fields["seconds"] as? Double ?? (fields["seconds"] as? Int).map(Double.init)
+            guard let id = whole("id"), let given = number, case let seconds = (given * 1000).rounded() / 1000,
+                  seconds.isFinite, seconds >= 0, seconds < 1e7
+            else {
+                return .failure(
+                    ControlRequestError("seekid needs a whole number 'id' from 0 and a number 'seconds' >= 0"))
+            }
+            return .success(.seek(id: id, seconds: seconds))
         }
     }
 }

@@ -32,12 +32,18 @@ public enum ControlRequest: Equatable, Sendable {
     case previous
     /// Move to `seconds` into the current track.
     case seek(seconds: Double)
+    /// Jump to a live stream's live edge (RULES.md row 33).
+    case live
     /// Set the volume in percent.
     case volume(percent: Int)
     /// Choose what follows a track's end and the queue's end: `{"command": "repeat", "mode": "track"}`.
     case repeatMode(RepeatMode)
     /// Turn shuffle on or off: `{"command": "shuffle", "on": true}`.
     case shuffle(on: Bool)
+    /// Stop after each track, after this one, or never (rules 35 and 36): `{"command": "single", "mode": "oneshot"}`.
+    case single(SingleMode)
+    /// Take each track played or skipped out of the queue (rule 37): `{"command": "consume", "on": true}`.
+    case consume(on: Bool)
     /// Choose which ReplayGain value plays, from the next track: `{"command": "replaygain", "mode": "album"}`.
     case replayGain(ReplayGainMode)
     /// Report the status.
@@ -65,12 +71,17 @@ public enum ControlRequest: Equatable, Sendable {
     case edit(QueueEdit, paths: [TrackPath])
     /// Play the track at `index` of the queue: `{"command": "jump", "index": 3}`.
     case jump(index: Int)
+    /// A queue entry's command by its id (MPD's song id), which the owner resolves to a position as it handles it:
+    /// nothing can change the queue between the two (ControlProtocol+Queue.swift).
+    case byID(EntryIDRequest)
 
     /// The command names the protocol accepts.
     public static let commandNames = [
-        "play", "pause", "toggle", "stop", "next", "previous", "seek", "volume", "repeat", "shuffle", "replaygain",
+        "play", "pause", "toggle", "stop", "next", "previous", "seek", "live", "volume", "repeat", "shuffle", "single",
+        "consume", "replaygain",
         "status", "events", "load", "add", "clear", "queue", "update", "rescan", "search", "find", "list", "searchadd",
-        "findadd", "ls", "delete", "move", "swap", "insert", "reorder", "jump",
+        "findadd", "ls", "delete", "move", "swap", "insert", "reorder", "jump", "playid", "deleteid", "moveid", "swapid",
+        "seekid",
     ]
 
     /// The library's query commands.
@@ -123,6 +134,7 @@ extension ControlRequest {
         case "stop": return .success(.stop)
         case "next": return .success(.next)
         case "previous": return .success(.previous)
+        case "live": return .success(.live)
         case "status": return .success(.status)
         case "events": return .success(.events)
         case "clear": return .success(.clear)
@@ -151,6 +163,8 @@ extension ControlRequest {
             return .success(.update(path: path, rescan: command == "rescan"))
         case _ where queueEditNames.contains(command):
             return parseQueueEdit(command, fields)
+        case _ where EntryIDRequest.names.contains(command):
+            return EntryIDRequest.parse(command, fields).map { .byID($0) }
         case _ where libraryQueryNames.contains(command):
             let entries = fields["words"] as? [Any] ?? []
             let words = entries.compactMap { $0 as? String }
@@ -192,6 +206,16 @@ extension ControlRequest {
                 return .failure(ControlRequestError("shuffle needs a Boolean field 'on'"))
             }
             return .success(.shuffle(on: on))
+        case "single":
+            guard let mode = (fields["mode"] as? String).flatMap(SingleMode.init(rawValue:)) else {
+                return .failure(ControlRequestError("single needs a string field 'mode': off, on or oneshot"))
+            }
+            return .success(.single(mode))
+        case "consume":
+            guard let on = fields["on"] as? Bool else {
+                return .failure(ControlRequestError("consume needs a Boolean field 'on'"))
+            }
+            return .success(.consume(on: on))
         default:
             let shown = command.count <= 32 && command.allSatisfy { $0.isLetter } ? "'\(command)'" : "given"
             return .failure(ControlRequestError(
@@ -212,6 +236,8 @@ extension ControlRequest {
         case .volume(let percent): return #"{"command":"volume","percent":\#(percent)}"#
         case .repeatMode(let mode): return #"{"command":"repeat","mode":"\#(mode.rawValue)"}"#
         case .shuffle(let on): return #"{"command":"shuffle","on":\#(on)}"#
+        case .single(let mode): return #"{"command":"single","mode":"\#(mode.rawValue)"}"#
+        case .consume(let on): return #"{"command":"consume","on":\#(on)}"#
         case .replayGain(let mode): return #"{"command":"replaygain","mode":"\#(mode.rawValue)"}"#
         case .load(let paths, let play):
             return ControlReply.line(["command": "load", "paths": paths.map(\.jsonValue), "play": play])
@@ -221,6 +247,7 @@ extension ControlRequest {
             if let path { object["path"] = path.jsonValue }
             return ControlReply.line(object)
         case .edit, .jump: return queueEditLine
+        case .byID(let request): return request.line
         case .libraryQuery(let verb, let words, let tags):
             return ControlReply.line(tags ? ["command": verb, "words": words, "tags": true]
                                           : ["command": verb, "words": words])
@@ -265,10 +292,13 @@ extension ControlRequest {
         case .stop: return "stop"
         case .next: return "next"
         case .previous: return "previous"
+        case .live: return "live"
         case .seek: return "seek"
         case .volume: return "volume"
         case .repeatMode: return "repeat"
         case .shuffle: return "shuffle"
+        case .single: return "single"
+        case .consume: return "consume"
         case .replayGain: return "replaygain"
         case .status: return "status"
         case .events: return "events"
@@ -281,6 +311,7 @@ extension ControlRequest {
         case .browse: return "ls"
         case .edit(let edit, _): return Self.editName(edit)
         case .jump: return "jump"
+        case .byID(let request): return request.name
         }
     }
 }

@@ -118,6 +118,7 @@ extension Player.Input {
         case .request(let request, _): return "request " + request.name
         case .mpris(let command, _): return "mpris " + command.kindName
         case .session: return "session"
+        case .liveBufferOverflowed: return "liveBufferOverflowed"
         case .edgeDue: return "edgeDue"
         case .library: return "library"
         case .shutdown: return "shutdown"

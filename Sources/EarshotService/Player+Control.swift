@@ -246,16 +246,27 @@ extension Player {
             if let refusal = editQueue(edit, paths: newPaths) { return ControlReply.failure(refusal) }
         case .jump(let index):
             if let refusal = jump(to: index) { return ControlReply.failure(refusal) }
+        case .byID(let request):
+            if let refusal = perform(request) { return ControlReply.failure(refusal) }
         case .play: dispatch(.userPlay)
         case .pause: dispatch(.userPause)
         case .toggle: dispatch(.userToggle)
         case .stop: dispatch(.userStop)
         case .next: dispatch(.userNext)
         case .previous: dispatch(.userPrevious)
-        case .seek(let seconds): dispatch(.userSeek(milliseconds: Int(seconds * 1000)))
+        case .seek(let seconds):
+            if let refused = dispatchRefusable(.userSeek(milliseconds: Int(seconds * 1000))) {
+                return ControlReply.failure("cannot seek: " + refused.explanation)
+            }
+        case .live:
+            if let refused = dispatchRefusable(.userJumpToLive) {
+                return ControlReply.failure("cannot jump to live: " + refused.explanation)
+            }
         case .volume(let percent): dispatch(.userVolume(percent: percent))
         case .repeatMode(let mode): choosePlayOrder(repeat: mode, shuffle: nil)
         case .shuffle(let on): choosePlayOrder(repeat: nil, shuffle: on)
+        case .single(let mode): dispatch(.userSingle(mode))
+        case .consume(let on): dispatch(.userConsume(on))
         case .replayGain(let mode):
             // From the next track the decoder opens: the one playing keeps the gain it started with.
             replayGain.mode = mode
@@ -287,7 +298,7 @@ extension Player {
                 underruns: link.underruns, serverUnderflows: link.serverUnderflows, serverName: link.serverName,
                 realtime: link.realtime?.outcome, realtimeThread: link.realtime?.threadID,
                 idleInhibitorService: idleInhibitor?.heldThrough),
-            handling: handling)
+            handling: handling, liveBufferStatus: liveBufferStatus)
     }
 
     func shutdown(signal: Int32) {

@@ -301,7 +301,7 @@ extension Player {
     /// `DecodeWorker`, "Repositioning"). The three steps' order is the ring's protocol.
     /// `milliseconds`: the decoder seeks to that time at the track's own rate, which the owner may not know yet (it
     /// opens no files): `position` is then what the listener is shown until the track starts.
-    func reposition(to position: TrackPosition, milliseconds: Int? = nil) {
+    func reposition(to position: TrackPosition, milliseconds: Int? = nil, rejoinLive: Bool = false) {
         repositionCount += 1
         workerLoaded = true
         // 1. From here on the ring's consumer reads nothing until the decoder answers this generation.
@@ -325,7 +325,7 @@ extension Player {
                               generation: generation)
         } else {
             worker.reposition(paths: paths, trackIndex: position.trackIndex, frame: position.frame,
-                              generation: generation)
+                              generation: generation, rejoinLive: rejoinLive)
         }
         // Where the new audio starts in the ring comes with `.restarted`.
         listening.repositioned(to: position, floorRingFrame: nil)
@@ -368,6 +368,7 @@ extension Player {
             break
         case .trackStarted(let index, _, let format, let lengthFrames, let metadata):
             recordStartedTrack(index, format: format, lengthFrames: lengthFrames, metadata: metadata)
+            if paths.indices.contains(index), paths[index].isStreamURL { dispatch(.liveStreamStarted(index: index)) }
             // What is known of a track is kept near the cursor only (the one before it for `previous`, and those the
             // decoder has opened ahead), so a long queue played through does not keep every track's tags.
             if tracks.count > 32 {

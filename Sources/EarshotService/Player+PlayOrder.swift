@@ -13,12 +13,18 @@ struct PlayModes: Equatable {
     var shuffle: ShuffleOrder?
     /// The queue's length the order is for.
     var trackCount: Int
+    /// Whether the player stops after a track, and the track it stops after (a `oneshot`'s is the current one).
+    var single: SingleMode
+    /// The current track, which a `oneshot` stops after.
+    var index: Int
 
     /// The modes of `rules` now.
     init(_ rules: PlayerState) {
         repeatMode = rules.repeatMode
         shuffle = rules.shuffle
         trackCount = rules.queue.trackCount
+        single = rules.single
+        index = rules.single == .oneshot ? rules.queue.index : 0
     }
 }
 
@@ -50,15 +56,17 @@ extension Player {
     /// The rules' repeat mode and shuffled order in their saved form.
     var savedPlayModes: SavedPlayModes {
         SavedPlayModes(repeatMode: rules.repeatMode.rawValue, shuffleOrder: rules.shuffle?.order,
-                       shuffleState: rules.shuffle?.generator.state ?? 0)
+                       shuffleState: rules.shuffle?.generator.state ?? 0, single: rules.single.rawValue,
+                       consume: rules.consume)
     }
 
-    /// Restores the saved order after the saved queue: an unknown repeat mode (a later version's) is off.
+    /// Restores the saved order after the saved queue: an unknown repeat or single mode (a later version's) is off.
     func restorePlayModes(_ saved: SavedPlayModes) {
         let shuffle = saved.shuffleOrder.map {
             ShuffleOrder(order: $0, generator: ShuffleGenerator(seed: saved.shuffleState))
         }
-        dispatch(.playModesRestored(repeat: RepeatMode(rawValue: saved.repeatMode) ?? .off, shuffle: shuffle))
+        dispatch(.playModesRestored(repeat: RepeatMode(rawValue: saved.repeatMode) ?? .off, shuffle: shuffle,
+                                    single: SingleMode(rawValue: saved.single) ?? .off, consume: saved.consume))
     }
 }
 

@@ -18,6 +18,55 @@ extension Player {
         // The cursor first follows what the listener heard: a boundary crossed since the last tick counts as the
         // current track the edit keeps or removes.
         if !observeListener() { settleAtHeardPosition() }
+        rearrange(arrangement, inserting: newPaths, kind: Self.editKind(edit))
+        dispatch(.queueEdited(edit))
+        saveState()
+        return nil
+    }
+
+    /// Carries out a command on entries named by id, resolved here in the same step (no other request comes between);
+    /// nil when done, or the reason it was refused.
+    func perform(_ request: EntryIDRequest) -> String? {
+        let missing = "No such song"
+        switch request {
+        case .play(let id):
+            guard let index = identities.position(ofID: id) else { return missing }
+            return jump(to: index)
+        case .delete(let id):
+            guard let index = identities.position(ofID: id) else { return missing }
+            return editQueue(.delete(start: index, end: index + 1), paths: [])
+        case .move(let id, let to):
+            guard let index = identities.position(ofID: id) else { return missing }
+            return editQueue(.move(start: index, end: index + 1, to: to), paths: [])
+        case .swap(let first, let second):
+            guard let one = identities.position(ofID: first), let other = identities.position(ofID: second) else {
+                return missing
+            }
+            return editQueue(.swap(first: one, second: other), paths: [])
+        case .seek(let id, let seconds):
+            guard let index = identities.position(ofID: id) else { return missing }
+            if !observeListener() { settleAtHeardPosition() }
+            // Another track (or a stopped one) is chosen first, as the user's play of it; then the seek.
+            if index != rules.queue.index || rules.playback == .stopped, let refusal = jump(to: index) {
+                return refusal
+            }
+            dispatch(.userSeek(milliseconds: Int(seconds * 1000)))
+            return nil
+        }
+    }
+
+    /// Carries out `removeTrack` (consume, rule 37): the track the listener left goes from the paths, facts and ids;
+    /// the rules have taken the deletion into their cursor already.
+    func removeConsumedTrack(at index: Int) {
+        guard let arrangement = QueueEdit.delete(start: index, end: index + 1).arrangement(ofTrackCount: paths.count)
+        else { return }
+        rearrange(arrangement, inserting: [], kind: "consume")
+        saveState()
+    }
+
+    /// Applies `arrangement` (QueueEdit's) to the paths, the tracks' facts and the ids, `newPaths` filling its new
+    /// places, and logs it as edit `kind`.
+    private func rearrange(_ arrangement: [Int?], inserting newPaths: [TrackPath], kind: String) {
         saving.queueDidChange()
         var inserted = newPaths.makeIterator()
         paths = TrackList(arrangement.map { old in old.map { paths[$0] } ?? inserted.next()! })
@@ -30,10 +79,7 @@ extension Player {
         // Cover jobs under way name positions of the queue before: their results are dropped.
         queueGeneration += 1
         announcedTrack = nil
-        log.record("queue", ["edit": Self.editKind(edit), "tracks": "\(paths.count)"])
-        dispatch(.queueEdited(edit))
-        saveState()
-        return nil
+        log.record("queue", ["edit": kind, "tracks": "\(paths.count)"])
     }
 
     /// Plays the track at `index` as the user's play; nil when done, or the reason it was refused.

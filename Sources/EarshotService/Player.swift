@@ -127,6 +127,10 @@ actor Player {
     var handling = HandlingRecord()
     /// The music library's latest state, shown by `status` (nil where no library runs).
     var library: LibraryStatus?
+    /// The rules' last refusal of a request (`refuse`), for the front-end that asked (Player+Streams).
+    var refusal: Refusal?
+    /// Why the player last rejoined a live stream's live edge, for status (`liveRejoined`).
+    var lastLiveRejoin: LiveRejoin?
 
     init(
         configuration: PlayerConfiguration, mode: PlayerMode, parts: OwnerParts,
@@ -146,7 +150,11 @@ actor Player {
         // The decode thread only passes its notices on: a started track's cover picture travels as its location (or
         // the bytes a tag held inline), and the owner hands it to the cover worker, which reads, hashes and writes it
         // at low priority and reports back through the inbox. Neither the decoder nor the owner waits for the disk.
-        worker = DecodeWorker(ring: ring) { notice in inbox.yield(.decode(notice)) }
+        // A paused station is kept for `liveBufferMinutes`; the fetch thread reports its first overflow (rule 32).
+        let liveBuffer = LiveBufferLink(seconds: configuration.liveBufferSeconds) { index in
+            inbox.yield(.liveBufferOverflowed(index: index))
+        }
+        worker = DecodeWorker(ring: ring, liveBuffer: liveBuffer) { notice in inbox.yield(.decode(notice)) }
         replayGain = configuration.replayGain
         worker.replayGain.set(replayGain, shuffled: false)
         worker.replayGain.setLibrary(parts.library)
@@ -256,6 +264,7 @@ actor Player {
             slot.fulfil(reply)
             return
         case .session(let event): dispatch(event)
+        case .liveBufferOverflowed(let index): dispatch(.liveBufferOverflowed(index: index))
         case .library(let status):
             // Shown by the next status; nothing to save or publish.
             library = status
@@ -368,6 +377,8 @@ actor Player {
             mpris?.emitSeeked(positionMicroseconds: Int64(frame) * 1_000_000 / Int64(max(rate, 1)))
         case .requeue(let index):
             requeue(at: index)
+        case .removeTrack(let index):
+            removeConsumedTrack(at: index)
         case .cue(let index, let milliseconds):
             // Also for an empty queue: the decoder lets go of the old one.
             let rate = tracks[index]?.format.sampleRate ?? 44_100
@@ -391,6 +402,10 @@ actor Player {
             idleInhibitor?.release()
         case .drain(let boundary):
             startDrain(for: boundary)
+        case .rejoinLive(let reason):
+            rejoinLive(reason)
+        case .refuse(let reason):
+            refuse(reason)
         }
     }
 }

@@ -28,6 +28,9 @@ public struct PlayerConfiguration: Sendable {
     /// lags the key; 50 ms is a soft edge that still feels immediate, and spans two or three cycles of PipeWire
     /// (21 ms), which applies a volume change once per cycle.
     public var fadeMilliseconds = 50
+    /// How long a paused live stream (internet radio) is kept, in seconds (`liveBufferMinutes`; RULES.md rows 24 and
+    /// 32): a resume within it continues where it paused, a later one rejoins live. 30 minutes, the resume window.
+    public var liveBufferSeconds: Double = 30 * 60
     /// Stream roles that duck Earshot while they play (rule 20): a screen reader (`a11y`), a notification (`event`).
     public var duckRoles: Set<String> = ["a11y", "event"]
     /// The duck level, in decibels under the user's volume. -12 dB: a quarter of the amplitude, which speech at a

@@ -43,6 +43,8 @@ extension Player {
         case mpris(MPRISCommand, any ReplyReceiver<MPRISReply>)
         /// What logind announced, translated by its adapter (rule 19).
         case session(Event)
+        /// The live stream at that index dropped bytes nobody heard from its buffer (the fetch thread, rule 32).
+        case liveBufferOverflowed(index: Int)
         /// The fade and duck timer went off (the arming's number): the next step of a ramp (Player+Edges).
         case edgeDue(arming: Int)
         /// The music library's latest state, from its scanning thread.

@@ -52,6 +52,8 @@ struct PlayerReport {
     var output: Output
     /// The owner's slowest handling of one inbox item, overall and by kind.
     var handling: HandlingRecord
+    /// The live stream's buffer, as status shows it (Player+Streams; empty for a report that shows none).
+    var liveBufferStatus: [String: Any] = [:]
 
     /// The MPRIS track id of queue entry `index` in the queue of `queueGeneration`: unique per queued item, as clients
     /// take a new id for a new track.
@@ -101,7 +103,7 @@ struct PlayerReport {
         if let failure = rules.lastFailure {
             lastError = ["trackIndex": failure.index, "kind": failure.failure.description]
         }
-        return [
+        let base: [String: Any] = [
             "playback": rules.playback == .idle ? "stopped" : rules.playback.name,
             "pauseReason": pauseReason,
             "outputLostReason": lossReason,
@@ -138,6 +140,8 @@ struct PlayerReport {
             "volume": rules.volumePercent,
             "repeat": rules.repeatMode.rawValue,
             "shuffle": rules.shuffle != nil,
+            "single": rules.single.rawValue,
+            "consume": rules.consume,
             "replayGain": replayGainStatus,
             "lastError": lastError,
             "slowestHandlingMicros": handling.slowestMicros,
@@ -153,6 +157,8 @@ struct PlayerReport {
             "slowHandlings": ["count": handling.slow.count, "waited": handling.slow.waited,
                               "preempted": handling.slow.preempted],
         ]
+        // Rows 24 and 32: the live stream's buffer, counted (Player+Streams).
+        return base.merging(liveBufferStatus) { first, _ in first }
     }
 
     /// The current track's station name and ICY title when it is a live stream; nil for files.

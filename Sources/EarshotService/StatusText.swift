@@ -31,8 +31,16 @@ public enum StatusText {
         }
         if let station = status["station"] as? String { lines.append("station: \(station)") }
         if let title = status["streamTitle"] as? String { lines.append("now: \(title)") }
+        if let bytes = status["liveBufferBytes"] as? Int, let milliseconds = status["liveBufferMs"] as? Int {
+            let rejoined = (status["liveRejoined"] as? String).map { ", rejoined live (\($0))" } ?? ""
+            lines.append("live buffer: \(bytes) bytes, \(milliseconds / 1000) s behind live\(rejoined)")
+        }
         let shuffle = status["shuffle"] as? Bool == true ? "on" : "off"
-        lines.append("repeat \(status["repeat"] as? String ?? "off"), shuffle \(shuffle)")
+        var modes = "repeat \(status["repeat"] as? String ?? "off"), shuffle \(shuffle)"
+        // Single and consume are named when on, so that the usual line stays as it was.
+        if let single = status["single"] as? String, single != "off" { modes += ", single \(single)" }
+        if status["consume"] as? Bool == true { modes += ", consume on" }
+        lines.append(modes)
         if let gain = status["replayGain"] as? [String: Any], let mode = gain["mode"] as? String {
             lines.append(replayGainLine(mode: mode, gain))
         }

@@ -80,13 +80,16 @@ public enum ConfigurationFile {
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
         "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend", "musicDirectories", "replayGain",
-        "replayGainPreampDb", "replayGainFallbackDb", "mpdListen", "playlistDirectory", "mpdPassword",
+        "replayGainPreampDb", "replayGainFallbackDb", "mpdListen", "playlistDirectory", "mpdPassword", "liveBufferMinutes",
     ]
 
     /// The allowed target latencies, in milliseconds.
     public static let targetLatencyRange = 10...2000
     /// The allowed resume windows, in minutes (up to one day).
     public static let resumeWindowMinutesRange = 0.0...1440.0
+    /// The allowed live buffers, in minutes: fractions allowed, from 0.1 (6 s, more than a station's prebuffer and the
+    /// ring hold while it plays) to a day.
+    public static let liveBufferMinutesRange = 0.1...1440.0
     /// The allowed fade lengths, in milliseconds (0: no fade; longer than half a second is a slow pause, not an edge).
     public static let fadeMillisecondsRange = 0...500
     /// The allowed duck levels, in decibels under the user's volume (0: no ducking).
@@ -182,6 +185,8 @@ struct ConfigurationContents {
     var resumeAfterInterruption: Bool?
     /// `resumeWindowMinutes` (0...1440).
     var resumeWindowMinutes: Double?
+    /// `liveBufferMinutes` (0.1...1440).
+    var liveBufferMinutes: Double?
     /// `mediaRole`: our stream's `media.role`.
     var mediaRole: String?
     /// `targetLatencyMilliseconds` (10...2000).
@@ -256,6 +261,14 @@ struct ConfigurationContents {
             throw .outOfRange(
                 key: "resumeWindowMinutes", allowed: "a number of minutes from \(Int(range.lowerBound)) to "
                     + "\(Int(range.upperBound))")
+        }
+        liveBufferMinutes = try Self.value("liveBufferMinutes", in: object, expected: "a number") { value in
+            (value as? Int).map(Double.init) ?? (value as? Double)
+        }
+        if let minutes = liveBufferMinutes, !ConfigurationFile.liveBufferMinutesRange.contains(minutes) {
+            let range = ConfigurationFile.liveBufferMinutesRange
+            throw .outOfRange(key: "liveBufferMinutes",
+                              allowed: "a number of minutes from \(range.lowerBound) to \(Int(range.upperBound))")
         }
         mediaRole = try Self.value("mediaRole", in: object, expected: "a string") { $0 as? String }
         if mediaRole?.isEmpty == true {
@@ -432,6 +445,7 @@ struct ConfigurationContents {
         if let pauseOnLock { configuration.policy.pauseOnLock = pauseOnLock }
         if let inhibitIdleSuspend { configuration.policy.inhibitIdleSuspend = inhibitIdleSuspend }
         if let fadeMilliseconds { configuration.fadeMilliseconds = fadeMilliseconds }
+        if let liveBufferMinutes { configuration.liveBufferSeconds = liveBufferMinutes * 60 }
         if let duckRoles { configuration.duckRoles = Set(duckRoles) }
         if let duckLevel { configuration.duckLevelDecibels = duckLevel }
         if let musicDirectories { configuration.musicDirectories = musicDirectories }

@@ -73,8 +73,8 @@ public enum MPDCommand: Sendable, Equatable {
     case random(Bool)
     /// `single 0|1|oneshot`, kept as sent.
     case single(String)
-    /// `consume 0|1|oneshot`, kept as sent.
-    case consume(String)
+    /// `consume 0|1` (MPD 0.23 has no consume `oneshot`: it came with 0.24).
+    case consume(Bool)
 
     // The queue.
     /// `playlistinfo [POSITION|RANGE]`.
@@ -263,7 +263,7 @@ public enum MPDCommand: Sendable, Equatable {
         "repeat": Entry(1, 1) { arguments throws(MPDError) in .repeat(try arguments.boolean(0)) },
         "random": Entry(1, 1) { arguments throws(MPDError) in .random(try arguments.boolean(0)) },
         "single": Entry(1, 1) { arguments throws(MPDError) in .single(try arguments.mode(0)) },
-        "consume": Entry(1, 1) { arguments throws(MPDError) in .consume(try arguments.mode(0)) },
+        "consume": Entry(1, 1) { arguments throws(MPDError) in .consume(try arguments.boolean(0)) },
         "playlistinfo": Entry(0, 1) { arguments throws(MPDError) in
             .playlistinfo(arguments.values.isEmpty ? nil : try arguments.range(0))
         },
@@ -403,10 +403,10 @@ private struct Arguments {
         }
     }
 
-    /// `0`, `1` or `oneshot` (`single` and `consume`).
+    /// `0`, `1` or `oneshot` (`single`), with MPD's message for anything else.
     func mode(_ index: Int) throws(MPDError) -> String {
         guard ["0", "1", "oneshot"].contains(values[index]) else {
-            throw error("Boolean (0/1) or \"oneshot\" expected: \(values[index])")
+            throw error("Unrecognized single mode, expected 0, 1, or oneshot")
         }
         return values[index]
     }

@@ -238,7 +238,11 @@ public struct LibraryFilter: Equatable, Sendable {
                 matches.append(Self.matchExpression(term))
                 continue
             }
-            if term.tag.isNumber {
+            if term.value.isEmpty, !searching, term.tag != .file, term.tag != .any, let column = term.tag.column {
+                // An empty value finds the tracks without the tag, as MPD's does (ncmpcpp's media library asks
+                // `find artist X album ""` for an artist's tracks with no album).
+                conditions.append(term.tag.isNumber ? "\(column) IS NULL" : "(\(column) IS NULL OR \(column) = '')")
+            } else if term.tag.isNumber {
                 // A number compares as one ("03" is 3); text that is no number matches nothing.
                 conditions.append("\(term.tag.column!) = ?")
                 values.append(.integer(Int(term.value.filter { !$0.isWhitespace }) ?? -1))

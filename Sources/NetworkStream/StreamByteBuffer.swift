@@ -4,7 +4,10 @@ import SystemSupport
 
 /// A bounded first-in first-out byte buffer between one writer (the fetch thread) and one reader (the decoder's
 /// thread). When a write does not fit, the oldest bytes are dropped and counted: for a live stream, falling behind
-/// by more than the buffer holds means rejoining live. The reader may wait for bytes; the writer never waits.
+/// by more than the buffer holds means rejoining live. With a time bound (`maximumAgeNanoseconds`) bytes that arrived
+/// longer ago than it are dropped too, as later bytes arrive: a station sends in real time, so the age of the oldest
+/// byte held is how far behind live the reader is. The first drop after the buffer was last emptied on purpose
+/// (`discardAll`) is reported to `overflowed`, once. The reader may wait for bytes; the writer never waits.
 public final class StreamByteBuffer: @unchecked Sendable {
     /// The size of each chunk of storage.
     public static let chunkBytes = 65_536
@@ -21,6 +24,15 @@ public final class StreamByteBuffer: @unchecked Sendable {
 
     /// The most bytes the buffer holds.
     public let capacity: Int
+    /// The oldest a byte held may be, in nanoseconds of CLOCK_MONOTONIC since it arrived (nil: no time bound).
+    public let maximumAgeNanoseconds: UInt64?
+    private let overflowed: (@Sendable () -> Void)?
+    // Arrival marks, oldest first from `marksStart`: all bytes received up to `end` (a count of `received`) had
+    // arrived by `time`. One mark per 50 ms of writes at most, so 30 minutes take 36 000 marks (576 kB) at most.
+    private var marks: [(end: UInt64, time: UInt64)] = []
+    private var marksStart = 0
+    private var overflowReported = false
+    static let markNanoseconds: UInt64 = 50_000_000
     // Everything below is guarded by `condition`'s mutex.
     private let condition = Condition()
     private var chunks: [[UInt8]] = []
@@ -31,9 +43,23 @@ public final class StreamByteBuffer: @unchecked Sendable {
     private var received: UInt64 = 0
     private var end: StreamEnd?
 
-    /// An empty buffer holding at most `capacity` bytes (at least one chunk).
-    public init(capacity: Int) {
+    /// An empty buffer holding at most `capacity` bytes (at least one chunk), and none that arrived more than
+    /// `maximumAgeNanoseconds` ago; its first drop of unread bytes is reported to `overflowed` (on the writer's thread,
+    /// with no lock held; it must not wait).
+    public init(capacity: Int, maximumAgeNanoseconds: UInt64? = nil, overflowed: (@Sendable () -> Void)? = nil) {
         self.capacity = max(capacity, Self.chunkBytes)
+        self.maximumAgeNanoseconds = maximumAgeNanoseconds
+        self.overflowed = overflowed
+    }
+
+    /// How long ago the oldest byte held arrived, in nanoseconds (0 when empty): for a live stream, how far behind live
+    /// the reader is, less what it has decoded ahead.
+    public var oldestAgeNanoseconds: UInt64 {
+        condition.withLockHeld {
+            guard stored > 0, let oldest = oldestMarkTime() else { return 0 }
+            let now = Condition.monotonicNanoseconds()
+            return now > oldest ? now - oldest : 0
+        }
     }
 
     /// The bytes held now, the most ever held, the bytes dropped because the buffer was full, and all received.
@@ -55,31 +81,69 @@ public final class StreamByteBuffer: @unchecked Sendable {
     /// Appends `bytes` (the writer's call; never waits for the reader). Oldest bytes are dropped to make room.
     public func write(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
-        condition.withLockHeld {
-            guard end == nil else { return }
-            received += UInt64(bytes.count)
-            var input = bytes[...]
-            // Bytes beyond the capacity in a single write: only the newest capacity's worth can stay.
-            if input.count > capacity {
-                dropped += UInt64(input.count - capacity)
-                input = input.suffix(capacity)
+        let report = condition.withLockHeld { () -> Bool in
+            guard end == nil else { return false }
+            let droppedBefore = dropped
+            append(bytes)
+            if let maximumAgeNanoseconds { dropOlder(than: maximumAgeNanoseconds) }
+            guard dropped != droppedBefore, !overflowReported else { return false }
+            overflowReported = true
+            return true
+        }
+        if report { overflowed?() }
+    }
+
+    // Mutex held: stores `bytes`, dropping the oldest to make room, and marks their arrival.
+    private func append(_ bytes: UnsafeRawBufferPointer) {
+        received += UInt64(bytes.count)
+        let now = Condition.monotonicNanoseconds()
+        if marks.count > marksStart, now - marks[marks.count - 1].time < Self.markNanoseconds {
+            marks[marks.count - 1].end = received
+        } else {
+            marks.append((end: received, time: now))
+        }
+        var input = bytes[...]
+        // Bytes beyond the capacity in a single write: only the newest capacity's worth can stay.
+        if input.count > capacity {
+            dropped += UInt64(input.count - capacity)
+            input = input.suffix(capacity)
+        }
+        let overflow = stored + input.count - capacity
+        if overflow > 0 { discard(overflow) }
+        while !input.isEmpty {
+            if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkBytes {
+                var chunk: [UInt8] = []
+                chunk.reserveCapacity(Self.chunkBytes)
+                chunks.append(chunk)
             }
-            let overflow = stored + input.count - capacity
-            if overflow > 0 { discard(overflow) }
-            while !input.isEmpty {
-                if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkBytes {
-                    var chunk: [UInt8] = []
-                    chunk.reserveCapacity(Self.chunkBytes)
-                    chunks.append(chunk)
-                }
-                let room = Self.chunkBytes - chunks[chunks.count - 1].count
-                let part = input.prefix(room)
-                chunks[chunks.count - 1].append(contentsOf: part)
-                input = input.dropFirst(part.count)
-                stored += part.count
-            }
-            peak = max(peak, stored)
-            condition.signal()
+            let room = Self.chunkBytes - chunks[chunks.count - 1].count
+            let part = input.prefix(room)
+            chunks[chunks.count - 1].append(contentsOf: part)
+            input = input.dropFirst(part.count)
+            stored += part.count
+        }
+        peak = max(peak, stored)
+        condition.signal()
+    }
+
+    // Mutex held: the arrival time of the oldest byte held, forgetting the marks of bytes gone.
+    private func oldestMarkTime() -> UInt64? {
+        let gone = received - UInt64(stored)
+        while marksStart < marks.count, marks[marksStart].end <= gone { marksStart += 1 }
+        // Compacted now and then, so the array does not grow with every mark ever made.
+        if marksStart > 1024, marksStart * 2 > marks.count {
+            marks.removeFirst(marksStart)
+            marksStart = 0
+        }
+        return marksStart < marks.count ? marks[marksStart].time : nil
+    }
+
+    // Mutex held: drops the bytes that arrived more than `age` nanoseconds ago.
+    private func dropOlder(than age: UInt64) {
+        let now = Condition.monotonicNanoseconds()
+        while stored > 0, let oldest = oldestMarkTime(), now > oldest, now - oldest > age {
+            let gone = received - UInt64(stored)
+            discard(Int(marks[marksStart].end - gone))
         }
     }
 
@@ -91,9 +155,15 @@ public final class StreamByteBuffer: @unchecked Sendable {
         }
     }
 
-    /// Drops everything held (a jump to live): the next read gets only bytes written after this.
-    public func discardAll() {
-        condition.withLockHeld { discard(stored) }
+    /// Drops everything held but the newest `keepingNewest` bytes (a jump to live), uncounted as drops: the next
+    /// read gets those, then bytes written after this. A drop after this is reported again.
+    public func discardAll(keepingNewest kept: Int = 0) {
+        condition.withLockHeld {
+            let droppedBefore = dropped
+            discard(stored - min(max(kept, 0), stored))
+            dropped = droppedBefore
+            overflowReported = false
+        }
     }
 
     /// Copies up to `destination.count` bytes out, waiting until CLOCK_MONOTONIC reaches `deadline` (nanoseconds)

@@ -7,6 +7,7 @@ import EarshotJSON
 import EarshotService
 import EarshotStorage
 import Glibc
+import MusicLibrary
 import SystemSupport
 import TrackPaths
 
@@ -238,7 +239,25 @@ case "add":
     guard !expansion.paths.isEmpty else { fail("nothing to add", code: ExitStatus.failure) }
     control(.add(paths: expansion.paths))
 case "decode":
-    let (given, flags) = operands(of: verb, arguments, flags: ["--gain"])
+    let (given, flags) = operands(of: verb, arguments, flags: ["--gain", "--loudness"])
+    if flags.contains("--loudness") {
+        guard !given.isEmpty, !flags.contains("--gain") else {
+            usageError("decode --loudness takes one FILE or more, and no --gain", verb: verb)
+        }
+        var failed = false
+        for operand in given {
+            guard let file = operand.path else { usageError("an empty FILE argument", verb: verb) }
+            // One line a file, in order: what scripts/bench sets beside its reference analyser.
+            if let measured = TrackLoudness.measure(file) {
+                let lufs = measured.lufs.map { "\(($0 * 100).rounded() / 100)" } ?? "none"
+                print("lufs=\(lufs) peak=\(measured.peak)")
+            } else {
+                print("lufs=failed")
+                failed = true
+            }
+        }
+        exit(failed ? ExitStatus.failure : 0)
+    }
     guard given.count == 1 else { usageError("decode takes one FILE", verb: verb) }
     guard let file = given[0].path else { usageError("an empty FILE argument", verb: verb) }
     do {
@@ -275,6 +294,16 @@ case "shuffle":
     let text = singleOperand(of: verb, arguments).text
     guard text == "on" || text == "off" else { usageError("shuffle takes on or off, not \(text)", verb: verb) }
     control(.shuffle(on: text == "on"))
+case "single":
+    let text = singleOperand(of: verb, arguments).text
+    guard let mode = SingleMode(rawValue: text) else {
+        usageError("single takes on, off or oneshot, not \(text)", verb: verb)
+    }
+    control(.single(mode))
+case "consume":
+    let text = singleOperand(of: verb, arguments).text
+    guard text == "on" || text == "off" else { usageError("consume takes on or off, not \(text)", verb: verb) }
+    control(.consume(on: text == "on"))
 case "status":
     let (given, flags) = operands(of: verb, arguments, flags: ["--json"])
     if let extra = given.first { usageError("status takes no operands (got \(extra.text))", verb: verb) }
@@ -300,6 +329,7 @@ case "toggle": expectNoArguments(verb, arguments); control(.toggle)
 case "stop": expectNoArguments(verb, arguments); control(.stop)
 case "next": expectNoArguments(verb, arguments); control(.next)
 case "previous": expectNoArguments(verb, arguments); control(.previous)
+case "live": expectNoArguments(verb, arguments); control(.live)
 default:
     // Every verb in `Verb.all` has its case above; the help test runs each one.
     preconditionFailure("no handler for the verb \(verb.name)")

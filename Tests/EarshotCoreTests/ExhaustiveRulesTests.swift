@@ -159,6 +159,16 @@ private enum Alphabet {
         .trackFailed(index: 2, failure: .unreadable, failuresInARow: 1),
     ]
 
+    /// Single and consume (rules 35-37): single's three modes and consume both ways, with repeat off and queue and
+    /// shuffle on and off (repeat track and a restored order are the play order search's: crossed with these, the
+    /// states grew six times and the search took minutes).
+    static let singleConsume: [Event] = [
+        .userSingle(.on), .userSingle(.oneshot), .userSingle(.off), .userConsume(true), .userConsume(false),
+        .userRepeat(.off), .userRepeat(.queue), .userShuffle(on: true, seed: 1), .userShuffle(on: false, seed: 0),
+        // A third track heard (the base alphabet's `queueExtended` makes three).
+        .heardTrack(index: 2),
+    ]
+
     static var starts: [PlayerState] {
         let queue = QueueCursor(trackCount: 2, index: 0)
         var states: [PlayerState] = []
@@ -206,6 +216,20 @@ struct ExhaustiveRulesTests {
         // With no source to end, whether the player resumes after one makes no difference: half the starts do.
         search(events: events + Alphabet.playOrder, minimumStates: 2_000,
                starts: Alphabet.starts.filter(\.policy.resumeAfterInterruption))
+    }
+
+    @Test("Rules 35-37: with single and consume in the alphabet, every reachable state keeps the invariants too")
+    func singleAndConsumeKeepTheInvariants() {
+        // As the play order search, from the playing start only: the others are reached from it (a pause, a stop, a
+        // queue cleared), and starting from each multiplied the time.
+        let events = Alphabet.events(sources: [], departures: []).filter {
+            switch $0 {
+            case .externalPause, .externalPlay, .externalPlayPause: return false
+            default: return true
+            }
+        }
+        search(events: events + Alphabet.singleConsume, minimumStates: 2_000,
+               starts: Alphabet.starts.filter { $0.policy.resumeAfterInterruption && $0.isPlaying })
     }
 
     /// Searches every state reachable from the starts through `events`, checking each transition.
@@ -388,7 +412,7 @@ struct ExhaustiveRulesTests {
         // (m) Repeat and shuffle: a choice of order never changes what the player does now, a shuffled order holds each
         // track of the queue once, and the cursor stays in the queue.
         switch event {
-        case .userRepeat, .userShuffle, .playModesRestored:
+        case .userRepeat, .userShuffle, .userSingle, .userConsume, .playModesRestored:
             if !commands.isEmpty || state.playback != before.playback || state.queue.index != before.queue.index {
                 problems.append("(m) a choice of order changed the playback or the track")
             }

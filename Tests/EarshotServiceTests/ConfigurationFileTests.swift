@@ -181,6 +181,8 @@ struct ConfigurationFileTests {
         #expect(try load(#"{"resumeAfterInterruption": false}"#).policy.resumeAfterInterruption == false)
         #expect(try load(#"{"resumeWindowMinutes": 0}"#).policy.resumeWindowMilliseconds == 0)
         #expect(try load(#"{"resumeWindowMinutes": 1440}"#).policy.resumeWindowMilliseconds == 86_400_000)
+        #expect(try load(#"{"liveBufferMinutes": 0.1}"#).liveBufferSeconds == 6)
+        #expect(try load(#"{"liveBufferMinutes": 1440}"#).liveBufferSeconds == 86_400)
         #expect(try load(#"{"mediaRole": "video"}"#).mediaRole == "video")
         #expect(try load(#"{"targetLatencyMilliseconds": 10}"#).targetLatencyMilliseconds == 10)
         #expect(try load(#"{"targetLatencyMilliseconds": 2000}"#).targetLatencyMilliseconds == 2000)
@@ -222,6 +224,7 @@ struct ConfigurationFileTests {
         (#"{"pauseOnLock": null}"#, "pauseOnLock"),
         (#"{"resumeWindowMinutes": "30"}"#, "resumeWindowMinutes"),
         (#"{"resumeWindowMinutes": true}"#, "resumeWindowMinutes"),
+        (#"{"liveBufferMinutes": "30"}"#, "liveBufferMinutes"),
         (#"{"mediaRole": 5}"#, "mediaRole"),
         (#"{"interruptionScope": 1}"#, "interruptionScope"),
         (#"{"targetLatencyMilliseconds": 50.5}"#, "targetLatencyMilliseconds"),
@@ -254,6 +257,8 @@ struct ConfigurationFileTests {
         (#"{"targetLatencyMilliseconds": 2001}"#, "targetLatencyMilliseconds"),
         (#"{"resumeWindowMinutes": -1}"#, "resumeWindowMinutes"),
         (#"{"resumeWindowMinutes": 1441}"#, "resumeWindowMinutes"),
+        (#"{"liveBufferMinutes": 0.05}"#, "liveBufferMinutes"),
+        (#"{"liveBufferMinutes": 1441}"#, "liveBufferMinutes"),
         (#"{"logLevel": "verbose"}"#, "logLevel"),
         (#"{"interruptionScope": "global"}"#, "interruptionScope"),
         (#"{"triggerRoles": [""]}"#, "triggerRoles"),

@@ -26,6 +26,9 @@ struct MPDSessionTests {
                 return ControlReply.success(["queue": ["/m/a.mp3", "/m/b.mp3"], "current": 1, "ids": [5, 9],
                                              "versions": [2, 3], "version": 3])
             case .seek: return ControlReply.failure("nothing to seek in")
+            // The owner resolves ids: 5 and 9 are its entries.
+            case .byID(.play(let id)), .byID(.delete(let id)), .byID(.move(let id, _)), .byID(.seek(let id, _)):
+                return [5, 9].contains(id) ? ControlReply.success() : ControlReply.failure("No such song")
             default: return ControlReply.success()
             }
         }
@@ -44,8 +47,8 @@ struct MPDSessionTests {
             #expect(run(line, owner) == "OK\n", "\(line)")
         }
         #expect(owner.asked.withLock { $0 } == [
-            .pause, .play, .toggle, .stop, .next, .previous, .volume(percent: 20), .repeatMode(.queue),
-            .shuffle(on: false),
+            // `repeat 1` under the owner's repeat of one track (MPD's repeat with single) leaves it as it is.
+            .pause, .play, .toggle, .stop, .next, .previous, .volume(percent: 20), .status, .shuffle(on: false),
         ])
     }
 
@@ -86,6 +89,12 @@ struct MPDSessionTests {
         after["shuffle"] = true
         after["trackCount"] = 3
         #expect(MPDChanges.changes(from: before, to: after) == [.player, .mixer, .options, .playlist])
+        var single = before
+        single["single"] = "oneshot"
+        #expect(MPDChanges.changes(from: before, to: single) == [.options])
+        var consume = before
+        consume["consume"] = true
+        #expect(MPDChanges.changes(from: before, to: consume) == [.options])
         #expect(MPDChanges.changes(line: "T event kind=queueReplaced(2 tracks, at 0) playback=idle") == [.playlist])
         #expect(MPDChanges.changes(line: "T event kind=userSeek(1000ms) playback=playing") == [.player])
         #expect(MPDServer.changedLines([.player, .mixer]) == "changed: mixer\nchanged: player\nOK\n")
@@ -100,10 +109,12 @@ struct MPDSessionTests {
         }
         #expect(owner.asked.withLock { $0.filter { if case .queue = $0 { false } else if case .status = $0 { false }
                                                     else { true } } } == [
-            .jump(index: 1), .jump(index: 0), .edit(.delete(start: 0, end: 1), paths: []),
+            // Ids go to the owner as ids, resolved there in the same step; positions as positions.
+            .byID(.play(id: 9)), .jump(index: 0), .byID(.delete(id: 5)),
             .edit(.delete(start: 0, end: 2), paths: []), .edit(.move(start: 1, end: 2, to: 0), paths: []),
-            .edit(.move(start: 1, end: 2, to: 0), paths: []), .edit(.swap(first: 0, second: 1), paths: []),
+            .byID(.move(id: 9, to: 0)), .byID(.swap(first: 5, second: 9)),
             .edit(.swap(first: 0, second: 1), paths: []), .edit(.shuffle(start: 0, end: 2, seed: 0), paths: []),
+            .consume(on: false), .single(.off),
             // `single 0` under repeat track: back to the queue's repeat.
             .repeatMode(.queue),
         ])
@@ -112,8 +123,17 @@ struct MPDSessionTests {
         #expect(run("playlistid 9", owner) == "file: /m/b.mp3\nPos: 1\nId: 9\nOK\n")
         #expect(run("playlistid 7", owner) == "ACK [50@0] {playlistid} No such song\n")
         #expect(run("deleteid 7", owner) == "ACK [50@0] {deleteid} No such song\n")
-        #expect(run("consume 1", owner) == "ACK [2@0] {consume} Earshot has no consume mode\n")
-        #expect(run("single oneshot", owner) == "ACK [2@0] {single} Earshot has no oneshot mode\n")
+        #expect(run("seekid 7 3", owner) == "ACK [50@0] {seekid} No such song\n")
+        #expect(run("moveid 9 0", owner) == "OK\n")
+        // Single and consume are Earshot's own (rules 35-37); `repeat 1` leaves a repeat of one track as it is.
+        let modes = FakeOwner()
+        for line in ["consume 1", "single oneshot", "single 1", "repeat 1"] {
+            #expect(run(line, modes) == "OK\n", "\(line)")
+        }
+        #expect(modes.asked.withLock { $0.filter { if case .status = $0 { false } else { true } } } == [
+            .consume(on: true), .single(.oneshot), .single(.on),
+        ])
+        #expect(run("consume oneshot", owner) == "ACK [2@0] {consume} Boolean (0/1) expected: oneshot\n")
     }
 
     @Test("a configured password: only password, ping, close and commands before it; the wrong one refused")
@@ -158,8 +178,10 @@ struct MPDSessionTests {
     @Test("commands MPD has that this server does not answer are MPD's unknown command, never a silent OK")
     func unknown() {
         let owner = FakeOwner()
-        #expect(run("listall", owner) == "ACK [5@0] {} unknown command \"listall\"\n")
+        #expect(run("sticker list song a.mp3", owner) == "ACK [5@0] {} unknown command \"sticker\"\n")
         #expect(owner.asked.withLock { $0 }.isEmpty)
+        // Every command the parser knows is answered.
+        #expect(MPDCommand.names.allSatisfy(MPDSession.answered.contains))
         #expect(MPDSession.answered.filter { $0 != "noidle" }.allSatisfy(MPDCommand.names.contains))
         #expect(MPDSession.answered == MPDSession.answered.sorted())
     }

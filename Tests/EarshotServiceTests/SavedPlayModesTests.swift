@@ -19,6 +19,13 @@ struct SavedPlayModesTests {
         #expect(store.load() == .restored(state, positionFile: .absent))
         let text = try String(contentsOfFile: store.filePath, encoding: .utf8)
         #expect(text.contains(#","repeat":"queue","shuffle":{"order":[2,0,1],"state":"18446744073709551608"}"#))
+        // Single and consume follow shuffle in the line.
+        state.playModes.single = "oneshot"
+        state.playModes.consume = true
+        try store.save(state)
+        #expect(store.load() == .restored(state, positionFile: .absent))
+        #expect(try String(contentsOfFile: store.filePath, encoding: .utf8)
+            .contains(#""state":"18446744073709551608"},"single":"oneshot","consume":true"#))
         state.playModes = .off
         try store.save(state)
         #expect(store.load() == .restored(state, positionFile: .absent))
@@ -44,6 +51,8 @@ struct SavedPlayModesTests {
         (#""shuffle":[1,2]"#, #"wrong type for field "shuffle""#),
         (#""shuffle":{"order":[1,"x"],"state":"3"}"#, #"invalid value for field "shuffle""#),
         (#""shuffle":{"order":[0],"state":"-3"}"#, #"invalid value for field "shuffle""#),
+        (#""single":true"#, #"wrong type for field "single""#),
+        (#""consume":"yes""#, #"wrong type for field "consume""#),
     ])
     func malformedModes(field: String, reason: String) throws {
         let store = try freshStore()

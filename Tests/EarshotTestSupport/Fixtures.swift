@@ -202,12 +202,15 @@ public enum Fixtures {
         return (tracks, whole)
     }
 
-    /// Encodes the WAV `input` as `format` into `output`, with the format's reference encoder (LAME for MP3).
-    public static func encode(_ input: URL, as format: Format, into output: URL, tags: [String: String] = [:]) throws {
+    /// Encodes the WAV `input` as `format` into `output`, with the format's reference encoder (LAME for MP3, at
+    /// `bitRate` kbit/s, constant).
+    public static func encode(
+        _ input: URL, as format: Format, into output: URL, tags: [String: String] = [:], bitRate: Int = mp3BitRate
+    ) throws {
         switch format {
         case .mp3:
             let options = tags.sorted { $0.key < $1.key }.flatMap { ["--tv", "\($0.key)=\($0.value)"] }
-            try lame(input, into: output, rate: wavSampleRate(of: input), extraArguments: options)
+            try lame(input, into: output, rate: wavSampleRate(of: input), bitRate: bitRate, extraArguments: options)
         case .flac:
             _ = try ProcessRunner.requireTool("flac", package: "flac")
             let options = tags.sorted { $0.key < $1.key }.flatMap { ["-T", "\($0.key)=\($0.value)"] }

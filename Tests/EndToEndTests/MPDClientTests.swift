@@ -124,6 +124,23 @@ struct MPDClientTests {
             let regex = try ProcessRunner.run("mpc", ["-h", socket, "find", "(file =~ 'b')"], timeout: .seconds(30))
             #expect(!regex.succeeded && regex.standardError.contains("no regular expressions"),
                     "\(regex.standardError)")
+            #expect(try Self.mpc(socket, port, ["listall"]) == "a.mp3\nb.mp3\n")
+            // listallinfo and count through python3-mpd: the library's files with their times, counted.
+            let script = """
+                import mpd, sys
+                client = mpd.MPDClient()
+                client.connect(sys.argv[1])
+                files = [(entry["file"], entry["time"]) for entry in client.listallinfo()]
+                assert files == [("a.mp3", "30"), ("b.mp3", "30")], files
+                counted = client.count("file", "b.mp3")
+                assert counted == {"songs": "1", "playtime": "30"}, counted
+                grouped = client.count("group", "artist")
+                # One group: python3-mpd gives its object alone.
+                assert grouped == {"artist": "", "songs": "2", "playtime": "60"}, grouped
+                print("ok")
+                """
+            #expect(try ProcessRunner.run("/usr/bin/python3", ["-c", script, socket], timeout: .seconds(30))
+                .requireSuccess().standardOutput == "ok\n")
             try Self.mpc(socket, port, ["clear"])
             try Self.mpc(socket, port, ["add", "b.mp3"])
             let queue = try #require(try harness.requestChecked(["command": "queue"])["queue"] as? [String])

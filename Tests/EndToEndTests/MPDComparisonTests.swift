@@ -39,17 +39,17 @@ struct MPDComparisonTests {
         return process
     }
 
-    /// Three tagged FLAC files in `folder` for the filter expressions (FLAC's own tags, which both read alike), in
-    /// an order Earshot's (artist, album, track) and MPD's (file name) agree on.
+    /// Three tagged FLAC files in `folder` for the filter expressions (FLAC's own tags, which both read alike), named
+    /// in MPD's order of a folder's songs (album, disc, track, name), so that the paths' order is the same.
     static func writeTagged(in folder: URL) throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let wav = try Fixtures.toneWAV(frequency: 523, seconds: 0.4)
         let miles = ["ARTIST": "Miles Davis", "ALBUM": "Kind of Blue", "GENRE": "Jazz", "DATE": "1959"]
         let tracks: [[String: String]] = [
-            miles.merging(["TITLE": "So What", "TRACKNUMBER": "1", "COMPOSER": "Miles Davis"]) { $1 },
-            miles.merging(["TITLE": "Freddie's Tune", "TRACKNUMBER": "2"]) { $1 },
             ["TITLE": "Svefn-g-englar", "ARTIST": "Sigur Rós", "ALBUMARTIST": "Sigur Rós", "ALBUM": "Ágætis byrjun",
              "GENRE": "Post-Rock", "DATE": "1999", "TRACKNUMBER": "1"],
+            miles.merging(["TITLE": "So What", "TRACKNUMBER": "1", "COMPOSER": "Miles Davis"]) { $1 },
+            miles.merging(["TITLE": "Freddie's Tune", "TRACKNUMBER": "2"]) { $1 },
         ]
         for (index, tags) in tracks.enumerated() {
             try Fixtures.encode(wav, as: .flac, into: folder.appendingPathComponent("\(index + 1).flac"), tags: tags)

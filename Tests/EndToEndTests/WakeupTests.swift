@@ -3,7 +3,8 @@
 // not timed: the voluntary context switches of every thread of `earshot serve` (MPRIS on) over a few seconds of
 // pause, after the server has settled (pipewire-pulse suspends an idle node some seconds after the cork, and tells
 // its clients). The service runs as its users' does: a music library watched (issue 36) and MPD's protocol served
-// (issue 37), each of which must sleep too once the scan and the loudness pass are done.
+// (issue 37) with MPD's default of 100 clients connected and idling (issue 37's aim: no wake-up more than without
+// them), each of which must sleep too once the scan and the loudness pass are done.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,6 +14,9 @@ import Testing
 
 @Suite("A paused service wakes for nothing", .serialized)
 struct WakeupTests {
+    /// MPD clients connected and idling: MPD's default `max_connections`, and Earshot's (`MPDServer.clientLimit`).
+    static let idlingClients = 100
+
     @Test("paused with MPRIS, a watched library and MPD on: no thread wakes in 5 s, each thread is ours or libpulse's")
     func pausedServiceSleeps() async throws {
         try await ServiceHarness.run { harness in
@@ -38,6 +42,9 @@ struct WakeupTests {
                     && library["gainsToMeasure"] as? Int == 0
             }
             #expect(settled, "the library scanned the track and measured its loudness")
+            // A hundred MPD clients waiting in `idle`, as status bars and phone remotes do.
+            let idlers = try (0..<Self.idlingClients).map { _ in try Self.idlingMPDClient(socket) }
+            defer { for idler in idlers { close(idler) } }
             // Let the server settle: a pipewire-pulse node is suspended a few seconds after it went quiet.
             try await Task.sleep(for: .seconds(8))
             let pid = service.processIdentifier
@@ -55,7 +62,39 @@ struct WakeupTests {
             let strangers = after.keys.map(\.name).filter { $0 != "threaded-ml" && !$0.hasPrefix("earshot") }
             #expect(strangers.isEmpty, "threads that are not Earshot's: \(strangers)")
             #expect(after.keys.filter { $0.name == "earshot" }.count == 1, "one main thread")
+            // The idlers were asleep, not gone: each hears the play that follows.
+            try harness.earshotChecked(["play"])
+            let heard = idlers.filter { Self.readLine($0, timeoutMilliseconds: 10_000) == "changed: player" }.count
+            #expect(heard == idlers.count, "\(heard) of \(idlers.count) idling MPD clients heard the play")
             _ = await harness.stopService(service)
+        }
+    }
+
+    /// A connection to the MPD socket at `path` that read the greeting and sent `idle`; the caller closes it.
+    private static func idlingMPDClient(_ path: String) throws -> Int32 {
+        let descriptor = try UnixSocket.connect(path: path)
+        guard let greeting = readLine(descriptor, timeoutMilliseconds: 10_000), greeting.hasPrefix("OK MPD ") else {
+            close(descriptor)
+            throw ToolkitError("no MPD greeting on \(path)")
+        }
+        let request = Array("idle\n".utf8)
+        guard write(descriptor, request, request.count) == request.count else {
+            close(descriptor)
+            throw ToolkitError("idle not sent: errno \(errno)")
+        }
+        return descriptor
+    }
+
+    /// One line from `descriptor`, read a byte at a time (nothing past it is taken), or nil after the timeout.
+    private static func readLine(_ descriptor: Int32, timeoutMilliseconds: Int32) -> String? {
+        var line: [UInt8] = []
+        while true {
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, timeoutMilliseconds) == 1 else { return nil }
+            var byte: UInt8 = 0
+            guard read(descriptor, &byte, 1) == 1 else { return nil }
+            if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
+            line.append(byte)
         }
     }
 

@@ -26,6 +26,12 @@ struct MPDCommandTests {
         #expect(command("repeat 1") == .success(.repeat(true)))
         #expect(command("random 0") == .success(.random(false)))
         #expect(command("single oneshot") == .success(.single("oneshot")))
+        #expect(command("consume 1") == .success(.consume(true)))
+        // MPD 0.23's consume takes 0 or 1 only (its `oneshot` came with 0.24); single names its three modes.
+        #expect(command("consume oneshot") == .failure(MPDError(.argument, command: "consume",
+                                                                "Boolean (0/1) expected: oneshot")))
+        #expect(command("single 2") == .failure(MPDError(.argument, command: "single",
+                                                         "Unrecognized single mode, expected 0, 1, or oneshot")))
     }
 
     @Test("the queue and the library: ranges, positions, filters kept as sent")

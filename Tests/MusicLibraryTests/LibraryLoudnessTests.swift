@@ -19,14 +19,14 @@ struct LibraryLoudnessTests {
         return (music, scratch.appendingPathComponent("library.sqlite").path)
     }
 
-    /// A 1 kHz stereo sine of `seconds` peaking at `level` dBFS (so `level` LUFS), as FLAC at `path`, with `tags`.
-    static func sine(_ path: URL, level: Double, seconds: Double = 4, tags: [String] = []) throws {
+    /// A 1 kHz sine of `seconds` peaking at `level` dBFS (in stereo `level` LUFS), as FLAC at `path`, with `tags`.
+    static func sine(_ path: URL, level: Double, seconds: Double = 4, channels: Int = 2, tags: [String] = []) throws {
         _ = try ProcessRunner.requireTool("sox", package: "sox")
         _ = try ProcessRunner.requireTool("flac", package: "flac")
         try FileManager.default.createDirectory(at: path.deletingLastPathComponent(),
                                                 withIntermediateDirectories: true)
         let wav = path.deletingPathExtension().appendingPathExtension("wav")
-        try ProcessRunner.runChecked("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", wav.path, "synth",
+        try ProcessRunner.runChecked("sox", ["-n", "-r", "44100", "-c", "\(channels)", "-b", "16", wav.path, "synth",
                                              "\(seconds)", "sine", "1000", "gain", "\(level)"])
         try ProcessRunner.runChecked("flac", ["-s", "-f"] + tags.flatMap { ["-T", $0] } + ["-o", path.path, wav.path])
         try FileManager.default.removeItem(at: wav)
@@ -101,6 +101,41 @@ struct LibraryLoudnessTests {
         _ = try scanner.scan(into: database)
         #expect(try LibraryScanner.measureLoudness(into: database, cancelled: { false }).measured == 1)
         #expect(abs((try Self.gains(database, silent)?.trackGain ?? .nan) - 10) <= 0.5)
+    }
+
+    @Test("a mono sine measures as its one channel on both speakers: as loud as the stereo file of the same sine")
+    func monoOnTwoSpeakers() throws {
+        let (music, _) = Self.scratch()
+        let mono = music.appendingPathComponent("mono.flac")
+        let stereo = music.appendingPathComponent("stereo.flac")
+        try Self.sine(mono, level: -20, channels: 1)
+        try Self.sine(stereo, level: -20)
+        // The same sine as a mono MP3 (libmpg123 duplicates it as libsndfile does).
+        let mp3 = music.appendingPathComponent("mono.mp3")
+        _ = try ProcessRunner.requireTool("lame", package: "lame")
+        let wav = music.appendingPathComponent("mono.wav")
+        try ProcessRunner.runChecked("sox", ["-n", "-r", "44100", "-c", "1", "-b", "16", wav.path, "synth", "4",
+                                             "sine", "1000", "gain", "-20"])
+        try ProcessRunner.runChecked("lame", ["--quiet", "-b", "128", wav.path, mp3.path])
+        var measured: [String: Double] = [:]
+        for file in [mono, stereo, mp3] {
+            let meter = try #require(LoudnessMeter(path: TrackPath(file.path), cancelled: { false }))
+            let loudness = meter.loudness ?? .nan
+            measured[file.lastPathComponent] = loudness
+            #expect(try AudioFileKind.openDecoder(path: TrackPath(file.path)).isMono == (file != stereo))
+            // A 1 kHz sine on both speakers measures its peak in dBFS as LUFS (EBU Tech 3341's first case). lame's
+            // mono encoding comes out 0.44 dB under its input (sox's stats on mpg123's decode agree), so each file
+            // is held to its own peak, and the FLACs to the level they were made at.
+            #expect(abs(loudness - 20 * log10(meter.peak)) <= 0.2, "\(file.lastPathComponent) peak \(meter.peak)")
+        }
+        print(String(format: "[measure] R128 of a -20 dBFS 1 kHz sine: mono FLAC %.2f LUFS, mono MP3 %.2f LUFS, "
+                     + "stereo FLAC %.2f LUFS", measured["mono.flac"] ?? .nan, measured["mono.mp3"] ?? .nan,
+                     measured["stereo.flac"] ?? .nan))
+        // On two speakers a mono file is the stereo file whose channels are equal: -20 LUFS, a gain of +2 dB.
+        // Measured as a one-channel programme it would be -23.01 LUFS and play 3 dB louder than the stereo file
+        // that sounds the same.
+        #expect(abs((measured["mono.flac"] ?? .nan) - -20) <= 0.5)
+        #expect(abs((measured["mono.flac"] ?? .nan) - (measured["stereo.flac"] ?? .nan)) <= 0.05)
     }
 
     @Test("a file that does not open, or is no audio, is not measurable; the meter frees nothing it did not make")

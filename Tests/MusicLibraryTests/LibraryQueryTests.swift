@@ -49,6 +49,10 @@ struct LibraryQueryTests {
         #expect(filter.condition.hasSuffix("track = ? AND id IN (SELECT rowid FROM search WHERE search MATCH ?)"))
         let exact = LibraryFilter(terms: [LibraryTerm(.any, "Jazz")], searching: false)
         #expect(exact.values == Array(repeating: .text("Jazz"), count: LibraryTag.textTags.count))
+        // An empty value finds the tracks without the tag (MPD's `find album ""`), text or number; bound nothing.
+        let untagged = LibraryFilter(terms: [LibraryTerm(.album, ""), LibraryTerm(.disc, "")], searching: false)
+        #expect(untagged.condition.hasSuffix("(album IS NULL OR album = '') AND disc IS NULL"), "\(untagged.condition)")
+        #expect(untagged.values.isEmpty)
     }
 
     @Test("the default music folder comes from user-dirs.dirs, with $HOME expanded; disabled means ~/Music")

@@ -1,4 +1,5 @@
 // The bounded byte buffer between the fetch thread and the decoder: order, bounds, counts, the end.
+import Glibc
 import SystemSupport
 import Testing
 @testable import NetworkStream
@@ -61,5 +62,45 @@ struct StreamByteBufferTests {
         #expect(scratch.withUnsafeMutableBytes { buffer.read(into: $0) } == .ended(.serverClosed))
         buffer.discardAll()
         #expect(buffer.counts.received == 3)
+    }
+
+    @Test("a time bound drops what arrived before it as bytes come, reports its first drop once; a rejoin keeps the newest")
+    func timeBound() throws {
+        let reports = LockedValue(0)
+        let buffer = StreamByteBuffer(capacity: 1 << 20, maximumAgeNanoseconds: 200_000_000) {
+            reports.withLock { $0 += 1 }
+        }
+        let old = [UInt8](repeating: 1, count: 1000), new = [UInt8](repeating: 2, count: 500)
+        write(buffer, old)
+        // Well past the bound, however slow the machine: what arrived before it is older than 200 ms.
+        usleep(300_000)
+        #expect(buffer.oldestAgeNanoseconds >= 200_000_000)
+        write(buffer, new)
+        #expect(buffer.counts.dropped == 1000 && buffer.counts.stored == 500)
+        #expect(reports.withLock { $0 } == 1)
+        usleep(300_000)
+        write(buffer, new)
+        // The second drop of the same overflow is not reported again.
+        #expect(reports.withLock { $0 } == 1)
+        #expect(readAll(buffer) == new)
+        // A rejoin drops all but the newest bytes asked for, uncounted, and re-arms the report.
+        write(buffer, old + new)
+        buffer.discardAll(keepingNewest: 10)
+        #expect(readAll(buffer) == Array(new.suffix(10)))
+        #expect(buffer.counts.dropped == 1500)
+        write(buffer, old)
+        usleep(300_000)
+        write(buffer, new)
+        #expect(reports.withLock { $0 } == 2)
+    }
+
+    @Test("within its time bound nothing is dropped or reported")
+    func withinTimeBound() {
+        let reports = LockedValue(0)
+        let buffer = StreamByteBuffer(capacity: 1 << 20, maximumAgeNanoseconds: 60_000_000_000) {
+            reports.withLock { $0 += 1 }
+        }
+        for _ in 0..<100 { write(buffer, [UInt8](repeating: 3, count: 1000)) }
+        #expect(buffer.counts.dropped == 0 && buffer.counts.stored == 100_000 && reports.withLock { $0 } == 0)
     }
 }

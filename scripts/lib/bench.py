@@ -19,6 +19,7 @@ import sys
 from bench_common import *  # noqa: F401,F403
 from bench_measure import *  # noqa: F401,F403
 from bench_handling import handling_lines, measure_handling
+from bench_radio import measure_radio, radio_error, radio_lines
 from bench_saving import measure_saving, saving_lines
 
 def summary(results):
@@ -140,6 +141,15 @@ def print_table(results):
                      f"gain, {gain['earshotCpuSeconds']:.3f} without ({gain['earshotCostPercent']:+.1f} %); "
                      f"`mpg123 -t --rva-mix` {gain['mpg123RvaCpuSeconds']:.3f}, without "
                      f"{gain['mpg123CpuSeconds']:.3f} ({gain['mpg123CostPercent']:+.1f} %)")
+    for name, entry in results.get("formatGain", {}).items():
+        lines.append(f"ReplayGain's cost on the 300 s {name}: earshot {entry['earshotGainCpuSeconds']:.3f} CPU s with "
+                     f"-6 dB, {entry['earshotCpuSeconds']:.3f} without ({entry['costPercent']:+.1f} %)")
+    r128 = results.get("r128")
+    if r128:
+        lines.append(f"R128 analysis of {r128['tracks']} tracks of 30 s: earshot {r128['earshotTracksPerCpuSecond']:.1f} "
+                     f"tracks a CPU s, libsndfile + libebur128 {r128['referenceTracksPerCpuSecond']:.1f}: "
+                     f"{r128['throughputRatio']:.2f}x; loudness differs by at most {r128['maxDifferenceLU']:.2f} LU "
+                     f"({'within' if r128['agree'] else 'NOT within'} 0.5 LU)")
     if "error" in queue:
         lines.append(f"earshot serve with a {queue.get('tracks', '?')}-track queue: {queue['error']}")
     else:
@@ -150,6 +160,7 @@ def print_table(results):
                          f"({queue['oneAddError']}); added in playlists of {queue['addedInBatchesOf']}")
     lines.extend(saving_lines(results.get("saving")))
     lines.extend(handling_lines(results.get("handling")))
+    lines.extend(radio_lines(results.get("radio")))
     print("\n".join(lines))
     return rows
 
@@ -213,6 +224,26 @@ def print_sweep(sweeps):
     return text
 
 
+def r128_comparison(fields):
+    """The R128 speed and agreement: `tracks earshot_cpu reference_cpu earshot.txt reference.txt`."""
+    tracks, earshot_cpu, reference_cpu = int(fields[0]), float(fields[1]), float(fields[2])
+
+    def loudness(path):
+        with open(path) as handle:
+            return [line.split()[0].removeprefix("lufs=") for line in handle if line.strip()]
+
+    ours, theirs = loudness(fields[3]), loudness(fields[4])
+    differences = [abs(float(a) - float(b)) for a, b in zip(ours, theirs) if a not in ("none", "failed")
+                   and b not in ("none", "failed")]
+    both_measured = len(ours) == len(theirs) == tracks and len(differences) == tracks
+    worst = max(differences) if differences else float("nan")
+    return {"tracks": tracks, "earshotCpuSeconds": earshot_cpu, "referenceCpuSeconds": reference_cpu,
+            "earshotTracksPerCpuSecond": round(tracks / max(earshot_cpu, 1e-6), 1),
+            "referenceTracksPerCpuSecond": round(tracks / max(reference_cpu, 1e-6), 1),
+            "throughputRatio": round(reference_cpu / max(earshot_cpu, 1e-6), 3),
+            "maxDifferenceLU": round(worst, 2), "agree": both_measured and worst <= 0.5}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", required=True)
@@ -227,7 +258,11 @@ def main():
                         help="CPU seconds of `earshot decode --gain`, without, `mpg123 -t --rva-mix`, without")
     parser.add_argument("--format-decode", action="append", default=[],
                         help="FORMAT, then CPU seconds of `earshot decode` and of the format's reference decoder")
-    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups,saving,handling")
+    parser.add_argument("--format-gain", action="append", default=[],
+                        help="FORMAT, then CPU seconds of `earshot decode --gain` and of `earshot decode`")
+    parser.add_argument("--r128", help="tracks, CPU seconds of `earshot decode --loudness` and of the reference, and "
+                                       "the two outputs' files")
+    parser.add_argument("--only", default="unplug,call,cpu,stress,startup,queue,wakeups,saving,handling,radio")
     parser.add_argument("--sweep", help="the buffer sweep instead: Earshot's target latencies (ms), comma-separated")
     parser.add_argument("--sweep-report", nargs="+", metavar="JSON",
                         help="print the table of these sweep results (one per server) and write it to --output")
@@ -288,6 +323,12 @@ def main():
             results["stress"] = measure_stress(bench, tracks, args.stress_minutes, 20)
         for module in modules:
             pactl("unload-module", module)
+    if "radio" in only:
+        log(f"internet radio: earshot, mpg123 and mpv on one Icecast2 mount for {tracks['radio_seconds']} s at once")
+        try:
+            results["radio"] = measure_radio(bench, tracks, tracks["radio_seconds"])
+        except (RuntimeError, OSError, KeyError) as error:
+            results["radio"] = radio_error(error)
     if args.decode:
         earshot_decode, mpg123_decode = (float(x) for x in args.decode.split())
         results["decode"] = {"earshotCpuSeconds": earshot_decode, "mpg123CpuSeconds": mpg123_decode,
@@ -303,6 +344,13 @@ def main():
         results.setdefault("formatDecode", {})[name] = {
             "earshotCpuSeconds": float(earshot_seconds), "referenceCpuSeconds": float(reference_seconds),
             "throughputRatio": round(float(reference_seconds) / max(float(earshot_seconds), 1e-6), 3)}
+    for entry in args.format_gain:
+        name, gain, plain = entry.split()
+        results.setdefault("formatGain", {})[name] = {
+            "earshotGainCpuSeconds": float(gain), "earshotCpuSeconds": float(plain),
+            "costPercent": round(100 * (float(gain) - float(plain)) / max(float(plain), 1e-6), 1)}
+    if args.r128:
+        results["r128"] = r128_comparison(args.r128.split())
     for key, empty in (("unplug", {"windowMs": 0, "leakedMs": {}}), ("call", {"callSeconds": 0, "players": {}}),
                        ("cpu", {}), ("stress", {"minutes": 0, "targetLatencyMs": 0, "players": {}}),
                        ("startup", {}), ("queue", {"error": "not measured"}), ("wakeups", {})):

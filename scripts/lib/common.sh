@@ -35,11 +35,43 @@ build_packages() {
 # espeak-ng for the screen reader's speech the ducking tests play; stress-ng, which loads the cores beside the
 # suites that scripts/ci-repeat runs again and again; MPD's clients, mpc, python3-mpd and ncmpcpp (in tmux), for the MPD
 # front-end, and Debian's MPD itself, which the comparison suite runs beside Earshot; and for internet radio, openssl
-# (the certificate the stream fetcher must refuse, and the TLS server that offers it).
+# (the certificate the stream fetcher must refuse, and the TLS server that offers it), and Debian's Icecast2 with
+# GStreamer's shout2send (gst-launch-1.0 from gstreamer1.0-tools, the shout2 and MP3-parsing plugins from
+# gstreamer1.0-plugins-good) as the station's source: ices2 sends only Ogg Vorbis, and Debian 12's ffmpeg has no
+# libshout output. icecast2's package installs its system service disabled (update-rc.d defaults-disabled), and
+# ensure_test_packages makes sure none is left running; the tests run their own.
 test_packages() {
     printf '%s\n' pulseaudio pulseaudio-utils lame sox libsox-fmt-mp3 mpg123 flac vorbis-tools opus-tools dbus-daemon \
         dbus-bin playerctl systemd chromium curl python3-dbusmock libpipewire-0.3-dev pkg-config desktop-file-utils \
-        espeak-ng dpkg-dev libltdl-dev stress-ng mpc python3-mpd mpd ncmpcpp tmux openssl
+        espeak-ng dpkg-dev libltdl-dev stress-ng mpc python3-mpd mpd ncmpcpp tmux openssl icecast2 gstreamer1.0-tools \
+        gstreamer1.0-plugins-good
+}
+
+# icecast_system_service_pid: prints the pid of Debian's icecast2 system service when one runs (the init script starts
+# `/usr/bin/icecast2 -b -c /etc/icecast2/icecast.xml`), else nothing. The tests' own icecast2 reads a configuration
+# in a temporary folder and is never this one.
+icecast_system_service_pid() {
+    local entry command
+    for entry in /proc/[0-9]*; do
+        command=$(tr '\0' ' ' 2>/dev/null <"$entry/cmdline") || continue
+        case "$command" in
+            */icecast2\ *-c\ /etc/icecast2/icecast.xml*) printf '%s\n' "${entry#/proc/}"; return 0 ;;
+        esac
+    done
+}
+
+# ensure_test_packages PKG...: ensure_build_packages with PKG..., and when that installed icecast2 just now, makes sure
+# its system service is not left running: Debian's package installs it disabled (update-rc.d defaults-disabled) and
+# invoke-rc.d does not start it, but a machine's own policy could; the tests run a private icecast2 of their own. A
+# system icecast2 that ran before (the machine owner's) is left alone.
+ensure_test_packages() {
+    local had_icecast=true
+    [ -n "$(_missing_packages icecast2)" ] && had_icecast=false
+    ensure_build_packages "$@" || return 1
+    if ! $had_icecast && [ -n "$(icecast_system_service_pid)" ]; then
+        printf '[setup] stopping the icecast2 system service that its package started (the tests run their own)\n' >&2
+        invoke-rc.d icecast2 stop >/dev/null 2>&1 || /etc/init.d/icecast2 stop >/dev/null 2>&1 || true
+    fi
 }
 
 # ensure_build_packages [PKG...]: ensure_packages with what the build needs (build_packages) plus PKG...

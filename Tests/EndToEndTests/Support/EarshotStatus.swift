@@ -26,6 +26,12 @@ struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {
     let station: String?
     /// A live stream's current ICY title, nil for files.
     let streamTitle: String?
+    /// A live stream's bytes received and not decoded yet (RULES.md row 24), nil for files.
+    let liveBufferBytes: Int?
+    /// How far behind live the oldest of them is, in milliseconds, nil for files.
+    let liveBufferMs: Int?
+    /// Why the player last rejoined a live stream's live edge (`bufferOverflowed`, `userAsked`; rows 32 and 33).
+    let liveRejoined: String?
     /// The stream volume in percent.
     let volume: Int
     /// Rule 23: the rules want the desktop's idle suspend held off (playing, `inhibitIdleSuspend` on).

@@ -92,10 +92,18 @@ main()
     /// both must accept.
     static let requests = #"""
 # The comparison's requests (mpd_compare.py): KIND | REQUEST. Run from a stopped, emptied queue on the same music
-# (a.mp3 and b.mp3 at the top, c.mp3 in album/, untagged; tagged/1.flac, 2.flac by Miles Davis, 3.flac by Sigur Rós).
+# (a.mp3 and b.mp3 at the top, c.mp3 in album/, untagged; tagged/1.flac by Sigur Rós, 2.flac, 3.flac by Miles Davis).
 # Replies that may differ are in docs/mpd.md's divergences.
 setup | stop
 setup | clear
+# The library: listall and listallinfo walk it (a folder's files, then each folder and its content), count counts it.
+fields directory file | listall
+fields directory file | listall "album"
+fields directory file Time | listallinfo
+fields songs | count file "a.mp3"
+fields songs | count group artist
+fields Artist songs | count group artist
+fields songs | count album ""
 setup | add "a.mp3"
 setup | add "b.mp3"
 setup | addid "album/c.mp3" 1
@@ -121,9 +129,20 @@ fields state | status
 setup | repeat 1
 setup | random 1
 fields repeat random single consume | status
+setup | single 1
+setup | consume 1
+fields repeat random single consume | status
+setup | single oneshot
+fields single | status
 setup | repeat 0
 setup | random 0
 setup | single 0
+# Consume: the track left by next leaves the queue, the next plays at its place.
+setup | play 0
+setup | next
+fields file Pos | playlistinfo
+fields state song playlistlength consume | status
+setup | stop
 setup | consume 0
 setup | replay_gain_mode album
 same | replay_gain_status
@@ -153,6 +172,9 @@ ack | save "a/b"
 ack | playlistdelete "compare-nothing" 0
 # Refusals: code and command agree.
 ack | move 9 0
+ack | listall "nothing"
+ack | count group nonsense
+ack | count artist
 ack | deleteid 999
 ack | playid 999
 ack | swap 0 9
@@ -165,6 +187,8 @@ ack | replay_gain_mode loud
 ack | binarylimit 10
 ack | single 2
 ack | consume 2
+ack | consume oneshot
+ack | single on
 ack | prio 300 0
 ack | password wrong
 ack | plchanges x

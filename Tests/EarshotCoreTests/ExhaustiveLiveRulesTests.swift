@@ -1,0 +1,106 @@
+// The bounded exhaustive check for live streams (RULES.md rows 24 and 30-33), apart from ExhaustiveRulesTests so that
+// its alphabet stays small: every state reachable from the starts through the live events and those that meet them
+// (pauses of every kind, resumes, queue changes, the stream's outcomes) keeps the live invariants below.
+import EarshotCore
+import Testing
+
+@Suite("Exhaustive check of the live-stream rules")
+struct ExhaustiveLiveRulesTests {
+    static let call = InterruptionSource.triggerStream(index: 1)
+
+    static let events: [Event] = [
+        .liveStreamStarted(index: 0), .liveStreamStarted(index: 1), .liveStreamStarted(index: 2),
+        .liveBufferOverflowed(index: 0), .liveBufferOverflowed(index: 1), .userJumpToLive,
+        .userPlay, .userPause, .userToggle, .userStop, .userNext, .userPrevious,
+        .userSeek(milliseconds: 1_000),
+        .userSeekBy(offsetMilliseconds: 5_000, fromMilliseconds: 1_000, trackLengthMilliseconds: nil),
+        .userSeekBy(offsetMilliseconds: -5_000, fromMilliseconds: 9_000, trackLengthMilliseconds: nil),
+        .interruptionBegan(call, at: Moment(milliseconds: 0)),
+        .interruptionEnded(call, resumeAllowed: true, at: Moment(milliseconds: 4_000)),
+        .outputLost(.portUnplugged), .outputLost(.serverLost), .outputAppeared,
+        .streamOpened, .streamCorked, .streamUncorked, .streamClosed, .outputCommandFailed,
+        .heardTrack(index: 1), .queuePlayedOut, .trackFailed(index: 0, failure: .decodeFailed, failuresInARow: 1),
+        .queueReplaced(trackCount: 2, startIndex: 0), .queueExtended(trackCount: 3),
+        .queueEdited(.delete(start: 0, end: 1)), .queueEdited(.swap(first: 0, second: 1)),
+        .queueEdited(.delete(start: 0, end: 3)),
+    ]
+
+    static var starts: [PlayerState] {
+        let queue = QueueCursor(trackCount: 2, index: 0)
+        return [
+            PlayerState(),
+            PlayerState(playback: .stopped, queue: queue),
+            PlayerState(playback: .playing, queue: queue, stream: StreamCondition(isOpen: true, isCorked: false)),
+        ]
+    }
+
+    @Test("Every reachable state keeps the live invariants")
+    func everyReachableStateKeepsTheLiveInvariants() {
+        var seen = Set(Self.starts)
+        var frontier = Self.starts
+        var transitions = 0
+        var violations: [String] = []
+        while !frontier.isEmpty && violations.count < 5 {
+            var next: [PlayerState] = []
+            for state in frontier {
+                for event in Self.events {
+                    transitions += 1
+                    var after = state
+                    let commands = after.apply(event)
+                    violations += Self.problems(event, commands, before: state, after: after)
+                        .map { "\($0) after \(event) from \(state)" }
+                    if seen.insert(after).inserted { next.append(after) }
+                }
+            }
+            frontier = next
+        }
+        print("Exhaustive live rules check: \(seen.count) states, \(transitions) transitions")
+        #expect(violations.isEmpty, "\(violations.prefix(5).joined(separator: "\n"))")
+        #expect(seen.count > 1_000, "the search should reach a large state space")
+    }
+
+    /// The live invariants of one transition.
+    static func problems(_ event: Event, _ commands: [Command], before: PlayerState, after: PlayerState) -> [String] {
+        var problems: [String] = []
+        // (L1) Row 31 and 24: a live stream is never sought in, nor flushed back to the frame heard.
+        if before.isOnLiveStream && after.isOnLiveStream
+            && commands.contains(where: { if case .seek = $0 { true } else { $0 == .flush } }) {
+            problems.append("(L1) a seek or a flush on a live stream")
+        }
+        // (L2) Rows 32 and 34: a resume after an overflow rejoins live before it uncorks (a stopped stream's play, for
+        // its own reason).
+        if before.isOnLiveStream, before.live?.bufferOverflowed == true, let uncork = commands.firstIndex(of: .uncork) {
+            let rejoin = commands.firstIndex { if case .rejoinLive = $0 { true } else { false } }
+            if rejoin == nil || rejoin! > uncork { problems.append("(L2) resumed after an overflow without a rejoin") }
+        }
+        // (L3) Row 32: an overflow of the stream the listener is on, while not playing, is remembered.
+        if case .liveBufferOverflowed(let index) = event, before.isOnLiveStream, before.live?.index == index,
+           !before.isPlaying, after.live?.bufferOverflowed != true {
+            problems.append("(L3) an overflow while paused was forgotten")
+        }
+        // (L4) The live events and the jump to live never change the playback or make a sound; the jump either
+        // rejoins or is refused.
+        switch event {
+        case .liveStreamStarted, .liveBufferOverflowed, .userJumpToLive:
+            if after.playback != before.playback || commands.contains(.uncork) {
+                problems.append("(L4) a live event changed the playback")
+            }
+            if event == .userJumpToLive,
+               commands != (before.isOnLiveStream ? [.rejoinLive(.userAsked)] : [.refuse(.notLive)]) {
+                problems.append("(L4) the jump to live did \(commands)")
+            }
+        default:
+            break
+        }
+        // (L5) Row 30: the live stream is always a track of the queue, and an idle player has none.
+        if let live = after.live {
+            if after.playback == .idle { problems.append("(L5) an idle player has a live stream") }
+            if !(0..<after.queue.trackCount).contains(live.index) { problems.append("(L5) a live stream off the queue") }
+        }
+        // (L6) A rejoin only ever concerns the live stream the listener is on.
+        if commands.contains(where: { if case .rejoinLive = $0 { true } else { false } }), !before.isOnLiveStream {
+            problems.append("(L6) a rejoin off a live stream")
+        }
+        return problems
+    }
+}
