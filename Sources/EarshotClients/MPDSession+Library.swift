@@ -109,7 +109,8 @@ extension MPDSession {
             group = tag
             words.removeLast(2)
         }
-        guard words.count % 2 == 0 else {
+        // Pairs must pair up; a filter expression is one word, parsed by the library as `find`'s.
+        guard words.contains(where: { $0.hasPrefix("(") }) || words.count % 2 == 0 else {
             return .failure(MPDError(.argument, command: name, "Incorrect number of filter arguments"))
         }
         var tracks: [[String: Any]] = []

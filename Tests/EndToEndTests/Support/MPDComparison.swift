@@ -104,6 +104,10 @@ fields songs | count file "a.mp3"
 fields songs | count group artist
 fields Artist songs | count group artist
 fields songs | count album ""
+same | count "(artist == 'Miles Davis')"
+same | count "(base 'tagged')" group artist
+fields songs | count "(!(base 'tagged'))"
+ack | count "(artist == 'x'"
 setup | add "a.mp3"
 setup | add "b.mp3"
 setup | addid "album/c.mp3" 1
