@@ -1,7 +1,7 @@
 // MPD's library commands in Earshot's terms: the library's own requests (the CLI's `search`, `find`, `list`,
 // `findadd`, `searchadd`, `update`, `ls`), answered by the library on the client's thread, and their JSON replies as
-// MPD's `file:` and `Tag: value` lines. Tag/value pairs only: MPD's filter expressions (`(artist == 'x')`) are refused
-// with the library's reason.
+// MPD's `file:` and `Tag: value` lines. Tag/value pairs and MPD's filter expressions (`(artist == 'x')`) alike: the
+// library parses both (LibraryQuery, LibraryExpression), and refuses what it cannot read as an argument error.
 import EarshotService
 import MPDProtocol
 import TrackPaths
@@ -11,6 +11,8 @@ extension MPDSession {
     static let tagNames: [String: String] = [
         "title": "Title", "artist": "Artist", "albumartist": "AlbumArtist", "album": "Album", "genre": "Genre",
         "date": "Date", "composer": "Composer", "track": "Track", "disc": "Disc",
+        "musicbrainz_trackid": "MUSICBRAINZ_TRACKID", "musicbrainz_albumid": "MUSICBRAINZ_ALBUMID",
+        "musicbrainz_artistid": "MUSICBRAINZ_ARTISTID", "musicbrainz_albumartistid": "MUSICBRAINZ_ALBUMARTISTID",
     ]
 
     /// The reply to a library command, or nil when `command` is not one.
@@ -29,6 +31,7 @@ extension MPDSession {
         case .add: return .failure(MPDError(.argument, command: name, "Earshot adds at the queue's end only"))
         case .list(let tag, let words):
             return query("list", [tag.lowercased()] + words, name).map { object in
+                if let rows = object["rows"] as? [Any] { return Self.groupedLines(object, rows: rows) }
                 let tagName = object["tag"] as? String ?? tag
                 let shown = Self.tagNames[tagName] ?? tag
                 return (object["values"] as? [Any] ?? []).compactMap { $0 as? String }
@@ -106,7 +109,8 @@ extension MPDSession {
             group = tag
             words.removeLast(2)
         }
-        guard words.count % 2 == 0 else {
+        // Pairs must pair up; a filter expression is one word, parsed by the library as `find`'s.
+        guard words.contains(where: { $0.hasPrefix("(") }) || words.count % 2 == 0 else {
             return .failure(MPDError(.argument, command: name, "Incorrect number of filter arguments"))
         }
         var tracks: [[String: Any]] = []
@@ -132,10 +136,27 @@ extension MPDSession {
         return .success(ordered.map { "\(shown): \($0)\n" + lines(groups[$0] ?? []) }.joined())
     }
 
-    /// Asks the library `verb` with `words` (tag names lower-cased, as the library names them), tags included.
+    /// Asks the library `verb` with `words` as sent (pairs, filter expressions: the library reads tag names in any
+    /// case), tags included.
     private func query(_ verb: String, _ words: [String], _ name: String) -> Result<[String: Any], MPDError> {
-        let lowered = words.enumerated().map { index, word in index % 2 == 0 ? word.lowercased() : word }
-        return reply(to: .libraryQuery(verb: verb, words: lowered, tags: true), name)
+        reply(to: .libraryQuery(verb: verb, words: words, tags: true), name)
+    }
+
+    /// MPD's lines for a grouped `list`: each group's value when it changes (or an outer one did), then the tag's.
+    static func groupedLines(_ object: [String: Any], rows: [Any]) -> String {
+        let names = ((object["groups"] as? [Any] ?? []) + [object["tag"] ?? ""]).map { name in
+            tagNames[name as? String ?? ""] ?? (name as? String ?? "")
+        }
+        var lines = ""
+        var previous: [String] = []
+        for case let row as [Any] in rows {
+            let values = row.map { $0 as? String ?? "" }
+            guard values.count == names.count else { continue }
+            let changed = values.indices.first { $0 >= previous.count || values[$0] != previous[$0] } ?? values.count
+            for level in changed..<values.count { lines += "\(names[level]): \(values[level])\n" }
+            previous = values
+        }
+        return lines
     }
 
     /// MPD's song lines for each track of a library reply.

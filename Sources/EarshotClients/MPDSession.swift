@@ -191,7 +191,10 @@ public struct MPDSession {
             if let missing, object["error"] as? String == missing {
                 return .failure(MPDError(.argument, command: name, missing))
             }
-            return .failure(MPDError(.system, command: name, object["error"] as? String ?? "refused"))
+            // A query the library could not parse is the client's argument error, a folder it lacks MPD's no-exist.
+            let refusal = object["refusal"] as? String
+            let code: MPDErrorCode = refusal == "query" ? .argument : refusal == "missing" ? .noExist : .system
+            return .failure(MPDError(code, command: name, object["error"] as? String ?? "refused"))
         }
         return .success(object)
     }

@@ -71,12 +71,23 @@ public enum LibraryQuery: Equatable, Sendable {
     case find([LibraryTerm])
     /// The distinct values of a tag among the tracks matching the terms exactly (`list`).
     case list(LibraryTag, [LibraryTerm])
+    /// The tracks an MPD filter expression matches (LibraryExpression.swift), compared without case when `folded`
+    /// (`search`); with `listing`, the distinct values of that tag among them (`list`). Pairs given beside an
+    /// expression join it as MPD reads them: `find`'s as `==`, `search`'s as `contains`.
+    case filter(LibraryExpression, folded: Bool, listing: LibraryTag?)
+    /// MPD's `list TAG [FILTER] group G...`: the distinct combinations of the groups' values and TAG's among the
+    /// tracks the filter (find's rules) matches, the outermost group first (LibraryGrouping.swift).
+    case grouped(LibraryTag, groups: [LibraryTag], LibraryExpression?)
 
     /// The verbs that take a query.
     public static let verbs = ["search", "find", "list", "searchadd", "findadd"]
 
     /// Parses the words after `verb` (`search`, `find`, `list`; `searchadd` and `findadd` as their queries).
     public static func parse(verb: String, _ words: [String]) -> Result<LibraryQuery, LibraryQueryError> {
+        if verb == "list", let grouped = grouped(words) { return grouped }
+        if let expression = words.firstIndex(where: { $0.hasPrefix("(") }) {
+            return filter(verb: verb, words, firstExpression: expression)
+        }
         switch verb {
         case "search", "searchadd", "find", "findadd":
             guard !words.isEmpty else { return .failure(LibraryQueryError("\(verb) needs TAG VALUE pairs")) }
@@ -109,6 +120,55 @@ public enum LibraryQuery: Equatable, Sendable {
         }
     }
 
+    /// A query with a filter expression among its words (at `firstExpression`).
+    private static func filter(verb: String, _ words: [String], firstExpression: Int) -> Result<LibraryQuery,
+                                                                                                  LibraryQueryError> {
+        var rest = words[...]
+        var listing: LibraryTag?
+        switch verb {
+        case "search", "searchadd", "find", "findadd": break
+        case "list":
+            guard firstExpression > 0, let tag = LibraryTag.named(words[0]), tag != .any else {
+                return .failure(LibraryQueryError("list needs a TAG before its filter; tags: "
+                    + tagNames(withAny: false)))
+            }
+            listing = tag
+            rest = rest.dropFirst()
+        default: return .failure(LibraryQueryError("\(shown(verb)) is not a query verb"))
+        }
+        let folded = verb.hasPrefix("search")
+        return expression(of: rest, verb: verb, folded: folded).map {
+            .filter($0, folded: folded, listing: listing)
+        }
+    }
+
+    /// The expression `words` make: filter expressions and pairs (`==`, or `contains` when `folded`) together.
+    static func expression(of words: ArraySlice<String>, verb: String, folded: Bool)
+        -> Result<LibraryExpression, LibraryQueryError> {
+        var rest = words
+        var items: [LibraryExpression] = []
+        while let word = rest.first {
+            if word.hasPrefix("(") {
+                switch LibraryExpression.parse(word) {
+                case .success(let expression): items.append(expression)
+                case .failure(let error): return .failure(error)
+                }
+                rest = rest.dropFirst()
+                continue
+            }
+            guard rest.count >= 2 else {
+                return .failure(LibraryQueryError("\(verb): a TAG without a VALUE (\(shown(word)))"))
+            }
+            guard let tag = LibraryTag.named(word) else {
+                return .failure(LibraryQueryError(
+                    "\(verb): unknown tag \(shown(word)); tags: \(tagNames(withAny: true))"))
+            }
+            items.append(.compare(tag, folded ? .contains : .equals, rest.dropFirst().first!))
+            rest = rest.dropFirst(2)
+        }
+        return .success(items.count == 1 ? items[0] : .and(items))
+    }
+
     /// The words a search text is made of: split at white space, each keeping only words with a letter or digit in
     /// them (a lone "-" or "&" would be an empty FTS5 phrase).
     public static func words(_ text: String) -> [String] {
@@ -133,11 +193,11 @@ public enum LibraryQuery: Equatable, Sendable {
     }
 
     /// A word quoted into a message when it is short and plain, else a placeholder: replies never echo user bytes.
-    private static func shown(_ word: String) -> String {
+    static func shown(_ word: String) -> String {
         word.count <= 32 && word.allSatisfy({ $0.isLetter || $0 == "_" }) ? "'\(word)'" : "(the word given)"
     }
 
-    private static func tagNames(withAny: Bool) -> String {
+    static func tagNames(withAny: Bool) -> String {
         LibraryTag.allCases.filter { withAny || $0 != .any }.map(\.rawValue).joined(separator: ", ")
     }
 }

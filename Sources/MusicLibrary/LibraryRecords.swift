@@ -153,6 +153,28 @@ extension LibraryDatabase {
 
 // MARK: - Reading (queries)
 
+extension LibraryEntry {
+    /// The track's value of `tag` as MPD sorts by it: '' when it lacks the tag, the artist for a missing album artist.
+    public func sortValue(_ tag: LibraryTag) -> String {
+        switch tag {
+        case .title: return tags.title ?? ""
+        case .artist: return tags.artist ?? ""
+        case .albumartist: return tags.albumArtist ?? tags.artist ?? ""
+        case .album: return tags.album ?? ""
+        case .genre: return tags.genre ?? ""
+        case .date: return tags.date ?? ""
+        case .composer: return tags.composer ?? ""
+        case .track: return tags.trackNumber.map(String.init) ?? ""
+        case .disc: return tags.discNumber.map(String.init) ?? ""
+        case .musicbrainzTrackID: return tags.musicBrainz.track ?? ""
+        case .musicbrainzAlbumID: return tags.musicBrainz.album ?? ""
+        case .musicbrainzArtistID: return tags.musicBrainz.artist ?? ""
+        case .musicbrainzAlbumArtistID: return tags.musicBrainz.albumArtist ?? ""
+        case .any, .file: return String(decoding: relativePath, as: UTF8.self)
+        }
+    }
+}
+
 extension LibraryDatabase {
     /// The columns a track is read from, in `entry(from:roots:)`'s order.
     static let entryColumns = """
@@ -173,7 +195,8 @@ extension LibraryDatabase {
         switch query {
         case .search(let terms): filter = LibraryFilter(terms: terms, searching: true)
         case .find(let terms): filter = LibraryFilter(terms: terms, searching: false)
-        case .list: return []
+        case .filter(let expression, let folded, nil): filter = LibraryFilter(expression: expression, folded: folded)
+        case .list, .filter, .grouped: return []
         }
         let roots = try roots()
         let select = try connection.oneOffStatement(
@@ -189,8 +212,12 @@ extension LibraryDatabase {
     /// The distinct values of `tag` among the tracks matching `terms` exactly (untagged tracks give none): albums in
     /// the order of their earliest date, numbers in numeric order, other tags alphabetically.
     public func values(of tag: LibraryTag, matching terms: [LibraryTerm]) throws(SQLiteError) -> [String] {
+        try values(of: tag, where: LibraryFilter(terms: terms, searching: false))
+    }
+
+    /// The distinct values of `tag` among the tracks `filter` matches, in `values(of:matching:)`'s order.
+    public func values(of tag: LibraryTag, where filter: LibraryFilter) throws(SQLiteError) -> [String] {
         guard let column = tag.column else { return [] }
-        let filter = LibraryFilter(terms: terms, searching: false)
         let order: String
         switch tag {
         case .album: order = "min(coalesce(date, '')), \(column) COLLATE NOCASE"
@@ -208,6 +235,33 @@ extension LibraryDatabase {
                 ? String(decoding: select.blob(0), as: UTF8.self) : select.text(0) ?? "")
         }
         return values
+    }
+
+    /// The distinct combinations of `groups`' values and `tag`'s among the tracks `filter` matches, each row the
+    /// groups' values (outermost first) then the tag's, in byte order column by column (MPD's).
+    public func groupedValues(of tag: LibraryTag, groups: [LibraryTag], where filter: LibraryFilter)
+        throws(SQLiteError) -> [[String]] {
+        let columns = (groups + [tag]).compactMap(\.listedValue)
+        guard columns.count == groups.count + 1 else { return [] }
+        let order = (1...columns.count).map(String.init).joined(separator: ", ")
+        let select = try connection.oneOffStatement(
+            "SELECT DISTINCT \(columns.joined(separator: ", ")) FROM files WHERE \(filter.condition) ORDER BY \(order)")
+        select.bind(filter.values.map(\.sqliteValue))
+        var rows: [[String]] = []
+        while try select.step() {
+            rows.append((0..<columns.count).map { select.text(Int32($0)) ?? "" })
+        }
+        return rows
+    }
+
+    /// Whether the library has a track or playlist in `folder` (relative; "" is the top) or below it.
+    public func hasFolder(_ folder: String) throws(SQLiteError) -> Bool {
+        guard !folder.isEmpty else { return true }
+        let prefix = folder + "/"
+        let select = try connection.oneOffStatement(
+            "SELECT 1 FROM files WHERE folder = CAST(? AS BLOB) OR substr(folder, 1, ?) = CAST(? AS BLOB) LIMIT 1")
+        select.bind([.text(folder), .integer(prefix.utf8.count), .text(prefix)])
+        return try select.step()
     }
 
     /// What is in the library's folder `folder` (relative, "" for the top; every music folder's top together):

@@ -317,6 +317,24 @@ public final class MusicLibraryService: @unchecked Sendable {
         try reading { database throws(SQLiteError) in try database.values(of: tag, matching: terms) }
     }
 
+    /// The rows of `list TAG group G...` among the tracks `filter` matches (LibraryDatabase.groupedValues).
+    public func groupedValues(of tag: LibraryTag, groups: [LibraryTag], where filter: LibraryFilter)
+        throws(QueryError) -> [[String]] {
+        try reading { database throws(SQLiteError) in
+            try database.groupedValues(of: tag, groups: groups, where: filter)
+        }
+    }
+
+    /// Whether the library has the folder `folder` (relative to the music folders).
+    public func hasFolder(_ folder: String) throws(QueryError) -> Bool {
+        try reading { database throws(SQLiteError) in try database.hasFolder(folder) }
+    }
+
+    /// The values of `tag` among the tracks `filter` (a filter expression's) matches.
+    public func values(of tag: LibraryTag, where filter: LibraryFilter) throws(QueryError) -> [String] {
+        try reading { database throws(SQLiteError) in try database.values(of: tag, where: filter) }
+    }
+
     /// The folders and files of the library folder `path` (relative to the music folders; nil for the top).
     public func listing(_ path: TrackPath?) throws(QueryError) -> (folders: [[UInt8]], files: [LibraryEntry]) {
         var folder = path?.bytes ?? []

@@ -30,7 +30,10 @@ func libraryVerb(_ verb: Verb, _ arguments: ArraySlice<Argument>) -> Never {
     default:
         let words = given.map(\.text)
         // Checked here too, so that a mistake is a usage error (64) before any service is asked.
-        if case .failure(let error) = LibraryQuery.parse(verb: verb.name, words) {
+        let parsed = LibrarySelection.split(verb: verb.name, words).flatMap {
+            LibraryQuery.parse(verb: verb.name, $0.words)
+        }
+        if case .failure(let error) = parsed {
             usageError(error.message, verb: verb)
         }
         request = .libraryQuery(verb: verb.name, words: words, tags: json)
@@ -91,6 +94,12 @@ private func printLibraryReply(_ object: [String: Any], verb: String, json: Bool
         if json { printJSON(["scan": object["scan"] ?? "queued"]) }
     case "findadd", "searchadd":
         if json { printJSON(["added": object["added"] ?? 0]) }
+    case "list" where object["rows"] != nil:
+        // Grouped: one line per combination, the groups' values (outermost first) and the tag's, tab-separated.
+        let rows = object["rows"] as? [Any] ?? []
+        if json { printJSON(rows) } else {
+            for row in rows { print((row as? [Any] ?? []).map { $0 as? String ?? "" }.joined(separator: "\t")) }
+        }
     case "list":
         let values = object["values"] as? [Any] ?? []
         if json { printJSON(values) } else { for value in values { print(value as? String ?? "") } }

@@ -123,16 +123,38 @@ enum LibraryWiring {
             }
         case .libraryQuery(let verb, let words, let tags):
             let query: LibraryQuery
-            switch LibraryQuery.parse(verb: verb, words) {
-            case .success(let parsed): query = parsed
-            case .failure(let error): return ControlReply.failure(error.message)
+            let selection: LibrarySelection
+            switch LibrarySelection.split(verb: verb, words).flatMap({ split in
+                LibraryQuery.parse(verb: verb, split.words).map { ($0, split.selection) }
+            }) {
+            case .success(let parsed): (query, selection) = parsed
+            // `refusal` lets the MPD front-end answer a malformed query as MPD does (an argument error).
+            case .failure(let error):
+                return ControlReply.line(["ok": false, "error": error.message, "refusal": "query"])
             }
             do {
+                // A `base` naming no folder is refused, as MPD refuses it (its front-end's "No such directory").
+                if let base = query.base, try !library.hasFolder(base) {
+                    return ControlReply.line(["ok": false, "error": "No such directory", "refusal": "missing"])
+                }
                 if case .list(let tag, let terms) = query {
                     return ControlReply.success(["tag": tag.rawValue,
                                                  "values": try library.values(of: tag, matching: terms)])
                 }
-                let tracks = try library.tracks(query)
+                if case .grouped(let tag, let groups, let expression) = query {
+                    let filter = expression.map { LibraryFilter(expression: $0, folded: false) }
+                        ?? LibraryFilter(terms: [], searching: false)
+                    return ControlReply.success([
+                        "tag": tag.rawValue, "groups": groups.map(\.rawValue),
+                        "rows": try library.groupedValues(of: tag, groups: groups, where: filter),
+                    ])
+                }
+                if case .filter(let expression, let folded, let tag?) = query {
+                    let filter = LibraryFilter(expression: expression, folded: folded)
+                    return ControlReply.success(["tag": tag.rawValue,
+                                                 "values": try library.values(of: tag, where: filter)])
+                }
+                let tracks = selection.apply(try library.tracks(query)) { $0.sortValue($1) }
                 guard verb.hasSuffix("add") else {
                     // Paths alone unless every field is asked for: a search matching thousands of tracks answers
                     // in a tenth of the bytes, and the client parses no more than it prints.

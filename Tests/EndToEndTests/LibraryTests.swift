@@ -50,6 +50,22 @@ struct LibraryTests {
             #expect(try Self.lines(harness, ["find", "album", "kind of blue"]).isEmpty)
             #expect(try Self.lines(harness, ["list", "album"]) == ["Kind of Blue", "Bitches Brew", "Ágætis byrjun"])
             #expect(try Self.lines(harness, ["list", "genre", "artist", "Miles Davis"]) == ["Jazz", "Jazz Fusion"])
+            // MPD's filter expressions, the same words mpc sends.
+            #expect(try Self.lines(harness, ["find", "((album == 'Kind of Blue') AND (track == '2'))"])
+                == [kind[1].path])
+            #expect(try Self.lines(harness, ["search", "(album starts_with 'KIND')"]) == kind.map(\.path))
+            #expect(try Self.lines(harness, ["list", "album", "(genre starts_with 'Jazz')"])
+                == ["Kind of Blue", "Bitches Brew"])
+            #expect(try Self.lines(harness, ["list", "album", "(date != '1999')", "group", "artist"])
+                == ["Miles Davis\tBitches Brew", "Miles Davis\tKind of Blue"])
+            let byTitle = LibraryFixtures.tracks.filter { $0.artist == "Miles Davis" }.sorted { $0.title < $1.title }
+            #expect(try Self.lines(harness, ["find", "(artist == 'Miles Davis')", "sort", "title", "window", "1:3"])
+                == byTitle[1..<3].map(\.path))
+            // `--` lets a descending sort through the CLI's option parsing.
+            let descending = ["find", "--", "(artist == 'Miles Davis')", "sort", "-title", "window", "1"]
+            #expect(try Self.lines(harness, descending) == [byTitle[byTitle.count - 2].path])
+            let regex = try harness.earshot(["find", "(artist =~ 'M.*')"])
+            #expect(regex.status == 64 && regex.standardError.contains("no regular expressions"), "\(regex)")
             #expect(try Self.lines(harness, ["ls"]) == ["Miles Davis", "Playlists", "Sigur Rós"])
             #expect(try Self.lines(harness, ["ls", "Playlists"]) == [LibraryFixtures.playlistPath])
 

@@ -109,7 +109,7 @@ struct MPDClientTests {
         }
     }
 
-    @Test("mpc's library verbs: update, search, list, add (a missing file refused), through the library's read side")
+    @Test("mpc's library verbs: update, search, find and list (with filter expressions), add (a missing file refused)")
     func mpcLibrary() async throws {
         try await Self.withPlayingService { harness, _, port, socket in
             try await LibraryTests.waitForTracks(2, harness)
@@ -117,6 +117,13 @@ struct MPDClientTests {
             try await LibraryTests.waitForTracks(2, harness)
             #expect(try Self.mpc(socket, port, ["search", "any", "b"]) == "b.mp3\n")
             #expect(try Self.mpc(socket, port, ["list", "album"]).isEmpty)
+            // MPD's filter expressions, as mpc passes them: find exact, search without case; a regex refused.
+            #expect(try Self.mpc(socket, port, ["find", "(file == 'b.mp3')"]) == "b.mp3\n")
+            #expect(try Self.mpc(socket, port, ["find", "(file == 'B.mp3')"]).isEmpty)
+            #expect(try Self.mpc(socket, port, ["search", "((file contains 'B.') AND (!(base 'x')))"]) == "b.mp3\n")
+            let regex = try ProcessRunner.run("mpc", ["-h", socket, "find", "(file =~ 'b')"], timeout: .seconds(30))
+            #expect(!regex.succeeded && regex.standardError.contains("no regular expressions"),
+                    "\(regex.standardError)")
             #expect(try Self.mpc(socket, port, ["listall"]) == "a.mp3\nb.mp3\n")
             // listallinfo and count through python3-mpd: the library's files with their times, counted.
             let script = """

@@ -39,19 +39,37 @@ struct MPDComparisonTests {
         return process
     }
 
-    @Test("the same requests to Earshot and to MPD 0.23: queue edits, status, stored playlists, outputs, errors")
+    /// Three tagged FLAC files in `folder` for the filter expressions (FLAC's own tags, which both read alike), named
+    /// in MPD's order of a folder's songs (album, disc, track, name), so that the paths' order is the same.
+    static func writeTagged(in folder: URL) throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let wav = try Fixtures.toneWAV(frequency: 523, seconds: 0.4)
+        let miles = ["ARTIST": "Miles Davis", "ALBUM": "Kind of Blue", "GENRE": "Jazz", "DATE": "1959"]
+        let tracks: [[String: String]] = [
+            ["TITLE": "Svefn-g-englar", "ARTIST": "Sigur Rós", "ALBUMARTIST": "Sigur Rós", "ALBUM": "Ágætis byrjun",
+             "GENRE": "Post-Rock", "DATE": "1999", "TRACKNUMBER": "1"],
+            miles.merging(["TITLE": "So What", "TRACKNUMBER": "1", "COMPOSER": "Miles Davis"]) { $1 },
+            miles.merging(["TITLE": "Freddie's Tune", "TRACKNUMBER": "2"]) { $1 },
+        ]
+        for (index, tags) in tracks.enumerated() {
+            try Fixtures.encode(wav, as: .flac, into: folder.appendingPathComponent("\(index + 1).flac"), tags: tags)
+        }
+    }
+
+    @Test("the same requests to Earshot and to MPD 0.23: queue edits, status, stored playlists, outputs, library")
     func sameRepliesAsMPD() async throws {
         try await MPDClientTests.withPlayingService { harness, _, port, _ in
             let music = harness.root.appendingPathComponent("music", isDirectory: true)
             let album = music.appendingPathComponent("album", isDirectory: true)
             try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
             _ = try Fixtures.copy(try Fixtures.tone(frequency: 550, seconds: 30), to: album, named: "c.mp3")
+            try Self.writeTagged(in: music.appendingPathComponent("tagged", isDirectory: true))
             try MPDClientTests.mpc("127.0.0.1", port, ["update"])
-            try await LibraryTests.waitForTracks(3, harness)
+            try await LibraryTests.waitForTracks(6, harness)
             let mpdPort = try MPDClientTests.freePort()
             let mpd = try await Self.startMPD(port: mpdPort, music: music,
                                               folder: harness.root.appendingPathComponent("mpd", isDirectory: true),
-                                              tracks: 3)
+                                              tracks: 6)
             defer { mpd.kill() }
             let table = harness.root.appendingPathComponent("compare.txt")
             try MPDComparison.requests.write(to: table, atomically: true, encoding: .utf8)

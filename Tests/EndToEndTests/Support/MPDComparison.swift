@@ -5,7 +5,8 @@ enum MPDComparison {
     static let script = #"""
 # The MPD comparison (MPDComparisonTests): the same request lines sent to Earshot and to Debian's MPD on the same
 # music, each reply compared as the test's table says: `same` (the whole reply, files by their last component, the
-# stored playlists' dates left out), `fields K...` (those fields only), `keys` (the same field names, values aside),
+# stored playlists' dates left out), `fields K...` (those fields only), `files` (the same files, in any order: the
+# two order a whole library differently), `keys` (the same field names, values aside),
 # `ack` (both refuse, with the same code and command) or `ok` (both accept). Prints one line per difference and
 # `compared N` at the end; exits 1 when a reply differs.
 import socket, sys
@@ -53,6 +54,9 @@ def compare(kind, earshot, mpd):
         return False
     if kind == "same":
         return normalized(e_lines) == normalized(m_lines)
+    if kind == "files":
+        return sorted(v for k, v in normalized(e_lines) if k == "file") == \
+            sorted(v for k, v in normalized(m_lines) if k == "file")
     if kind == "keys":
         return [key for key, _ in normalized(e_lines)] == [key for key, _ in normalized(m_lines)]
     wanted = kind.split()[1:]
@@ -83,11 +87,13 @@ main()
 """#
 
     /// The requests, one a line: `KIND | REQUEST`. `same`: the whole reply (files by their last component, the stored
-    /// playlists' dates left out); `fields K...`: those fields only; `keys`: the same field names; `ack`: both refuse
-    /// with the same code and command; `ok`: both accept; `setup`: run on both, both must accept.
+    /// playlists' dates left out); `fields K...`: those fields only; `files`: the same files in any order; `keys`: the
+    /// same field names; `ack`: both refuse with the same code and command; `ok`: both accept; `setup`: run on both,
+    /// both must accept.
     static let requests = #"""
 # The comparison's requests (mpd_compare.py): KIND | REQUEST. Run from a stopped, emptied queue on the same music
-# (a.mp3 and b.mp3 at the top, c.mp3 in album/). Replies that may differ are in docs/mpd.md's divergences.
+# (a.mp3 and b.mp3 at the top, c.mp3 in album/, untagged; tagged/1.flac by Sigur Rós, 2.flac, 3.flac by Miles Davis).
+# Replies that may differ are in docs/mpd.md's divergences.
 setup | stop
 setup | clear
 # The library: listall and listallinfo walk it (a folder's files, then each folder and its content), count counts it.
@@ -98,6 +104,10 @@ fields songs | count file "a.mp3"
 fields songs | count group artist
 fields Artist songs | count group artist
 fields songs | count album ""
+same | count "(artist == 'Miles Davis')"
+same | count "(base 'tagged')" group artist
+fields songs | count "(!(base 'tagged'))"
+ack | count "(artist == 'x'"
 setup | add "a.mp3"
 setup | add "b.mp3"
 setup | addid "album/c.mp3" 1
@@ -193,6 +203,74 @@ ack | setvol 101
 ack | delete 5:2
 ack | addid "missing.mp3"
 ack | playlistadd "compare-four" "missing.mp3"
+# MPD's filter expressions: find exact, search without case, a tag a track lacks is '', albumartist falls back.
+fields file Title | find "(artist == 'Miles Davis')"
+same | find "(artist == 'miles davis')"
+fields file | search "(artist == 'miles davis')"
+fields file | find "(title contains 'Tune')"
+same | find "(title contains 'tune')"
+fields file | search "(title contains 'TUNE')"
+fields file | find "((artist == 'Miles Davis') AND (track == '2'))"
+fields file | find "((genre == 'Jazz') AND (!(composer == 'Miles Davis')) AND (date == '1959'))"
+files | find "(!(artist == 'Miles Davis'))"
+files | find "(composer != 'Miles Davis')"
+files | find "(title !contains 'e')"
+files | find "(composer == '')"
+files | find "(base 'tagged')"
+same | find "(base 'tag')"
+same | find "((title == 'x') AND (base 'nowhere'))"
+same | list album "(base 'tag')" group artist
+fields file | find "(file == 'tagged/3.flac')"
+fields file | find "(albumartist == 'Miles Davis')"
+fields file | find "(any == 'Jazz')"
+fields file | find "(AlbumArtist == \"Sigur Rós\")"
+fields file | find "(title == 'Freddie\\'s Tune')"
+fields file | find "(title == \"Freddie's Tune\")"
+fields file | search "( title  contains  'so' ) "
+fields file | find "(artist == 'Miles Davis')" "album" "Kind of Blue" "title" "So What"
+same | list album "(artist == 'Miles Davis')"
+same | list genre "(base 'tagged')"
+same | list title "((genre == 'Jazz') AND (track == '1'))"
+# list ... group: the last group outermost, '' for a tag a track lacks, byte order at every level.
+same | list album group artist
+same | list album group albumartist
+same | list title "(base 'tagged')" group date group genre
+same | list track "(artist == 'Miles Davis')" group composer
+same | list genre group date group artist
+same | list title artist "Miles Davis" group album
+ack | list album group album
+ack | list album group colour
+ack | list album group artist group artist
+ack | list album group file
+setup | clear
+setup | findadd "(album == 'Kind of Blue')"
+fields file | playlistinfo
+setup | searchadd "(album contains 'BYRJUN')"
+fields file | playlistinfo
+setup | clear
+# sort TAG (stable, -TAG descending, numbers as numbers) and window START:END, on find, search and findadd.
+fields file | find "(base 'tagged')" sort title
+fields file | find "(base 'tagged')" sort -Title
+fields file | find "(artist == 'Miles Davis')" sort -track
+fields file | search "(title contains 'S')" sort title window 1:3
+fields file | find "(base 'tagged')" sort title window 1:
+fields file | find "(base 'tagged')" sort title window 2
+same | find "(base 'tagged')" sort title window 5:9
+setup | findadd "(base 'tagged')" sort -title window 0:2
+fields file | playlistinfo
+setup | clear
+ack | find "(base 'tagged')" sort colour
+ack | find "(base 'tagged')" window 3:1
+ack | find "(base 'tagged')" window x
+ack | find "(artist == 'x'"
+ack | find "(artist == 'x') x"
+ack | find "((artist == 'a') OR (album == 'b'))"
+ack | find "(colour == 'x')"
+ack | find "(artist = 'x')"
+ack | find "(modified-since 'soon')"
+ack | find "(artist == 'x') title"
+ack | search "(!artist == 'x')"
+ack | list album "(artist == 'x'"
 ok | ping
 ok | binarylimit 4096
 ok | prio 3 0
