@@ -171,7 +171,8 @@ struct LibraryTests {
             _ = try harness.earshotChecked(["update"])
             try await Self.waitForTracks(0, harness)
             #expect(try Self.lines(harness, ["search", "any", "anything"]).isEmpty)
-            #expect(try Self.library(harness)["skipped"] as? [String: Int] == ["vanished": 1])
+            // Counted as a music folder that is not there (a disk not mounted, docs/library.md), its name never logged.
+            #expect(try Self.library(harness)["skipped"] as? [String: Int] == ["musicFolderGone": 1])
             #expect(await harness.stopService(service) == 0)
         }
     }

@@ -109,6 +109,9 @@ enum CheckerCatalogue {
         .earshot("clear", weight: 1, movesPosition: true),
         .earshot("repeat", weight: 3) { random in [["off", "track", "queue"].randomElement(using: &random) ?? "off"] },
         .earshot("shuffle", weight: 2) { random in [Bool.random(using: &random) ? "on" : "off"] },
+        // Rules 35-37: stop after the track (once or each time), and the played tracks leaving the queue.
+        .earshot("single", weight: 1) { random in [["on", "off", "oneshot"].randomElement(using: &random) ?? "off"] },
+        .earshot("consume", weight: 1) { random in [Bool.random(using: &random) ? "on" : "off"] },
         // Never below 30 %: a playing stream at 0 % is silent, and the oracle listens for it.
         .earshot("volume", weight: 2) { random in ["\(Int.random(in: 30...120, using: &random))"] },
         // The library (issue 36) of the music folder, through the CLI: a scan while playing, tracks queued by a query.
@@ -141,6 +144,8 @@ enum CheckerCatalogue {
         .mpc("crop", weight: 1, movesPosition: true),
         .mpc("repeat", weight: 1) { random in [Bool.random(using: &random) ? "on" : "off"] },
         .mpc("random", weight: 1) { random in [Bool.random(using: &random) ? "on" : "off"] },
+        .mpc("single", weight: 1) { random in [["on", "off", "once"].randomElement(using: &random) ?? "off"] },
+        .mpc("consume", weight: 1) { random in [Bool.random(using: &random) ? "on" : "off"] },
         .mpc("volume", weight: 1) { random in ["\(Int.random(in: 30...100, using: &random))"] },
         // The desktop's media controls, through MPRIS with the real playerctl.
         .mpris("play", weight: 2, movesPosition: true),
