@@ -33,8 +33,9 @@ struct MPDPlayModesTests {
             #expect(try MPDClientTests.status(harness)["single"] as? String == "oneshot")
             #expect(try MPDClientTests.mpc(socket, port, ["status"]).contains("single: once"))
             try MPDClientTests.mpc(socket, port, ["seek", "28"])
-            let stopped = try await harness.waitForStatus(of: service, "stopped after the oneshot track") {
-                $0.playback == "stopped"
+            // Stopped, and corked once the server acknowledges it (the status says stopped a moment before).
+            let stopped = try await harness.waitForStatus(of: service, "stopped and corked after the oneshot track") {
+                $0.playback == "stopped" && $0.corked
             }
             #expect(stopped.trackIndex == 1 && stopped.corked, "\(stopped)")
             #expect(try ServerControl.sinkInputs().allSatisfy(\.corked), "a stream still runs after single stopped")
@@ -48,8 +49,8 @@ struct MPDPlayModesTests {
             }
             #expect(replayed.trackIndex == 1, "\(replayed)")
             try MPDClientTests.mpc(socket, port, ["seek", "28"])
-            let ended = try await harness.waitForStatus(of: service, "stopped at the queue's end") {
-                $0.playback == "stopped"
+            let ended = try await harness.waitForStatus(of: service, "stopped and corked at the queue's end") {
+                $0.playback == "stopped" && $0.corked
             }
             #expect(ended.trackIndex == 0 && ended.corked, "\(ended)")
             #expect(try MPDClientTests.status(harness)["single"] as? String == "on")

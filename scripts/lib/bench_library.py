@@ -364,10 +364,7 @@ def protocol_latency(earshot, mpd, tracks, results):
                 began = clock()
                 client.ask(line)
                 times[name].append(clock() - began)
-        for name in times:
-            ordered = sorted(times[name])
-            results[name][f"{key}_median_ms"] = statistics.median(ordered) * 1000
-            results[name][f"{key}_p99_ms"] = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+        record_percentiles(times, key, results)
     for client in clients.values():
         client.close()
     # MPD plays its queue into its null output, paced as a sound card: a pause there is a pause (Earshot's, which has
@@ -383,22 +380,33 @@ def protocol_latency(earshot, mpd, tracks, results):
     print(f"[bench] MPD protocol: {tracks} tracks queued in each", flush=True)
 
 
+def record_percentiles(times, key, results):
+    """Each player's median and 99th percentile of TIMES (seconds) as KEY_median_ms and KEY_p99_ms."""
+    for name in times:
+        ordered = sorted(times[name])
+        results[name][f"{key}_median_ms"] = statistics.median(ordered) * 1000
+        results[name][f"{key}_p99_ms"] = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+
+
+def timed_searches(earshot, mpd, runs, words, key, results):
+    """`search WORDS(INDEX)...` as each player's whole command (`earshot search`, `mpc search`), in turns."""
+    times = {"earshot": [], "mpd": []}
+    for index in range(runs):
+        arguments = words(index)
+        for name, player in (("earshot", earshot), ("mpd", mpd)):
+            began = clock()
+            player.command("search", *arguments)
+            times[name].append(clock() - began)
+    record_percentiles(times, key, results)
+
+
 def few_match_searches(earshot, mpd, tracks, searches, results):
     """A word and an album's number: a few tracks match each (an album's number is in its tag and its folder)."""
     albums = max(1, tracks // 10)
     picker = random.Random(3636)
-    times = {"earshot": [], "mpd": []}
-    for index in range(searches):
-        word, album = WORDS[index % len(WORDS)][:4], str(picker.randrange(albums))
-        for name, run in (("earshot", lambda: earshot.command("search", "any", word, "any", album)),
-                          ("mpd", lambda: mpd.command("search", "any", word, "any", album))):
-            began = clock()
-            run()
-            times[name].append(clock() - began)
-    for name in times:
-        ordered = sorted(times[name])
-        results[name]["few_search_median_ms"] = statistics.median(ordered) * 1000
-        results[name]["few_search_p99_ms"] = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+    timed_searches(earshot, mpd, searches,
+                   lambda index: ["any", WORDS[index % len(WORDS)][:4], "any", str(picker.randrange(albums))],
+                   "few_search", results)
 
 
 def playback_during_scan(binary, work, music, pulse_server, tracks, results):
@@ -500,18 +508,8 @@ def main():
             wait_for(f"{name} finds an added file", lambda: bool(search()), timeout=120, interval=0.01)
             results[name]["added_seen"] = clock() - began
         # Searches, in turns.
-        times = {"earshot": [], "mpd": []}
-        for index in range(options.searches):
-            word = WORDS[index % len(WORDS)][:4]
-            for name, run in (("earshot", lambda: earshot.command("search", "any", word)),
-                              ("mpd", lambda: mpd.command("search", "any", word))):
-                began = clock()
-                run()
-                times[name].append(clock() - began)
-        for name in times:
-            ordered = sorted(times[name])
-            results[name]["search_median_ms"] = statistics.median(ordered) * 1000
-            results[name]["search_p99_ms"] = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+        timed_searches(earshot, mpd, options.searches, lambda index: ["any", WORDS[index % len(WORDS)][:4]],
+                       "search", results)
         few_match_searches(earshot, mpd, options.tracks, options.searches, results)
         protocol_latency(earshot, mpd, options.tracks, results)
         results["earshot"]["rss_kib"] = rss_kib(earshot.process.pid)
