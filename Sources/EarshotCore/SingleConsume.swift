@@ -99,6 +99,7 @@ extension PlayerState {
         guard consume, playback != .idle, (0..<queue.trackCount).contains(played) else { return [] }
         guard queue.trackCount > 1 else {
             let cork: [Command] = isPlaying ? [.cork] : []
+            live = nil
             playback = .idle
             queue = .empty
             reshuffleForNewQueue()
@@ -108,6 +109,12 @@ extension PlayerState {
         }
         queue.trackCount -= 1
         if queue.index > played || queue.index == queue.trackCount { queue.index -= 1 }
+        // Row 30: the live stream moves with the queue, and is forgotten when it is the track that goes.
+        if let stream = live {
+            live = stream.index == played ? nil
+                : LiveStream(index: stream.index > played ? stream.index - 1 : stream.index,
+                             bufferOverflowed: stream.bufferOverflowed)
+        }
         if var shuffle {
             shuffle.order = shuffle.order.compactMap { $0 == played ? nil : ($0 > played ? $0 - 1 : $0) }
             self.shuffle = shuffle

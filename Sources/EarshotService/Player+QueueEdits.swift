@@ -50,7 +50,10 @@ extension Player {
             if index != rules.queue.index || rules.playback == .stopped, let refusal = jump(to: index) {
                 return refusal
             }
-            dispatch(.userSeek(milliseconds: Int(seconds * 1000)))
+            // A live stream refuses a seek (row 31): `seekid` says so as `seek` does.
+            if let refused = dispatchRefusable(.userSeek(milliseconds: Int(seconds * 1000))) {
+                return "cannot seek: " + refused.explanation
+            }
             return nil
         }
     }

@@ -88,8 +88,8 @@ public enum ConfigurationFile {
     /// The allowed resume windows, in minutes (up to one day).
     public static let resumeWindowMinutesRange = 0.0...1440.0
     /// The allowed live buffers, in minutes: fractions allowed, from 0.1 (6 s, more than a station's prebuffer and the
-    /// ring hold while it plays) to a day.
-    public static let liveBufferMinutesRange = 0.1...1440.0
+    /// ring hold while it plays) to two hours (at 2.4 MB a minute, 288 MB at most: the buffer lives in memory).
+    public static let liveBufferMinutesRange = 0.1...120.0
     /// The allowed fade lengths, in milliseconds (0: no fade; longer than half a second is a slow pause, not an edge).
     public static let fadeMillisecondsRange = 0...500
     /// The allowed duck levels, in decibels under the user's volume (0: no ducking).

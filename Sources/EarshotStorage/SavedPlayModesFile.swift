@@ -5,6 +5,7 @@ import EarshotService
 
 extension SavedPlayModes {
     /// The keys as they follow `queueId` in the state file's sorted line: each with its leading comma, none when off.
+    /// (`consume`, which sorts before every other key, opens the line: StateStore.swift.)
     func appendJSONFields(to out: inout [UInt8]) {
         if repeatMode != "off" { out += #","repeat":"\#(repeatMode)""#.utf8 }
         if let shuffleOrder {
@@ -13,7 +14,6 @@ extension SavedPlayModes {
             out += #"],"state":"\#(shuffleState)"}"#.utf8
         }
         if single != "off" { out += #","single":"\#(single)""#.utf8 }
-        if consume { out += #","consume":true"#.utf8 }
     }
 
     /// The modes under `repeat`, `shuffle`, `single` and `consume` in a state file's top-level `object`; absent keys mean off.

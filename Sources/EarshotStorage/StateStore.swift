@@ -36,7 +36,9 @@ extension PersistedState {
         var out: [UInt8] = []
         // The queue's bytes read in place (TrackList.pathBytes), so a save makes no TrackPath per track.
         out.reserveCapacity(96 + queue.indices.reduce(0) { $0 + queue.pathBytes(at: $1).count + 3 })
-        out += #"{"positionMilliseconds":\#(positionMilliseconds),"queue":["#.utf8
+        // `consume` sorts first of all the keys; the other modes come after `queueId` (SavedPlayModesFile.swift).
+        out += (playModes.consume ? #"{"consume":true,"# : "{").utf8
+        out += #""positionMilliseconds":\#(positionMilliseconds),"queue":["#.utf8
         for index in queue.indices {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             let bytes = queue.pathBytes(at: index)

@@ -239,6 +239,12 @@ final class LibraryWatcher: @unchecked Sendable {
             guard let folder = folders[descriptor] else { continue }
             if mask & UInt32(IN_IGNORED) != 0 {
                 forget(descriptor)
+                // A music folder's own watch gone (its disk unmounted, perhaps mounted again before this was read):
+                // whatever the path leads to now is watched, and looked at.
+                if roots.contains(where: { $0.bytes == folder }) {
+                    watchTree(folder)
+                    checkRoots()
+                }
                 continue
             }
             if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 {

@@ -95,6 +95,8 @@ public final class StreamByteBuffer: @unchecked Sendable {
 
     // Mutex held: stores `bytes`, dropping the oldest to make room, and marks their arrival.
     private func append(_ bytes: UnsafeRawBufferPointer) {
+        // The marks of bytes already read or dropped go first, with or without a time bound to ask for them.
+        _ = oldestMarkTime()
         received += UInt64(bytes.count)
         let now = Condition.monotonicNanoseconds()
         if marks.count > marksStart, now - marks[marks.count - 1].time < Self.markNanoseconds {

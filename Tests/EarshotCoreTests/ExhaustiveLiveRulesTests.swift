@@ -23,6 +23,8 @@ struct ExhaustiveLiveRulesTests {
         .queueReplaced(trackCount: 2, startIndex: 0), .queueExtended(trackCount: 3),
         .queueEdited(.delete(start: 0, end: 1)), .queueEdited(.swap(first: 0, second: 1)),
         .queueEdited(.delete(start: 0, end: 3)),
+        // Consume (row 37) removes played tracks, the stream's too: the live stream must move with them.
+        .userConsume(true), .userConsume(false),
     ]
 
     static var starts: [PlayerState] {

@@ -19,13 +19,14 @@ struct SavedPlayModesTests {
         #expect(store.load() == .restored(state, positionFile: .absent))
         let text = try String(contentsOfFile: store.filePath, encoding: .utf8)
         #expect(text.contains(#","repeat":"queue","shuffle":{"order":[2,0,1],"state":"18446744073709551608"}"#))
-        // Single and consume follow shuffle in the line.
+        // The line's keys stay sorted: single follows shuffle, and consume, first of all, opens the line.
         state.playModes.single = "oneshot"
         state.playModes.consume = true
         try store.save(state)
         #expect(store.load() == .restored(state, positionFile: .absent))
-        #expect(try String(contentsOfFile: store.filePath, encoding: .utf8)
-            .contains(#""state":"18446744073709551608"},"single":"oneshot","consume":true"#))
+        let line = try String(contentsOfFile: store.filePath, encoding: .utf8)
+        #expect(line.hasPrefix(#"{"consume":true,"positionMilliseconds":1500,"#), "\(line)")
+        #expect(line.contains(#""state":"18446744073709551608"},"single":"oneshot","trackIndex":2"#), "\(line)")
         state.playModes = .off
         try store.save(state)
         #expect(store.load() == .restored(state, positionFile: .absent))

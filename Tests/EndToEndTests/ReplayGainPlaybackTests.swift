@@ -2,7 +2,8 @@
 // values, with the mode set in the configuration file. Two tones 10 dB apart come out at one level in `track` mode
 // and 10 dB apart with `off`; a tone peaking at -1 dBFS asked to rise 12 dB is held under full scale by its peak; a
 // gain change at a gapless seam takes effect on the seam's first sample, with no ramp. Through `earshot serve`, the
-// `replaygain` verb changes the mode from the next track, and status names the gain and its source. Two untagged
+// `replaygain` verb changes the mode from the next track, and status names the gain and its source. Three tones of
+// one album in `album` mode keep their steps under the album's one gain. Two untagged
 // tones 10 dB apart in the service's music folder are measured by the library (EBU R128) and then level as tagged
 // ones do, with status and MPRIS naming the measured gain.
 //
@@ -82,6 +83,35 @@ struct ReplayGainPlaybackTests {
                 } else {
                     #expect(abs(first - second - 10) <= 0.5, "off: \(first) and \(second) dBFS")
                     #expect(abs(first - -9.01) <= 0.5, "off: the first track at \(first) dBFS")
+                }
+            }
+        }
+    }
+
+    @Test("an album of three in album mode keeps its relative levels: one album gain, whatever the tracks' own")
+    func albumKeepsItsLevels() async throws {
+        try await TestEnvironment.withExclusiveSoundServer {
+            try await TestEnvironment.withScratchDirectory { scratch in
+                // Peaks -6, -10 and -16 dBFS, one album gain of -4 dB (the album's loudest track at -10 dBFS), and
+                // track gains that would level them all: album mode must use the album's gain and keep the steps.
+                let peaks = [-6.0, -10.0, -16.0]
+                let files = try peaks.enumerated().map { index, peak in
+                    try tone("album\(index)", frequency: 440 + 220 * Double(index), seconds: 1.5, peakDBFS: peak,
+                             tags: ["REPLAYGAIN_TRACK_GAIN": String(format: "%+.2f dB", -4 - (peak + 6)),
+                                    "REPLAYGAIN_ALBUM_GAIN": "-4.00 dB", "REPLAYGAIN_ALBUM_PEAK": "0.501187"],
+                             in: scratch)
+                }
+                let (recording, heard) = try await play(files, mode: "album", in: scratch)
+                let levels = (0..<3).map { index in
+                    level(recording, (heard.lowerBound + 1.5 * Double(index) + 0.3)
+                        ..< (heard.lowerBound + 1.5 * Double(index) + 1.2))
+                }
+                for (index, heardLevel) in levels.enumerated() {
+                    report("ReplayGain album: track \(index + 1)", heardLevel, unit: "dBFS RMS")
+                }
+                // Each sine's RMS is 3.01 dB under its peak, then -4 dB: -13.01, -17.01 and -23.01 dBFS.
+                for (index, peak) in peaks.enumerated() {
+                    #expect(abs(levels[index] - (peak - 3.01 - 4)) <= 0.5, "album mode: \(levels) dBFS")
                 }
             }
         }
