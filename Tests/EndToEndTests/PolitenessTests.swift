@@ -348,7 +348,11 @@ struct PolitenessTests {
             let lastHeard = try #require(headphones.sweepStretches(positions: Self.positions).last)
             let difference = Double(settled.positionMs) / 1000 - lastHeard.positionAtEnd
             report("unplug: saved position minus last heard on headphones", difference * 1000)
-            #expect(abs(difference) <= 0.030 + (try TestEnvironment.serverPeriodSeconds()),
+            // The saved position is the stream's clock at the unplug; the monitor cannot show what the removed sink
+            // still held (up to a server period) nor, on PipeWire, the period its recorder had not yet been given: two
+            // periods plus 30 ms. One period was the bound until a fresh-clone run of 0c4e86d saw 51.5 ms on PipeWire
+            // 0.3.65 (1024-frame periods: 51.3 allowed).
+            #expect(abs(difference) <= 0.030 + 2 * (try TestEnvironment.serverPeriodSeconds()),
                     "saved \(settled.positionMs) ms; headphones last played \(lastHeard)")
             player.expectPrivateLog(hiding: secrets(scratch))
         }
