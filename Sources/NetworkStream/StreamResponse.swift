@@ -132,8 +132,15 @@ public struct ResponseHead: Equatable, Sendable {
         if starts("ID3") { return .success(.mp3) }
         if bytes.count >= 2, bytes[0] == 0xFF, bytes[1] & 0xE0 == 0xE0 { return .success(.mp3) }
         if starts("#EXTM3U") || starts("[playlist]") || starts("[Playlist]") { return .failure(.playlist) }
-        let text = String(decoding: bytes.prefix(16), as: UTF8.self).lowercased()
-            .drop { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == "\u{FEFF}" }
+        // A page or JSON is text from its first byte (a UTF-8 byte-order mark aside). Audio is not, though any of
+        // its bytes may happen to be `<` or `{`: a station's burst starts wherever the stream was, not at a frame
+        // (a fresh-clone run met one, and refused an Icecast mount as a page), so one byte decides nothing.
+        let head = Array(bytes.prefix(16))
+        let body = head.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(head.dropFirst(3)) : head
+        guard body.allSatisfy({ $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || (0x20...0x7E).contains($0) }) else {
+            return nil
+        }
+        let text = String(decoding: body, as: UTF8.self).drop { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
         if text.hasPrefix("<") || text.hasPrefix("{") { return .failure(.notAudio) }
         return nil
     }

@@ -52,6 +52,14 @@ struct ResponseReadingTests {
         // A page served as audio is still a page.
         #expect(head(["HTTP/1.1 200 OK", "Content-Type: audio/mpeg"]).verdict(firstBytes: Array("<!DOCTYPE".utf8))
             == .failure(.notAudio))
+        #expect(head(["HTTP/1.1 200 OK", "Content-Type: audio/mpeg"])
+            .verdict(firstBytes: [0xEF, 0xBB, 0xBF] + Array("<html>".utf8)) == .failure(.notAudio))
+        // A station's burst starts anywhere in its stream: audio whose first byte is `<` or `{` is still audio.
+        let burst: [UInt8] = [0x3C, 0x91, 0x07, 0xFF, 0xFB, 0x90, 0x64, 0x00, 0x0F, 0xF0, 0x00, 0x00, 0x69, 0x00,
+                              0x00, 0x08]
+        let mpeg = head(["HTTP/1.1 200 OK", "Content-Type: audio/mpeg"])
+        #expect(mpeg.verdict(firstBytes: burst) == .success(.mp3))
+        #expect(mpeg.verdict(firstBytes: [0x20, 0x7B] + burst.dropFirst(2)) == .success(.mp3))
         #expect(head(["HTTP/1.1 200 OK"]).verdict(firstBytes: Array("#EXTM3U\n".utf8)) == .failure(.playlist))
         #expect(head(["HTTP/1.1 200 OK"]).verdict(firstBytes: Array("[playlist]\n".utf8)) == .failure(.playlist))
         #expect(head(["HTTP/1.1 200 OK"]).verdict(firstBytes: Array("fLaC".utf8)) == .success(.flac))
