@@ -79,14 +79,7 @@ extension PlayerState {
         lastFailure = nil
         guard !arrangement.isEmpty else {
             // Everything was deleted: as a queue replaced by nothing.
-            let wasPlaying = isPlaying
-            live = nil
-            playback = .idle
-            queue = .empty
-            reshuffleForNewQueue()
-            resumeIntent = .none
-            orderChangedAhead = false
-            return (wasPlaying ? [.cork] : []) + [.cue(index: 0, milliseconds: 0)]
+            return emptyQueue() + [.cue(index: 0, milliseconds: 0)]
         }
         queue.trackCount = arrangement.count
         // Row 30: the live stream moves with the edit (a reposition of the same fetch keeps its buffer).
@@ -117,6 +110,19 @@ extension PlayerState {
         queue.index = firstRemoved
         redrawShuffle(first: firstRemoved)
         return playback == .stopped ? [.cue(index: firstRemoved, milliseconds: 0)] : [.playTrack(index: firstRemoved)]
+    }
+
+    /// The queue's last track went (deleted, or consumed: rule 37): idle, as a queue replaced by nothing, with no live
+    /// stream; the stream corked if it was playing.
+    mutating func emptyQueue() -> [Command] {
+        let cork: [Command] = isPlaying ? [.cork] : []
+        live = nil
+        playback = .idle
+        queue = .empty
+        reshuffleForNewQueue()
+        resumeIntent = .none
+        orderChangedAhead = false
+        return cork
     }
 
     /// The user chose track `index` to play (MPD's `play POSITION` and `playid`): the cursor moves there, then it is

@@ -98,14 +98,7 @@ extension PlayerState {
     mutating func consumed(_ played: Int) -> [Command] {
         guard consume, playback != .idle, (0..<queue.trackCount).contains(played) else { return [] }
         guard queue.trackCount > 1 else {
-            let cork: [Command] = isPlaying ? [.cork] : []
-            live = nil
-            playback = .idle
-            queue = .empty
-            reshuffleForNewQueue()
-            resumeIntent = .none
-            orderChangedAhead = false
-            return cork + [.removeTrack(index: played), .cue(index: 0, milliseconds: 0)]
+            return emptyQueue() + [.removeTrack(index: played), .cue(index: 0, milliseconds: 0)]
         }
         queue.trackCount -= 1
         if queue.index > played || queue.index == queue.trackCount { queue.index -= 1 }
