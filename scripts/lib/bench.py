@@ -20,6 +20,7 @@ from bench_common import *  # noqa: F401,F403
 from bench_measure import *  # noqa: F401,F403
 from bench_handling import handling_lines, measure_handling
 from bench_radio import measure_radio, radio_error, radio_lines
+from bench_radio_live import measure_live_buffer, measure_radio_call, radio_live_lines
 from bench_saving import measure_saving, saving_lines
 
 def summary(results):
@@ -161,6 +162,7 @@ def print_table(results):
     lines.extend(saving_lines(results.get("saving")))
     lines.extend(handling_lines(results.get("handling")))
     lines.extend(radio_lines(results.get("radio")))
+    lines.extend(radio_live_lines(results.get("radioCall"), results.get("radioBuffer")))
     print("\n".join(lines))
     return rows
 
@@ -329,6 +331,16 @@ def main():
             results["radio"] = measure_radio(bench, tracks, tracks["radio_seconds"])
         except (RuntimeError, OSError, KeyError) as error:
             results["radio"] = radio_error(error)
+        log(f"internet radio: a {tracks['phone_seconds']} s call over the station, earshot, mpg123 and mpv in turn")
+        try:
+            results["radioCall"] = measure_radio_call(bench, tracks)
+        except (RuntimeError, OSError, KeyError, subprocess.CalledProcessError) as error:
+            results["radioCall"] = radio_error(error)
+        log("internet radio: earshot serve paused on a station while 30 minutes of it arrive at once")
+        try:
+            results["radioBuffer"] = measure_live_buffer(bench, tracks)
+        except (RuntimeError, OSError, KeyError, ValueError) as error:
+            results["radioBuffer"] = radio_error(error)
     if args.decode:
         earshot_decode, mpg123_decode = (float(x) for x in args.decode.split())
         results["decode"] = {"earshotCpuSeconds": earshot_decode, "mpg123CpuSeconds": mpg123_decode,
