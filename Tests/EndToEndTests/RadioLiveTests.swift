@@ -13,18 +13,22 @@ struct RadioLiveTests {
     static let bytesPerSecond = Fixtures.mp3BitRate * 1000 / 8
 
     /// A loopback station sending `mp3` at `bytesPerSecond` by the clock, after a burst of `burstSeconds` of it, and
-    /// closing at its end (or when the client goes).
-    static func station(_ mp3: [UInt8], burstSeconds: Int = 3) throws -> LoopbackHTTPServer {
+    /// closing at its end (or when the client goes); `looping`, it starts `mp3` again at its end and never closes.
+    static func station(_ mp3: [UInt8], burstSeconds: Int = 3, looping: Bool = false) throws -> LoopbackHTTPServer {
         try LoopbackHTTPServer { connection in
             connection.send("HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Loopback Live\r\n\r\n")
             let burst = min(burstSeconds * bytesPerSecond, mp3.count)
             guard connection.send(Array(mp3[..<burst])) else { return }
             // A tenth of a second at a time, each due at its own moment: late sends catch up, so the rate holds.
             let start = ContinuousClock.now, piece = bytesPerSecond / 10
-            for (number, offset) in stride(from: burst, to: mp3.count, by: piece).enumerated() {
-                let due = start + .milliseconds(100 * (number + 1))
+            var offset = burst, number = 0
+            while offset < mp3.count || looping {
+                if offset >= mp3.count { offset = 0 }
+                number += 1
+                let due = start + .milliseconds(100 * number)
                 if due > .now { Thread.sleep(forTimeInterval: (due - .now).seconds) }
                 guard connection.send(Array(mp3[offset..<min(offset + piece, mp3.count)])) else { return }
+                offset += piece
             }
         }
     }

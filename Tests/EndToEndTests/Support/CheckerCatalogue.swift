@@ -7,7 +7,7 @@
 // nothing unplugged, a `call-end` with no call), because the shrinker drops steps and replays what remains.
 //
 // Later features add their commands here, in this one table, as the library (`findadd file good.ogg`, `update`),
-// ReplayGain (`replaygain album`), the MPD front-end (`mpc-next`, through the real mpc) and MPRIS (`mpris-pause`,
+// ReplayGain (`replaygain album`), internet radio (`add-station`, `live`), the MPD front-end (`mpc-next`, through the real mpc) and MPRIS (`mpris-pause`,
 // through playerctl) have. The checker's oracle (CheckerOracle.swift) does not change for them: it checks the server
 // and the monitors after every step whatever the step was.
 
@@ -123,6 +123,11 @@ enum CheckerCatalogue {
         .earshot("searchadd", weight: 1, movesPosition: true) { random in
             ["file", ["good", "garbled", "notaudio"].randomElement(using: &random) ?? "good"]
         },
+        // Internet radio (issue 40): a station that never ends, and the jump to its live edge (refused off it).
+        CheckerAction(verb: "add-station", weight: 2, movesPosition: true, arguments: { _ in [] }) { world, _ in
+            try world.addStation()
+        },
+        .earshot("live", weight: 1, movesPosition: true),
         .earshot("replaygain", weight: 2) { random in
             [["off", "track", "album", "auto"].randomElement(using: &random) ?? "auto"]
         },
@@ -215,6 +220,8 @@ enum CheckerCatalogue {
 enum CheckerMusic {
     /// How long each good track lasts: short, so that runs reach the ends of tracks and queues.
     static let trackSeconds = 4.0
+    /// The station's tone (`add-station`), above the files' tones.
+    static let stationHz = 3000.0
     /// A good MP3, the first file of every run.
     static let good = "good.mp3"
     /// A file of random bytes named like an MP3 (issue 35's case).

@@ -26,6 +26,8 @@ final class CheckerWorld: @unchecked Sendable {
     let music: URL
     /// The service's MPD socket, which `mpc` steps use.
     let mpdSocket: String
+    /// An internet radio station on the loopback that never ends (`add-station`, `live`).
+    let station: LoopbackHTTPServer
     /// The follower the oracle reads: it always reads, so its last line is the event log's latest word.
     let eventLog: ChildProcess
     /// The follower steps stop and continue (a client that stops reading).
@@ -46,6 +48,8 @@ final class CheckerWorld: @unchecked Sendable {
         self.harness = harness
         music = harness.root.appendingPathComponent("music", isDirectory: true)
         try CheckerMusic.make(in: music)
+        station = try RadioLiveTests.station(
+            try [UInt8](Data(contentsOf: Fixtures.tone(frequency: CheckerMusic.stationHz, seconds: 10))), looping: true)
         try Self.loadUSB()
         // Fades off would hide nothing here, but the default (50 ms) is what users have: keep it.
         // The music folder is the library's, and MPD's protocol is served on a socket of the run's own (no port).
@@ -62,6 +66,7 @@ final class CheckerWorld: @unchecked Sendable {
 
     /// Ends what the world started and puts the server back in its standard layout.
     func tearDown() async {
+        station.stop()
         continueFollower()
         await endPhoneCall()
         await endMicrophone()
@@ -86,6 +91,11 @@ final class CheckerWorld: @unchecked Sendable {
         let words = arguments.first == "add"
             ? arguments.map { names.contains($0) ? music.appendingPathComponent($0).path : $0 } : arguments
         _ = try harness.earshot(words, timeout: .seconds(10))
+    }
+
+    /// Queues the station, as `earshot add URL`.
+    func addStation() throws {
+        _ = try harness.earshot(["add", station.baseURL + "/live"], timeout: .seconds(10))
     }
 
     /// Runs `mpc ARGUMENTS` on the MPD socket as a user of an MPD client would (an `ACK` is an answer, not a
