@@ -10,6 +10,7 @@ import Glibc
 import MPDProtocol
 import SystemSupport
 import Synchronization
+import TrackPaths
 
 /// The MPD front-end's listeners and their clients.
 public final class MPDServer: Sendable {
@@ -25,6 +26,8 @@ public final class MPDServer: Sendable {
     private let playlistDirectory: String
     /// The password that unlocks a connection (configuration `mpdPassword`); nil: none needed.
     private let password: String?
+    /// The music folders, whose files `listfiles` lists.
+    private let musicFolders: [TrackPath]
     /// Earshot's one output as MPD's clients switch it.
     private let outputSwitch = MPDOutputSwitch()
     private let closing = Atomic<Bool>(false)
@@ -39,9 +42,10 @@ public final class MPDServer: Sendable {
     /// Starts listening on each of `addresses` ("HOST:PORT", or an absolute Unix socket path) and answering through
     /// `ask` (the control socket's handler). A listener that cannot start is logged by its kind and cause and left
     /// out; the others serve.
-    public init(addresses: [String], playlistDirectory: String?, password: String? = nil, log: EventLog,
-                ask: @escaping @Sendable (ControlRequest) -> String) {
+    public init(addresses: [String], playlistDirectory: String?, password: String? = nil,
+                musicFolders: [TrackPath] = [], log: EventLog, ask: @escaping @Sendable (ControlRequest) -> String) {
         self.ask = ask
+        self.musicFolders = musicFolders
         self.password = password
         self.log = log
         let environment = ProcessEnvironment.current
@@ -133,7 +137,7 @@ public final class MPDServer: Sendable {
         var buffer = MPDLineBuffer()
         var framing = MPDFraming()
         var session = MPDSession(ask: ask, playlistDirectory: playlistDirectory, password: password,
-                                 outputSwitch: outputSwitch)
+                                 outputSwitch: outputSwitch, musicFolders: musicFolders)
         var chunk = [UInt8](repeating: 0, count: 4096)
         // What the present `idle` waits for (empty: anything).
         var idleWanted = Set<MPDSubsystem>()

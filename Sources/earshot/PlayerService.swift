@@ -70,9 +70,10 @@ enum PlayerService {
         }
 
         // MPD's protocol, with the service only: the same requests as the control socket's, on threads of its own.
+        let musicFolders = LibraryWiring.musicFolders(configuration, environment: ProcessEnvironment.current)
         let mpdServer = withMPRIS && !configuration.mpdListen.isEmpty
             ? MPDServer(addresses: configuration.mpdListen, playlistDirectory: configuration.playlistDirectory,
-                        password: configuration.mpdPassword, log: log, ask: handler) : nil
+                        password: configuration.mpdPassword, musicFolders: musicFolders, log: log, ask: handler) : nil
         if let mpdServer { mpdUnavailable.withLock { $0 = mpdServer.unavailable } }
 
         let positionCell = PositionCell()
