@@ -2,8 +2,10 @@
 // ($XDG_RUNTIME_DIR/earshot/mpd.socket): a front-end like the control socket, not a second player. One accepting
 // thread per listener, one thread per client (at most `clientLimit`), each of which may wait for its client and for
 // the owner's reply; the owner never waits. A client that does not read its replies is dropped when a send stays
-// blocked for `sendTimeoutSeconds` (the kernel's socket buffer is the bounded buffer). A port another program holds
-// (a real MPD) is said once in the log; the other listeners keep serving.
+// blocked for `sendTimeoutSeconds` (the kernel's socket buffer is the bounded buffer); one that sends nothing for the
+// connection timeout outside `idle` is closed (in `idle` it waits with no timeout at all). Each limit is counted for
+// `status` (`MPDLimit`). A port another program holds (a real MPD) is said once in the log; the other listeners keep
+// serving.
 import EarshotJSON
 import EarshotService
 import Glibc
@@ -23,6 +25,8 @@ public enum MPDLimit: String, CaseIterable, Sendable {
     case commandListTooLong
     /// A reply left unsent for `sendTimeoutSeconds`: the client does not read.
     case notReading
+    /// Nothing sent for the connection timeout outside `idle` (MPD's `connection_timeout`).
+    case idleTimeout
 }
 
 /// The MPD front-end's listeners and their clients.
@@ -41,6 +45,8 @@ public final class MPDServer: Sendable {
     private let password: String?
     /// The music folders, whose files `listfiles` lists.
     private let musicFolders: [TrackPath]
+    /// How long a client outside `idle` may send nothing before it is closed (MPD's `connection_timeout`).
+    private let connectionTimeoutSeconds: Int
     /// Earshot's one output as MPD's clients switch it.
     private let outputSwitch = MPDOutputSwitch()
     private let closing = Atomic<Bool>(false)
@@ -58,9 +64,11 @@ public final class MPDServer: Sendable {
     /// `ask` (the control socket's handler). A listener that cannot start is logged by its kind and cause and left
     /// out; the others serve.
     public init(addresses: [String], playlistDirectory: String?, password: String? = nil,
-                musicFolders: [TrackPath] = [], log: EventLog, ask: @escaping @Sendable (ControlRequest) -> String) {
+                musicFolders: [TrackPath] = [], connectionTimeoutSeconds: Int = 60, log: EventLog,
+                ask: @escaping @Sendable (ControlRequest) -> String) {
         self.ask = ask
         self.musicFolders = musicFolders
+        self.connectionTimeoutSeconds = connectionTimeoutSeconds
         self.password = password
         self.log = log
         let environment = ProcessEnvironment.current
@@ -197,6 +205,14 @@ public final class MPDServer: Sendable {
                     }
                 }
                 if polled[0].revents == 0 { continue }
+            } else {
+                // Outside idle, a client silent for the connection timeout is closed, as MPD closes it. One poll that
+                // ends at the timeout, no timer: a silent client wakes its thread once, to be closed.
+                var polled = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&polled, 1, Int32(clamping: connectionTimeoutSeconds * 1000))
+                if ready < 0 && errno == EINTR { continue }
+                if ready == 0 { note(.idleTimeout) }
+                guard ready > 0 else { return }
             }
             let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }

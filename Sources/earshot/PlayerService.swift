@@ -78,7 +78,9 @@ enum PlayerService {
         let musicFolders = LibraryWiring.musicFolders(configuration, environment: ProcessEnvironment.current)
         let mpdServer = withMPRIS && !configuration.mpdListen.isEmpty
             ? MPDServer(addresses: configuration.mpdListen, playlistDirectory: configuration.playlistDirectory,
-                        password: configuration.mpdPassword, musicFolders: musicFolders, log: log, ask: answer) : nil
+                        password: configuration.mpdPassword, musicFolders: musicFolders,
+                        connectionTimeoutSeconds: configuration.mpdConnectionTimeoutSeconds, log: log, ask: answer)
+            : nil
         mpdFigures.withLock { $0 = mpdServer }
 
         let positionCell = PositionCell()

@@ -42,13 +42,21 @@ struct MPDLimitsTests {
         }
     }
 
-    /// A connection to the MPD socket at `path`, and whether the greeting came (false: closed at once).
+    /// A connection to the MPD socket at `path` (a read waits 30 s at most), and whether the greeting came (false:
+    /// closed at once).
     static func connect(_ path: String) throws -> (descriptor: Int32, greeted: Bool) {
         let descriptor = try UnixSocket.connect(path: path)
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return (descriptor, readLine(descriptor).hasPrefix("OK MPD "))
+    }
+
+    /// One line from `descriptor`, read a byte at a time; what came when it closed or 30 s passed.
+    static func readLine(_ descriptor: Int32) -> String {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while read(descriptor, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
-        return (descriptor, String(decoding: line, as: UTF8.self).hasPrefix("OK MPD "))
+        return String(decoding: line, as: UTF8.self)
     }
 
     /// Sends `bytes`, stopping quietly where the server closed the connection.
@@ -120,6 +128,28 @@ struct MPDLimitsTests {
                          "mpd closed=notReading"] {
                 #expect(log.components(separatedBy: kind).count == 2, "\(kind): \(log)")
             }
+        }
+    }
+
+    @Test("mpdConnectionTimeoutSeconds: a silent client is closed and counted; a client in idle stays")
+    func silentClientTimesOut() async throws {
+        try await Self.withMPDService(#", "mpdConnectionTimeoutSeconds": 1"#) { harness, service, socket in
+            let idler = try Self.connect(socket)
+            defer { close(idler.descriptor) }
+            Self.send(idler.descriptor, Array("idle\n".utf8))
+            // Connected after the idler began its idle: closed for silence only after the idler idled as long.
+            let silent = try Self.connect(socket)
+            defer { close(silent.descriptor) }
+            #expect(idler.greeted && silent.greeted)
+            try await Self.waitForClose(silent.descriptor, "the silent client is closed")
+            try await Self.waitForFigures(harness, "one connection closed for silence") {
+                $0.closed["idleTimeout"] == 1 && $0.clients == 1
+            }
+            // The idler is still served: noidle ends its idle with OK.
+            Self.send(idler.descriptor, Array("noidle\n".utf8))
+            #expect(Self.readLine(idler.descriptor) == "OK")
+            #expect(try harness.earshotChecked(["status"]).standardOutput.contains("1 idle timeout"))
+            #expect(service.standardError().contains("mpd closed=idleTimeout"))
         }
     }
 }
