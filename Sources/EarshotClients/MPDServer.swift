@@ -2,14 +2,32 @@
 // ($XDG_RUNTIME_DIR/earshot/mpd.socket): a front-end like the control socket, not a second player. One accepting
 // thread per listener, one thread per client (at most `clientLimit`), each of which may wait for its client and for
 // the owner's reply; the owner never waits. A client that does not read its replies is dropped when a send stays
-// blocked for `sendTimeoutSeconds` (the kernel's socket buffer is the bounded buffer). A port another program holds
-// (a real MPD) is said once in the log; the other listeners keep serving.
+// blocked for `sendTimeoutSeconds` (the kernel's socket buffer is the bounded buffer); one that sends nothing for the
+// connection timeout outside `idle` is closed (in `idle` it waits with no timeout at all). Each limit is counted for
+// `status` (`MPDLimit`). A port another program holds (a real MPD) is said once in the log; the other listeners keep
+// serving.
 import EarshotJSON
 import EarshotService
 import Glibc
 import MPDProtocol
 import SystemSupport
 import Synchronization
+import TrackPaths
+
+/// A limit of the MPD front-end that turned a client away or closed its connection: its name is the kind the log
+/// carries and the key `status` counts it under.
+public enum MPDLimit: String, CaseIterable, Sendable {
+    /// Refused at once: `clientLimit` clients were connected.
+    case tooManyClients
+    /// A line over the line limit (MPDLineBuffer).
+    case lineTooLong
+    /// A command list over its size limit (MPDFraming).
+    case commandListTooLong
+    /// A reply left unsent for `sendTimeoutSeconds`: the client does not read.
+    case notReading
+    /// Nothing sent for the connection timeout outside `idle` (MPD's `connection_timeout`).
+    case idleTimeout
+}
 
 /// The MPD front-end's listeners and their clients.
 public final class MPDServer: Sendable {
@@ -25,6 +43,10 @@ public final class MPDServer: Sendable {
     private let playlistDirectory: String
     /// The password that unlocks a connection (configuration `mpdPassword`); nil: none needed.
     private let password: String?
+    /// The music folders, whose files `listfiles` lists.
+    private let musicFolders: [TrackPath]
+    /// How long a client outside `idle` may send nothing before it is closed (MPD's `connection_timeout`).
+    private let connectionTimeoutSeconds: Int
     /// Earshot's one output as MPD's clients switch it.
     private let outputSwitch = MPDOutputSwitch()
     private let closing = Atomic<Bool>(false)
@@ -32,6 +54,8 @@ public final class MPDServer: Sendable {
     private let clients = LockedValue<Set<Int32>>([])
     /// The changes `idle` reports, per connection.
     private let changes: MPDChanges
+    /// The connections each limit refused or closed since the start, for `status`.
+    private let limitCounts = LockedValue<[MPDLimit: Int]>([:])
     /// The listeners that could not start, each as its kind and cause (`tcp 127.0.0.1:6600: port taken`), for
     /// `status`.
     public let unavailable: [String]
@@ -39,9 +63,12 @@ public final class MPDServer: Sendable {
     /// Starts listening on each of `addresses` ("HOST:PORT", or an absolute Unix socket path) and answering through
     /// `ask` (the control socket's handler). A listener that cannot start is logged by its kind and cause and left
     /// out; the others serve.
-    public init(addresses: [String], playlistDirectory: String?, password: String? = nil, log: EventLog,
+    public init(addresses: [String], playlistDirectory: String?, password: String? = nil,
+                musicFolders: [TrackPath] = [], connectionTimeoutSeconds: Int = 60, log: EventLog,
                 ask: @escaping @Sendable (ControlRequest) -> String) {
         self.ask = ask
+        self.musicFolders = musicFolders
+        self.connectionTimeoutSeconds = connectionTimeoutSeconds
         self.password = password
         self.log = log
         let environment = ProcessEnvironment.current
@@ -70,15 +97,39 @@ public final class MPDServer: Sendable {
         }
     }
 
-    /// `reply` (a control reply to `status`) with the listeners that could not start as `mpdUnavailable` in its
-    /// status object; as it is when all started.
-    public static func noting(_ unavailable: [String], in reply: String) -> String {
-        guard !unavailable.isEmpty, var object = (try? JSONTree.parse(Array(reply.utf8))) as? [String: Any],
+    /// `reply` (a control reply to `status`) with this server's figures in its status object: `mpd` (the clients
+    /// connected, those refused and closed by each limit) and, when some could not start, the listeners as
+    /// `mpdUnavailable`.
+    public func noting(in reply: String) -> String {
+        guard var object = (try? JSONTree.parse(Array(reply.utf8))) as? [String: Any],
               var status = object["status"] as? [String: Any] else { return reply }
-        status["mpdUnavailable"] = unavailable
+        if !unavailable.isEmpty { status["mpdUnavailable"] = unavailable }
+        let counts = limitCounts.withLock { $0 }
+        var closed: [String: Any] = [:]
+        for limit in MPDLimit.allCases where limit != .tooManyClients { closed[limit.rawValue] = counts[limit] ?? 0 }
+        status["mpd"] = [
+            "clients": clients.withLock { $0.count },
+            "refused": [MPDLimit.tooManyClients.rawValue: counts[.tooManyClients] ?? 0], "closed": closed,
+        ] as [String: Any]
         object["status"] = status
         return ControlReply.line(object)
     }
+
+    /// Counts a connection `limit` refused or closed, and logs its kind.
+    private func note(_ limit: MPDLimit) {
+        limitCounts.withLock { $0[limit, default: 0] += 1 }
+        log.record("mpd", [limit == .tooManyClients ? "refused" : "closed": limit.rawValue])
+    }
+
+    /// Sends `bytes` to `client`; false when it is gone or stopped reading (a send blocked for `sendTimeoutSeconds`,
+    /// which is counted).
+    private func send(_ bytes: [UInt8], to client: Int32) -> Bool {
+        if ControlServer.write(bytes: bytes, to: client) { return true }
+        if errno == EAGAIN || errno == EWOULDBLOCK { note(.notReading) }
+        return false
+    }
+
+    private func send(_ text: String, to client: Int32) -> Bool { send(Array(text.utf8), to: client) }
 
     /// Stops accepting, disconnects the clients and removes the socket files.
     public func shutdown() {
@@ -110,7 +161,7 @@ public final class MPDServer: Sendable {
                 return true
             }
             guard admitted else {
-                log.record("mpd", ["refused": "tooManyClients"])
+                note(.tooManyClients)
                 close(client)
                 continue
             }
@@ -129,11 +180,11 @@ public final class MPDServer: Sendable {
     /// Serves one client until it leaves, asks to close, breaks the framing or stops reading. `wake` becomes readable
     /// when the connection has changes for `idle`.
     private func serve(_ client: Int32, wake: Int32) {
-        guard ControlServer.write(MPDSession.greeting, to: client) else { return }
+        guard send(MPDSession.greeting, to: client) else { return }
         var buffer = MPDLineBuffer()
         var framing = MPDFraming()
         var session = MPDSession(ask: ask, playlistDirectory: playlistDirectory, password: password,
-                                 outputSwitch: outputSwitch)
+                                 outputSwitch: outputSwitch, musicFolders: musicFolders)
         var chunk = [UInt8](repeating: 0, count: 4096)
         // What the present `idle` waits for (empty: anything).
         var idleWanted = Set<MPDSubsystem>()
@@ -150,10 +201,18 @@ public final class MPDServer: Sendable {
                     let found = changes.take(client, wanted: idleWanted)
                     if !found.isEmpty {
                         framing.idleEnded()
-                        guard ControlServer.write(Self.changedLines(found), to: client) else { return }
+                        guard send(Self.changedLines(found), to: client) else { return }
                     }
                 }
                 if polled[0].revents == 0 { continue }
+            } else {
+                // Outside idle, a client silent for the connection timeout is closed, as MPD closes it. One poll that
+                // ends at the timeout, no timer: a silent client wakes its thread once, to be closed.
+                var polled = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&polled, 1, Int32(clamping: connectionTimeoutSeconds * 1000))
+                if ready < 0 && errno == EINTR { continue }
+                if ready == 0 { note(.idleTimeout) }
+                guard ready > 0 else { return }
             }
             let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
@@ -161,20 +220,23 @@ public final class MPDServer: Sendable {
             buffer.append(chunk[..<count])
             while let line = buffer.next() {
                 guard case .line(let bytes) = line else {
-                    log.record("mpd", ["closed": "lineTooLong"])
+                    note(.lineTooLong)
                     return
                 }
                 switch framing.take(bytes) {
                 case .nothing: continue
                 case .endIdle:
-                    guard ControlServer.write("OK\n", to: client) else { return }
+                    guard send("OK\n", to: client) else { return }
+                case .close(.listTooLarge):
+                    note(.commandListTooLong)
+                    return
                 case .close(let reason):
                     log.record("mpd", ["closed": "\(reason)"])
                     return
                 case .run(let batch):
                     if !batch.isList, case .success(let request)? = batch.entries.first, request.name == "idle" {
                         if let refusal = session.refusal(of: "idle") {
-                            guard ControlServer.write(refusal.line, to: client) else { return }
+                            guard send(refusal.line, to: client) else { return }
                             continue
                         }
                         switch MPDCommand.parse(request) {
@@ -184,10 +246,10 @@ public final class MPDServer: Sendable {
                             if found.isEmpty {
                                 framing.idleStarted()
                             } else {
-                                guard ControlServer.write(Self.changedLines(found), to: client) else { return }
+                                guard send(Self.changedLines(found), to: client) else { return }
                             }
                         case .failure(let error):
-                            guard ControlServer.write(error.line, to: client) else { return }
+                            guard send(error.line, to: client) else { return }
                         default: break
                         }
                         continue
@@ -195,7 +257,7 @@ public final class MPDServer: Sendable {
                     if !batch.isList, case .success(let request)? = batch.entries.first,
                        request.name == "albumart" || request.name == "readpicture" {
                         let reply = session.picture(request)
-                        guard ControlServer.write(bytes: reply, to: client) else { return }
+                        guard send(reply, to: client) else { return }
                         continue
                     }
                     let reply = batch.reply { session.run($0) }
@@ -204,10 +266,7 @@ public final class MPDServer: Sendable {
                         session.changed = []
                     }
                     if session.closeRequested { return }
-                    guard ControlServer.write(reply, to: client) else {
-                        log.record("mpd", ["closed": "notReading"])
-                        return
-                    }
+                    guard send(reply, to: client) else { return }
                 }
             }
         }

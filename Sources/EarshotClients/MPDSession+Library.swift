@@ -64,6 +64,7 @@ extension MPDSession {
                 if let folder { lines += "directory: \(folder)\n" }
             }.map { lines }
         case .count(let words): return count(words, name)
+        case .listfiles(let uri): return musicFolders.listFiles(uri)
         default: return nil
         }
     }

@@ -5,6 +5,7 @@
 import EarshotJSON
 import EarshotService
 import MPDProtocol
+import TrackPaths
 
 /// The commands one MPD connection may run, and the connection's own state (whether it asked to close).
 public struct MPDSession {
@@ -19,7 +20,7 @@ public struct MPDSession {
     public static let answered: [String] = [
         "add", "addid", "albumart", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "count",
         "crossfade", "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find", "findadd", "getvol",
-        "idle", "list", "listall", "listallinfo", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
+        "idle", "list", "listall", "listallinfo", "listfiles", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
         "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid", "playlistadd",
         "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges",
         "plchangesposid", "previous", "prio", "prioid", "random", "readpicture", "rename", "repeat", "replay_gain_mode",
@@ -34,6 +35,8 @@ public struct MPDSession {
     private let ask: Ask
     /// The stored playlists' folder (nil: none configured, the commands are refused).
     let playlists: MPDStoredPlaylists?
+    /// The music folders `listfiles` reads.
+    let musicFolders: MPDMusicFolders
     /// What this connection's commands changed that the event log does not tell (a stored playlist, the output, the
     /// ReplayGain mode): the server hands it to every connection's `idle` and empties it.
     public var changed: Set<MPDSubsystem> = []
@@ -50,10 +53,12 @@ public struct MPDSession {
     /// Set by `close`: the server closes the connection after the reply.
     public private(set) var closeRequested = false
 
-    /// A session that reaches the owner through `ask`, with stored playlists in `playlistDirectory`.
+    /// A session that reaches the owner through `ask`, with stored playlists in `playlistDirectory` and the files
+    /// of `musicFolders` for `listfiles`.
     public init(ask: @escaping Ask, playlistDirectory: String? = nil, password: String? = nil,
-                outputSwitch: MPDOutputSwitch = MPDOutputSwitch()) {
+                outputSwitch: MPDOutputSwitch = MPDOutputSwitch(), musicFolders: [TrackPath] = []) {
         self.ask = ask
+        self.musicFolders = MPDMusicFolders(roots: musicFolders)
         playlists = playlistDirectory.map(MPDStoredPlaylists.init(directory:))
         self.password = password
         authorized = password == nil

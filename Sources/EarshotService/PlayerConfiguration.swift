@@ -65,6 +65,9 @@ public struct PlayerConfiguration: Sendable {
     public var playlistDirectory: String?
     /// The password MPD's clients send before any other command (configuration `mpdPassword`); nil: none.
     public var mpdPassword: String?
+    /// How long an MPD client may send nothing, outside `idle`, before its connection is closed (configuration
+    /// `mpdConnectionTimeoutSeconds`; MPD's `connection_timeout`, whose default this is).
+    public var mpdConnectionTimeoutSeconds = 60
 
     /// The defaults.
     public init() {}

@@ -57,6 +57,7 @@ public enum StatusText {
         if let mpd = status["mpdUnavailable"] as? [String], !mpd.isEmpty {
             lines.append("MPD's protocol: not served on \(mpd.joined(separator: "; "))")
         }
+        if let mpd = status["mpd"] as? [String: Any] { lines.append(mpdLine(mpd)) }
         if let interruptions = status["activeInterruptions"] as? [String], !interruptions.isEmpty {
             lines.append("interruptions: \(byKind(interruptions))")
         }
@@ -92,6 +93,18 @@ public enum StatusText {
             line += " (skipped: \(reasons))"
         }
         return line
+    }
+
+    /// The MPD front-end's line: clients connected, and those its limits refused or closed, e.g. `MPD clients: 2
+    /// connected, 1 refused (too many clients), closed: 0 line too long, 0 command list too long, 0 not reading`.
+    static func mpdLine(_ mpd: [String: Any]) -> String {
+        let refused = (mpd["refused"] as? [String: Any])?["tooManyClients"] as? Int ?? 0
+        let closed = mpd["closed"] as? [String: Any] ?? [:]
+        let reasons = [("lineTooLong", "line too long"), ("commandListTooLong", "command list too long"),
+                       ("notReading", "not reading"), ("idleTimeout", "idle timeout")]
+            .compactMap { key, text in (closed[key] as? Int).map { "\($0) \(text)" } }
+        return "MPD clients: \(mpd["clients"] as? Int ?? 0) connected, \(refused) refused (too many clients), closed: "
+            + reasons.joined(separator: ", ")
     }
 
     /// Interruption sources (`microphone#5`, `stream#12`) grouped by kind for people, e.g. `call from a microphone

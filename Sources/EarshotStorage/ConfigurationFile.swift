@@ -80,7 +80,8 @@ public enum ConfigurationFile {
         "triggerRoles", "interruptionScope", "resumeAfterInterruption", "resumeWindowMinutes", "mediaRole",
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
         "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend", "musicDirectories", "replayGain",
-        "replayGainPreampDb", "replayGainFallbackDb", "mpdListen", "playlistDirectory", "mpdPassword", "liveBufferMinutes",
+        "replayGainPreampDb", "replayGainFallbackDb", "mpdListen", "playlistDirectory", "mpdPassword",
+        "mpdConnectionTimeoutSeconds", "liveBufferMinutes",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -90,6 +91,8 @@ public enum ConfigurationFile {
     /// The allowed live buffers, in minutes: fractions allowed, from 0.1 (6 s, more than a station's prebuffer and the
     /// ring hold while it plays) to two hours (at 2.4 MB a minute, 288 MB at most: the buffer lives in memory).
     public static let liveBufferMinutesRange = 0.1...120.0
+    /// The allowed MPD connection timeouts, in seconds (up to one day).
+    public static let mpdConnectionTimeoutRange = 1...86_400
     /// The allowed fade lengths, in milliseconds (0: no fade; longer than half a second is a slow pause, not an edge).
     public static let fadeMillisecondsRange = 0...500
     /// The allowed duck levels, in decibels under the user's volume (0: no ducking).
@@ -225,6 +228,8 @@ struct ConfigurationContents {
     /// `mpdPassword`: the password MPD's clients must send before any other command; null: none. Required for an
     /// `mpdListen` address that is not loopback.
     var mpdPassword: String?
+    /// `mpdConnectionTimeoutSeconds` (1...86400): how long an MPD client outside `idle` may send nothing.
+    var mpdConnectionTimeoutSeconds: Int?
 
     /// Reads the file's top-level object, refusing unknown keys, wrong types and values out of range with a
     /// `ConfigurationError.Problem` that names the key. Keys are checked in this order, so a file with several
@@ -339,6 +344,13 @@ struct ConfigurationContents {
         mpdPassword = try Self.value("mpdPassword", in: object, expected: "a string or null", nullAllowed: true) {
             guard let text = $0 as? String, !text.isEmpty, !text.contains("\n") else { return nil }
             return text
+        }
+        mpdConnectionTimeoutSeconds = try Self.value(
+            "mpdConnectionTimeoutSeconds", in: object, expected: "an integer") { $0 as? Int }
+        if let timeout = mpdConnectionTimeoutSeconds, !ConfigurationFile.mpdConnectionTimeoutRange.contains(timeout) {
+            let range = ConfigurationFile.mpdConnectionTimeoutRange
+            throw .outOfRange(key: "mpdConnectionTimeoutSeconds",
+                              allowed: "an integer from \(range.lowerBound) to \(range.upperBound) (seconds)")
         }
         if mpdPassword == nil, let addresses = mpdListen, addresses.contains(where: { !Self.isLoopback($0) }) {
             throw .outOfRange(key: "mpdListen",
@@ -455,6 +467,7 @@ struct ConfigurationContents {
         if let mpdListen { configuration.mpdListen = mpdListen }
         if let playlistDirectory { configuration.playlistDirectory = playlistDirectory }
         if let mpdPassword { configuration.mpdPassword = mpdPassword }
+        if let mpdConnectionTimeoutSeconds { configuration.mpdConnectionTimeoutSeconds = mpdConnectionTimeoutSeconds }
         return configuration
     }
 }

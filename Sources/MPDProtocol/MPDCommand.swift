@@ -161,6 +161,8 @@ public enum MPDCommand: Sendable, Equatable {
     case listall(String?)
     /// `listallinfo [URI]`.
     case listallinfo(String?)
+    /// `listfiles [URI]`: what is on disk in a folder of the music folders, not the library's records.
+    case listfiles(String?)
     /// `find FILTER...` (a filter expression or tag/value pairs, then `sort` and `window`), kept as sent.
     case find([String])
     /// `search FILTER...`.
@@ -346,6 +348,7 @@ public enum MPDCommand: Sendable, Equatable {
         "lsinfo": Entry(0, 1) { arguments throws(MPDError) in .lsinfo(arguments.values.first) },
         "listall": Entry(0, 1) { arguments throws(MPDError) in .listall(arguments.values.first) },
         "listallinfo": Entry(0, 1) { arguments throws(MPDError) in .listallinfo(arguments.values.first) },
+        "listfiles": Entry(0, 1) { arguments throws(MPDError) in .listfiles(arguments.values.first) },
         "find": Entry(1, nil) { arguments throws(MPDError) in .find(arguments.values) },
         "search": Entry(1, nil) { arguments throws(MPDError) in .search(arguments.values) },
         "findadd": Entry(1, nil) { arguments throws(MPDError) in .findadd(arguments.values) },

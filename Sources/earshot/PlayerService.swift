@@ -43,10 +43,10 @@ enum PlayerService {
         // The music library runs with the service only (not `earshot play FILE`): its thread starts below.
         let library = withMPRIS ? LibraryWiring.make(configuration, log: log, inbox: inbox) : nil
 
-        // The MPD listeners that could not start (a port taken), shown in `status`.
-        let mpdUnavailable = LockedValue<[String]>([])
+        // The MPD front-end, whose figures (listeners that could not start, limits) `status` shows.
+        let mpdFigures = LockedValue<MPDServer?>(nil)
         // Every front-end's request, answered on its client's thread (which may wait; the owner never does).
-        let handler: @Sendable (ControlRequest) -> String = { request in
+        let answer: @Sendable (ControlRequest) -> String = { request in
             @Sendable func ask(_ request: ControlRequest) -> String {
                 let slot = ReplySlot(timeoutReply: ControlReply.failure("the player did not answer in time"))
                 inbox.request(request, replyTo: slot)
@@ -58,8 +58,13 @@ enum PlayerService {
             }) {
                 return reply
             }
-            if case .status = request { return MPDServer.noting(mpdUnavailable.withLock { $0 }, in: ask(request)) }
             return ask(request)
+        }
+        // The control socket's: `status` with the MPD front-end's figures (MPD's own `status` has no room for them).
+        let handler: @Sendable (ControlRequest) -> String = { request in
+            let reply = answer(request)
+            guard case .status = request, let mpd = mpdFigures.withLock({ $0 }) else { return reply }
+            return mpd.noting(in: reply)
         }
         let server: ControlServer
         do {
@@ -70,10 +75,13 @@ enum PlayerService {
         }
 
         // MPD's protocol, with the service only: the same requests as the control socket's, on threads of its own.
+        let musicFolders = LibraryWiring.musicFolders(configuration, environment: ProcessEnvironment.current)
         let mpdServer = withMPRIS && !configuration.mpdListen.isEmpty
             ? MPDServer(addresses: configuration.mpdListen, playlistDirectory: configuration.playlistDirectory,
-                        password: configuration.mpdPassword, log: log, ask: handler) : nil
-        if let mpdServer { mpdUnavailable.withLock { $0 = mpdServer.unavailable } }
+                        password: configuration.mpdPassword, musicFolders: musicFolders,
+                        connectionTimeoutSeconds: configuration.mpdConnectionTimeoutSeconds, log: log, ask: answer)
+            : nil
+        mpdFigures.withLock { $0 = mpdServer }
 
         let positionCell = PositionCell()
         var mpris: MPRISServer?

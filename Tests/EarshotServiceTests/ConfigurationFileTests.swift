@@ -134,6 +134,14 @@ struct ConfigurationFileTests {
         #expect(open.mpdPassword == "sesame" && open.mpdListen == ["192.168.1.2:6600"])
         #expect(throws: ConfigurationError.self) { try load(#"{"mpdPassword": ""}"#) }
         #expect(try load(#"{"playlistDirectory": "~/lists"}"#).playlistDirectory == "~/lists")
+        // MPD's connection_timeout: 60 s by default, whole seconds up to a day.
+        #expect(PlayerConfiguration().mpdConnectionTimeoutSeconds == 60)
+        #expect(try load(#"{"mpdConnectionTimeoutSeconds": 1}"#).mpdConnectionTimeoutSeconds == 1)
+        #expect(try load(#"{"mpdConnectionTimeoutSeconds": 86400}"#).mpdConnectionTimeoutSeconds == 86_400)
+        for bad in ["0", "86401", "1.5", #""60""#, "null"] {
+            #expect(try refusal(#"{"mpdConnectionTimeoutSeconds": \#(bad)}"#).key == "mpdConnectionTimeoutSeconds",
+                    "\(bad)")
+        }
         #expect(throws: ConfigurationError.self) { try load(#"{"playlistDirectory": "lists"}"#) }
     }
 

@@ -63,6 +63,12 @@ struct MPDComparisonTests {
             let album = music.appendingPathComponent("album", isDirectory: true)
             try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
             _ = try Fixtures.copy(try Fixtures.tone(frequency: 550, seconds: 30), to: album, named: "c.mp3")
+            // What listfiles shows and the library does not hold (or, the line break, what neither shows).
+            for name in ["notes.txt", ".hidden", "new\nline.txt"] {
+                try Data(name.utf8).write(to: album.appendingPathComponent(name))
+            }
+            try FileManager.default.createSymbolicLink(atPath: album.appendingPathComponent("link.txt").path,
+                                                       withDestinationPath: "notes.txt")
             try Self.writeTagged(in: music.appendingPathComponent("tagged", isDirectory: true))
             try MPDClientTests.mpc("127.0.0.1", port, ["update"])
             try await LibraryTests.waitForTracks(6, harness)

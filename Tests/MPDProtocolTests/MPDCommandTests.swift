@@ -43,6 +43,10 @@ struct MPDCommandTests {
         #expect(command("add \"Jazz/So What.mp3\"") == .success(.add(uri: "Jazz/So What.mp3", position: nil)))
         #expect(command("addid a.mp3 +1") == .success(.addid(uri: "a.mp3", position: "+1")))
         #expect(command("lsinfo") == .success(.lsinfo(nil)))
+        #expect(command("listfiles") == .success(.listfiles(nil)))
+        #expect(command("listfiles \"album/disc 1\"") == .success(.listfiles("album/disc 1")))
+        #expect(command("listfiles a b") == .failure(MPDError(.argument, command: "listfiles",
+            "too many arguments for \"listfiles\"")))
         #expect(command("search any ros") == .success(.search(["any", "ros"])))
         #expect(command("find \"(album == 'X')\" window 0:2") == .success(.find(["(album == 'X')", "window", "0:2"])))
         #expect(command("list album artist Miles") == .success(.list(tag: "album", ["artist", "Miles"])))

@@ -5,7 +5,8 @@ enum MPDComparison {
     static let script = #"""
 # The MPD comparison (MPDComparisonTests): the same request lines sent to Earshot and to Debian's MPD on the same
 # music, each reply compared as the test's table says: `same` (the whole reply, files by their last component, the
-# stored playlists' dates left out), `fields K...` (those fields only), `files` (the same files, in any order: the
+# stored playlists' dates left out), `exact` (the whole reply as sent, times and order included), `fields K...` (those
+# fields only), `files` (the same files, in any order: the
 # two order a whole library differently), `keys` (the same field names, values aside),
 # `ack` (both refuse, with the same code and command) or `ok` (both accept). Prints one line per difference and
 # `compared N` at the end; exits 1 when a reply differs.
@@ -54,6 +55,8 @@ def compare(kind, earshot, mpd):
         return False
     if kind == "same":
         return normalized(e_lines) == normalized(m_lines)
+    if kind == "exact":
+        return e_lines == m_lines
     if kind == "files":
         return sorted(v for k, v in normalized(e_lines) if k == "file") == \
             sorted(v for k, v in normalized(m_lines) if k == "file")
@@ -87,7 +90,7 @@ main()
 """#
 
     /// The requests, one a line: `KIND | REQUEST`. `same`: the whole reply (files by their last component, the stored
-    /// playlists' dates left out); `fields K...`: those fields only; `files`: the same files in any order; `keys`: the
+    /// playlists' dates left out); `exact`: the whole reply as sent; `fields K...`: those fields only; `files`: the same files in any order; `keys`: the
     /// same field names; `ack`: both refuse with the same code and command; `ok`: both accept; `setup`: run on both,
     /// both must accept.
     static let requests = #"""
@@ -108,6 +111,21 @@ same | count "(artist == 'Miles Davis')"
 same | count "(base 'tagged')" group artist
 fields songs | count "(!(base 'tagged'))"
 ack | count "(artist == 'x'"
+# listfiles: the disk, not the library (album/ holds a text file, a hidden one, a link and a name with a line break
+# beside c.mp3), in the disk's order with sizes and times; both read the same folders.
+exact | listfiles
+exact | listfiles ""
+exact | listfiles "album"
+exact | listfiles "album/"
+exact | listfiles "./tagged"
+exact | listfiles "tagged/../album"
+ack | listfiles "nothing"
+ack | listfiles "a.mp3"
+ack | listfiles "album/notes.txt"
+ack | listfiles "/"
+ack | listfiles "/tmp"
+ack | listfiles "file:///tmp"
+ack | listfiles a b
 setup | add "a.mp3"
 setup | add "b.mp3"
 setup | addid "album/c.mp3" 1
