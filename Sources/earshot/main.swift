@@ -252,7 +252,11 @@ case "decode":
         let counts = LibraryScanner(roots: roots).readAll { entry in
             print((try? JSONTree.text(LibraryWiring.trackObject(entry))) ?? "null")
         }
-        exit(counts.skippedTotal > 0 ? ExitStatus.failure : 0)
+        guard counts.skippedTotal == 0 else {
+            let reasons = counts.skipped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            fail("skipped (by reason): " + reasons.joined(separator: ", "), code: ExitStatus.failure)
+        }
+        exit(0)
     }
     if flags.contains("--loudness") {
         guard !given.isEmpty, !flags.contains("--gain") else {
