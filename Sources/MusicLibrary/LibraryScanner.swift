@@ -148,6 +148,27 @@ public struct LibraryScanner {
         return counts
     }
 
+    /// Reads every track of the music folders as a scan does (the same walk, the same reading), without a database:
+    /// each entry, failed ones too, goes to `visit` in path order. What `earshot decode --tags` prints, which
+    /// scripts/bench sets beside TagLib on the same files.
+    public func readAll(_ visit: (LibraryEntry) -> Void) -> ScanCounts {
+        var counts = ScanCounts()
+        for root in roots {
+            var found: [Candidate] = []
+            walk(root: root, from: [], into: &found, counts: &counts)
+            for candidate in found where !candidate.isPlaylist {
+                let entry = Self.read(candidate, root: root)
+                if entry.kind == .failed {
+                    counts.skipped[entry.failure ?? "unreadable", default: 0] += 1
+                } else {
+                    counts.read += 1
+                }
+                visit(entry)
+            }
+        }
+        return counts
+    }
+
     /// The relative folder `below` names inside `root` ("" for all of it), or nil when it is not inside `root`.
     static func scope(of below: TrackPath?, in root: TrackPath) -> [UInt8]? {
         guard let below else { return [] }

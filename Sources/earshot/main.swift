@@ -239,7 +239,25 @@ case "add":
     guard !expansion.paths.isEmpty else { fail("nothing to add", code: ExitStatus.failure) }
     control(.add(paths: expansion.paths))
 case "decode":
-    let (given, flags) = operands(of: verb, arguments, flags: ["--gain", "--loudness"])
+    let (given, flags) = operands(of: verb, arguments, flags: ["--gain", "--loudness", "--tags"])
+    if flags.contains("--tags") {
+        guard !given.isEmpty, flags.count == 1 else {
+            usageError("decode --tags takes one FOLDER or more, and no other flag", verb: verb)
+        }
+        let roots = given.map { operand in
+            guard let folder = operand.path else { usageError("an empty FOLDER argument", verb: verb) }
+            return folder
+        }
+        // One JSON object a file, as `find --json` gives a track: what scripts/bench sets beside TagLib's reading.
+        let counts = LibraryScanner(roots: roots).readAll { entry in
+            print((try? JSONTree.text(LibraryWiring.trackObject(entry))) ?? "null")
+        }
+        guard counts.skippedTotal == 0 else {
+            let reasons = counts.skipped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            fail("skipped (by reason): " + reasons.joined(separator: ", "), code: ExitStatus.failure)
+        }
+        exit(0)
+    }
     if flags.contains("--loudness") {
         guard !given.isEmpty, !flags.contains("--gain") else {
             usageError("decode --loudness takes one FILE or more, and no --gain", verb: verb)

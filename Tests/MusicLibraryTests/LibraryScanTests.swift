@@ -74,6 +74,25 @@ struct LibraryScanTests {
         }
     }
 
+    @Test("readAll reads each track as a scan stores it, without a database (what `earshot decode --tags` prints)")
+    func readAllAsScanned() throws {
+        let (root, path) = try Self.collection()
+        let (database, scanCounts) = try Self.scanned(root, database: path)
+        let stored = try database.tracks(.find([]))
+        var read: [LibraryEntry] = []
+        let counts = LibraryScanner(roots: [TrackPath(root.path)]).readAll { read.append($0) }
+        #expect(counts.read == scanCounts.read && counts.skipped == scanCounts.skipped, "\(counts)")
+        let tracks = read.filter { $0.kind != .failed }
+        #expect(Set(Self.paths(tracks)) == Set(Self.paths(stored)) && tracks.count == stored.count)
+        for entry in tracks {
+            guard let kept = stored.first(where: { $0.relativePath == entry.relativePath }) else { continue }
+            var tags = entry.tags
+            tags.replayGain = kept.tags.replayGain  // the database keeps whether there is a gain, not the gains
+            #expect(tags == kept.tags && entry.hasCover == kept.hasCover, "\(Self.paths([entry]))")
+            #expect(entry.durationSeconds == kept.durationSeconds && entry.sampleRate == kept.sampleRate)
+        }
+    }
+
     @Test("search folds case and accents, takes words in any order and as prefixes; `any` is every tag")
     func searchFolds() throws {
         let (root, path) = try Self.collection()

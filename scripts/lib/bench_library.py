@@ -1,12 +1,10 @@
 # scripts/lib/bench_library.py: the music library side by side with MPD on one generated collection, for
 # `scripts/bench --library` (issue 36). Numbers, never assertions: the machine is shared and noisy.
 #
-# The collection: TRACKS files under artist/album folders (artists with non-ASCII names among them, albums of two
-# discs), mostly MP3 and FLAC with tags written here (ID3v2.3 in UTF-16, Vorbis comments) in front of a tiny encoded
-# body, and a few hundred Ogg Vorbis and Opus files tagged by their encoders: short audio, so the collection stays
-# small and what is measured is the scan, not the disk.
+# The collection: scripts/lib/bench_collection.py (TRACKS files of every format, with what was written in the tags).
 #
-# Measured, for `earshot serve` (its own library) and `mpd` 0.23 (its own database, a null output), each started with
+# Measured, first, the tag readers alone: Earshot's own and TagLib's, on the same files (scripts/lib/bench_tags.py);
+# then, for `earshot serve` (its own library) and `mpd` 0.23 (its own database, a null output), each started with
 # no database:
 #   - first scan: wall time from the process's start until the library holds every track and no scan runs, and the
 #     process's CPU seconds (user + system, all threads) by then;
@@ -27,20 +25,14 @@ import argparse
 import json
 import os
 import random
-import shutil
 import signal
 import socket
 import statistics
-import struct
 import subprocess
 import time
 
-WORDS = ["blue", "night", "river", "señor", "café", "über", "ørsted", "smile", "kind", "green", "road", "light",
-         "dream", "stone", "fire", "åland", "heart", "rain", "glass", "moon", "paper", "winter", "élan", "ocean"]
-ARTISTS = ["Sigur Rós", "Björk", "Mötley Crüe", "Ελένη Καραΐνδρου", "Miles Davis", "The Beatles", "Caetano Veloso",
-           "Kraftwerk", "Anouar Brahem", "Zoë Keating"]
-GENRES = ["Jazz", "Rock", "Post-Rock", "Electronic", "Classical", "MPB", "Folk"]
-
+from bench_collection import WORDS, flac_with_comments, make_collection
+from bench_tags import measure_readers, table as tag_reader_table
 
 def clock():
     return time.monotonic()
@@ -68,100 +60,6 @@ def wait_for(description, condition, timeout=1800, interval=0.02):
             return
         time.sleep(interval)
     raise SystemExit(f"[bench] timed out waiting until {description}")
-
-
-# --- the collection
-
-def id3_frame(frame, text):
-    body = b"\x01" + text.encode("utf-16")  # UTF-16 with a byte-order mark
-    return frame.encode() + struct.pack(">I", len(body)) + b"\x00\x00" + body
-
-
-def id3_tag(tags):
-    frames = b"".join(id3_frame(frame, text) for frame, text in tags.items())
-    size = len(frames)
-    syncsafe = bytes([(size >> 21) & 0x7F, (size >> 14) & 0x7F, (size >> 7) & 0x7F, size & 0x7F])
-    return b"ID3\x03\x00\x00" + syncsafe + frames
-
-
-def flac_with_comments(template, comments):
-    """The FLAC file `template` (bytes) with its metadata blocks replaced by STREAMINFO and these comments."""
-    assert template[:4] == b"fLaC"
-    offset, streaminfo = 4, None
-    while True:
-        header = template[offset]
-        length = int.from_bytes(template[offset + 1:offset + 4], "big")
-        if header & 0x7F == 0:
-            streaminfo = template[offset + 4:offset + 4 + length]
-        offset += 4 + length
-        if header & 0x80:
-            break
-    vendor = b"earshot bench"
-    body = struct.pack("<I", len(vendor)) + vendor + struct.pack("<I", len(comments))
-    for key, value in comments.items():
-        entry = f"{key}={value}".encode()
-        body += struct.pack("<I", len(entry)) + entry
-    blocks = bytes([0]) + len(streaminfo).to_bytes(3, "big") + streaminfo
-    blocks += bytes([0x84]) + len(body).to_bytes(3, "big") + body
-    return b"fLaC" + blocks + template[offset:]
-
-
-def make_collection(root, tracks, work):
-    """Writes the collection; returns the words to search for and the folder a file is added to later."""
-    random.seed(36)
-    wav = os.path.join(work, "tone.wav")
-    subprocess.run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", wav, "synth", "0.2", "sine", "440",
-                    "gain", "-6"], check=True)
-    subprocess.run(["lame", "--quiet", "-b", "32", "--cbr", wav, os.path.join(work, "t.mp3")], check=True)
-    subprocess.run(["flac", "-s", "-f", "--no-padding", "-o", os.path.join(work, "t.flac"), wav], check=True)
-    mp3 = open(os.path.join(work, "t.mp3"), "rb").read()
-    flac = open(os.path.join(work, "t.flac"), "rb").read()
-    encoded = 0
-    per_album, discs = 10, 2
-    albums = (tracks + per_album - 1) // per_album
-    written = 0
-    for album in range(albums):
-        artist = f"{ARTISTS[album % len(ARTISTS)]} {album // len(ARTISTS) // 5}"
-        year = 1950 + album % 70
-        title = " ".join(random.choice(WORDS) for _ in range(2)).title()
-        folder = os.path.join(root, artist, f"{year} {title} {album}")
-        os.makedirs(folder, exist_ok=True)
-        for number in range(1, per_album + 1):
-            if written == tracks:
-                break
-            disc = 1 + (number - 1) * discs // per_album
-            song = " ".join(random.choice(WORDS) for _ in range(3)).capitalize()
-            tags = {"artist": artist, "album": f"{title} {album}", "title": song, "date": str(year),
-                    "track": str(number), "disc": str(disc), "genre": GENRES[album % len(GENRES)]}
-            kind = written % 20
-            if kind == 19 and encoded < 400:
-                # One in twenty an Ogg Vorbis or Opus file from its encoder, up to 400 (they take a process each).
-                name = os.path.join(folder, f"{disc}-{number:02d} {song}.{'ogg' if encoded % 2 else 'opus'}")
-                comments = [f"ARTIST={tags['artist']}", f"ALBUM={tags['album']}", f"TITLE={song}",
-                            f"DATE={year}", f"TRACKNUMBER={number}", f"DISCNUMBER={disc}", f"GENRE={tags['genre']}"]
-                if encoded % 2:
-                    command = ["oggenc", "-Q", "-q", "0", "-o", name, wav]
-                    for comment in comments:
-                        command[1:1] = ["-c", comment]
-                else:
-                    command = ["opusenc", "--quiet", "--bitrate", "16"]
-                    for comment in comments:
-                        command += ["--comment", comment]
-                    command += [wav, name]
-                subprocess.run(command, check=True)
-                encoded += 1
-            elif kind % 2:
-                name = os.path.join(folder, f"{disc}-{number:02d} {song}.flac")
-                comments = {"ARTIST": artist, "ALBUM": tags["album"], "TITLE": song, "DATE": str(year),
-                            "TRACKNUMBER": str(number), "DISCNUMBER": str(disc), "GENRE": tags["genre"]}
-                open(name, "wb").write(flac_with_comments(flac, comments))
-            else:
-                name = os.path.join(folder, f"{disc}-{number:02d} {song}.mp3")
-                frames = {"TPE1": artist, "TALB": tags["album"], "TIT2": song, "TYER": str(year),
-                          "TRCK": str(number), "TPOS": str(disc), "TCON": tags["genre"]}
-                open(name, "wb").write(id3_tag(frames) + mp3)
-            written += 1
-    return os.path.join(work, "t.flac")
 
 
 # --- Earshot
@@ -464,6 +362,7 @@ def main():
     template = make_collection(music, options.tracks, options.work)
     print(f"[bench] a collection of {options.tracks} tracks made in {clock() - started:.1f} s", flush=True)
     results = {"tracks": options.tracks}
+    measure_readers(options.earshot, music, options.work, results)
     earshot, mpd = Earshot(options.earshot, options.work, music), MPD(options.work, music)
     try:
         for name, player in (("earshot", earshot), ("mpd", mpd)):
@@ -559,6 +458,7 @@ def main():
                  f"still playing {mine['playing_still']}, {mine['playing_underruns']} underruns, "
                  f"{mine['playing_server_underflows']} server underflows; the owner's slowest input "
                  f"{mine['playing_slowest_ms']:.2f} ms ({mine['playing_slowest_kind']})")
+    lines.append(tag_reader_table(results["tag_readers"]))
     table = "\n".join(lines)
     print(table)
     with open(os.path.splitext(options.output)[0] + ".md", "w") as handle:
