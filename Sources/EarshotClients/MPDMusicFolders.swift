@@ -12,7 +12,8 @@ struct MPDMusicFolders: Sendable {
     let roots: [TrackPath]
 
     /// The folder `uri` names below the music folders, as components: nil when it is absolute, a URL or leaves the
-    /// music folders by `..` (MPD 0.23 lists its parent there; Earshot shows nothing outside them).
+    /// music folders by `..` (MPD 0.23 lists its parent there). A symbolic link the URI passes through is followed,
+    /// as the library's scan follows it, so a link to a folder elsewhere lists that folder, as MPD does.
     static func components(of uri: String) -> [String]? {
         guard !uri.hasPrefix("/"), !uri.contains("://") else { return nil }
         var components: [String] = []
@@ -55,7 +56,9 @@ struct MPDMusicFolders: Sendable {
                       !name.contains("\n"), !seen.contains(name) else { continue }
                 var info = stat()
                 guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
-                let modified = "Last-Modified: \(MPDStoredPlaylists.timestamp(info.st_mtim.tv_sec))\n"
+                // MPD leaves out a time before 1970.
+                let modified = info.st_mtim.tv_sec < 0
+                    ? "" : "Last-Modified: \(MPDStoredPlaylists.timestamp(info.st_mtim.tv_sec))\n"
                 switch info.st_mode & S_IFMT {
                 case S_IFREG: lines += "file: \(name)\nsize: \(info.st_size)\n" + modified
                 case S_IFDIR: lines += "directory: \(name)\n" + modified

@@ -64,7 +64,7 @@ public final class MPDServer: Sendable {
     /// `ask` (the control socket's handler). A listener that cannot start is logged by its kind and cause and left
     /// out; the others serve.
     public init(addresses: [String], playlistDirectory: String?, password: String? = nil,
-                musicFolders: [TrackPath] = [], connectionTimeoutSeconds: Int = 60, log: EventLog,
+                musicFolders: [TrackPath] = [], connectionTimeoutSeconds: Int, log: EventLog,
                 ask: @escaping @Sendable (ControlRequest) -> String) {
         self.ask = ask
         self.musicFolders = musicFolders
@@ -188,6 +188,10 @@ public final class MPDServer: Sendable {
         var chunk = [UInt8](repeating: 0, count: 4096)
         // What the present `idle` waits for (empty: anything).
         var idleWanted = Set<MPDSubsystem>()
+        // The connection timeout runs from the last whole line, or from the end of an `idle`, as MPD counts it: bytes
+        // that never end a line do not keep a connection open.
+        let timeout = Duration.seconds(connectionTimeoutSeconds)
+        var silentUntil = ContinuousClock.now + timeout
         while !closing.load(ordering: .acquiring) {
             if framing.isIdling {
                 // Wait for the client (noidle, or hanging up) or for changes, with no timeout: an idle client costs
@@ -201,6 +205,7 @@ public final class MPDServer: Sendable {
                     let found = changes.take(client, wanted: idleWanted)
                     if !found.isEmpty {
                         framing.idleEnded()
+                        silentUntil = .now + timeout
                         guard send(Self.changedLines(found), to: client) else { return }
                     }
                 }
@@ -209,7 +214,8 @@ public final class MPDServer: Sendable {
                 // Outside idle, a client silent for the connection timeout is closed, as MPD closes it. One poll that
                 // ends at the timeout, no timer: a silent client wakes its thread once, to be closed.
                 var polled = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&polled, 1, Int32(clamping: connectionTimeoutSeconds * 1000))
+                let left = Int((silentUntil - .now) / .milliseconds(1))
+                let ready = poll(&polled, 1, Int32(clamping: max(0, left)))
                 if ready < 0 && errno == EINTR { continue }
                 if ready == 0 { note(.idleTimeout) }
                 guard ready > 0 else { return }
@@ -223,6 +229,7 @@ public final class MPDServer: Sendable {
                     note(.lineTooLong)
                     return
                 }
+                silentUntil = .now + timeout
                 switch framing.take(bytes) {
                 case .nothing: continue
                 case .endIdle:

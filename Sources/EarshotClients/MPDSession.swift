@@ -19,14 +19,14 @@ public struct MPDSession {
     /// server's own (MPDServer, MPDChanges), never `run`'s.
     public static let answered: [String] = [
         "add", "addid", "albumart", "binarylimit", "clear", "clearerror", "close", "commands", "consume", "count",
-        "crossfade", "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find", "findadd", "getvol",
-        "idle", "list", "listall", "listallinfo", "listfiles", "listplaylist", "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next",
-        "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid", "playlistadd",
-        "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges",
-        "plchangesposid", "previous", "prio", "prioid", "random", "readpicture", "rename", "repeat", "replay_gain_mode",
-        "replay_gain_status", "rescan", "rm", "save", "search", "searchadd", "seek", "seekcur", "seekid", "setvol",
-        "shuffle", "single", "stats", "status", "stop", "swap", "swapid", "tagtypes", "toggleoutput", "update",
-        "urlhandlers", "volume",
+        "crossfade", "currentsong", "decoders", "delete", "deleteid", "disableoutput", "enableoutput", "find",
+        "findadd", "getvol", "idle", "list", "listall", "listallinfo", "listfiles", "listplaylist",
+        "listplaylistinfo", "listplaylists", "load", "lsinfo", "move", "moveid", "next", "noidle", "notcommands",
+        "outputs", "password", "pause", "ping", "play", "playid", "playlistadd", "playlistclear", "playlistdelete",
+        "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges", "plchangesposid", "previous",
+        "prio", "prioid", "random", "readpicture", "rename", "repeat", "replay_gain_mode", "replay_gain_status",
+        "rescan", "rm", "save", "search", "searchadd", "seek", "seekcur", "seekid", "setvol", "shuffle", "single",
+        "stats", "status", "stop", "swap", "swapid", "tagtypes", "toggleoutput", "update", "urlhandlers", "volume",
     ]
 
     /// The tags `tagtypes` lists: those the library reads.

@@ -96,7 +96,8 @@ public enum StatusText {
     }
 
     /// The MPD front-end's line: clients connected, and those its limits refused or closed, e.g. `MPD clients: 2
-    /// connected, 1 refused (too many clients), closed: 0 line too long, 0 command list too long, 0 not reading`.
+    /// connected, 1 refused (too many clients), closed: 0 line too long, 0 command list too long, 0 not reading, 0 idle
+    /// timeout`.
     static func mpdLine(_ mpd: [String: Any]) -> String {
         let refused = (mpd["refused"] as? [String: Any])?["tooManyClients"] as? Int ?? 0
         let closed = mpd["closed"] as? [String: Any] ?? [:]

@@ -249,9 +249,15 @@ case "decode":
             return folder
         }
         // One JSON object a file, as `find --json` gives a track: what scripts/bench sets beside TagLib's reading.
+        var unwritten = 0
         let counts = LibraryScanner(roots: roots).readAll { entry in
-            print((try? JSONTree.text(LibraryWiring.trackObject(entry))) ?? "null")
+            guard let line = try? JSONTree.text(LibraryWiring.trackObject(entry)) else {
+                unwritten += 1
+                return
+            }
+            print(line)
         }
+        if unwritten > 0 { fail("\(unwritten) track(s) could not be written as JSON", code: ExitStatus.failure) }
         guard counts.skippedTotal == 0 else {
             let reasons = counts.skipped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
             fail("skipped (by reason): " + reasons.joined(separator: ", "), code: ExitStatus.failure)

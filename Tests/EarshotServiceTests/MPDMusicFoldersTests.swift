@@ -1,5 +1,5 @@
 // `listfiles` reads the disk (issue 37): every entry of a music folder's folder but `.` and `..`, files with their
-// size, folders, each with its time; links, pipes and names with a line break left out; nothing outside the music
+// size, folders, each with its time; links, pipes and names with a line break left out; no `..` above the music
 // folders. The comparison with MPD 0.23 itself is in MPDComparisonTests.
 import Foundation
 import MPDProtocol

@@ -145,10 +145,27 @@ struct MPDLimitsTests {
             try await Self.waitForFigures(harness, "one connection closed for silence") {
                 $0.closed["idleTimeout"] == 1 && $0.clients == 1
             }
+            // A client that sends a byte every 0.3 s and never ends a line is as silent (MPD counts whole lines).
+            let trickler = try Self.connect(socket)
+            defer { close(trickler.descriptor) }
+            #expect(trickler.greeted)
+            let descriptor = trickler.descriptor
+            // Longer than the close is waited for (60 s): without the rule, the wait runs out first.
+            let trickle = Task.detached {
+                for _ in 0..<300 {
+                    guard Glibc.send(descriptor, "s", 1, Int32(MSG_NOSIGNAL)) == 1 else { return }
+                    try? await Task.sleep(for: .milliseconds(300))
+                }
+            }
+            defer { trickle.cancel() }
+            try await Self.waitForClose(trickler.descriptor, "the client that never ends a line is closed")
+            try await Self.waitForFigures(harness, "two connections closed for silence") {
+                $0.closed["idleTimeout"] == 2 && $0.clients == 1
+            }
             // The idler is still served: noidle ends its idle with OK.
             Self.send(idler.descriptor, Array("noidle\n".utf8))
             #expect(Self.readLine(idler.descriptor) == "OK")
-            #expect(try harness.earshotChecked(["status"]).standardOutput.contains("1 idle timeout"))
+            #expect(try harness.earshotChecked(["status"]).standardOutput.contains("2 idle timeout"))
             #expect(service.standardError().contains("mpd closed=idleTimeout"))
         }
     }

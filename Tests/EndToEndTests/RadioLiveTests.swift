@@ -9,30 +9,6 @@ import Testing
 
 @Suite("Internet radio: the live buffer", .serialized)
 struct RadioLiveTests {
-    /// The MP3 bit rate of the position track, in bytes a second.
-    static let bytesPerSecond = Fixtures.mp3BitRate * 1000 / 8
-
-    /// A loopback station sending `mp3` at `bytesPerSecond` by the clock, after a burst of `burstSeconds` of it, and
-    /// closing at its end (or when the client goes); `looping`, it starts `mp3` again at its end and never closes.
-    static func station(_ mp3: [UInt8], burstSeconds: Int = 3, looping: Bool = false) throws -> LoopbackHTTPServer {
-        try LoopbackHTTPServer { connection in
-            connection.send("HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Loopback Live\r\n\r\n")
-            let burst = min(burstSeconds * bytesPerSecond, mp3.count)
-            guard connection.send(Array(mp3[..<burst])) else { return }
-            // A tenth of a second at a time, each due at its own moment: late sends catch up, so the rate holds.
-            let start = ContinuousClock.now, piece = bytesPerSecond / 10
-            var offset = burst, number = 0
-            while offset < mp3.count || looping {
-                if offset >= mp3.count { offset = 0 }
-                number += 1
-                let due = start + .milliseconds(100 * number)
-                if due > .now { Thread.sleep(forTimeInterval: (due - .now).seconds) }
-                guard connection.send(Array(mp3[offset..<min(offset + piece, mp3.count)])) else { return }
-                offset += piece
-            }
-        }
-    }
-
     /// Plays the station from the harness's service with a recorder on the headphones, and runs `body` once 3 s of it
     /// were heard.
     private func withStation(
@@ -41,7 +17,7 @@ struct RadioLiveTests {
         try await ServiceHarness.run { harness in
             if let liveBufferMinutes { try harness.writeConfiguration(#"{"liveBufferMinutes": \#(liveBufferMinutes)}"#) }
             let mp3 = try [UInt8](Data(contentsOf: Fixtures.positionTrack(seconds: 50)))
-            let server = try Self.station(mp3)
+            let server = try LoopbackStation.start(mp3)
             defer { server.stop() }
             let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones, promptly: true)
             do {
@@ -80,7 +56,7 @@ struct RadioLiveTests {
             try await Task.sleep(for: .seconds(4))
             let kept = try harness.status()
             // Received while paused, and counted: about 4 s of the station beyond what was decoded.
-            #expect((kept.liveBufferBytes ?? 0) >= 3 * Self.bytesPerSecond && (kept.liveBufferMs ?? 0) >= 3000,
+            #expect((kept.liveBufferBytes ?? 0) >= 3 * LoopbackStation.bytesPerSecond && (kept.liveBufferMs ?? 0) >= 3000,
                     "\(kept)")
             let resumed = ContinuousClock.now
             try harness.earshotChecked(["resume"])

@@ -102,6 +102,39 @@ def stop(process, grace=3.0):
             process.wait()
 
 
+def service_env(bench, home, **more):
+    """The environment of an `earshot serve` of the bench's own: its configuration (HOME/config/earshot, made here),
+    state and control socket under HOME; MORE adds variables."""
+    os.makedirs(os.path.join(home, "config", "earshot"), exist_ok=True)
+    env = dict(bench.env)
+    env.update({"XDG_CONFIG_HOME": os.path.join(home, "config"), "XDG_STATE_HOME": os.path.join(home, "state"),
+                "EARSHOT_SOCKET": os.path.join(home, "control.sock")}, **more)
+    return env
+
+
+def earshot_control(bench, env, *arguments):
+    """`earshot ARGUMENTS` as a client of the service ENV names."""
+    return subprocess.run([bench.earshot, *arguments], env=env, capture_output=True, text=True, timeout=60)
+
+
+def earshot_status(bench, env):
+    """The status object of `earshot status --json` (empty while the service does not answer)."""
+    reply = json.loads(earshot_control(bench, env, "status", "--json").stdout or "{}")
+    return reply.get("status", reply)
+
+
+def rss_kib(pid):
+    """The process's resident set now (VmRSS) in KiB; 0 once it has exited."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def pactl(*arguments):
     return subprocess.run(["pactl", *arguments], check=True, capture_output=True, text=True).stdout
 

@@ -21,6 +21,8 @@ import subprocess
 import threading
 import time
 
+from bench_common import service_env
+
 FOLLOWERS = 50
 COVER_BYTES = (8 << 20) - 4096
 
@@ -65,11 +67,8 @@ def request(path, fields, timeout=10.0):
 def measure_handling(bench, tracks, seconds=30, count=10_000):
     """slowestHandlingMicros of `earshot serve` under SECONDS of followers, floods and seeks (see the top)."""
     home = os.path.join(bench.work, "handling")
-    os.makedirs(os.path.join(home, "config"), exist_ok=True)
-    env = dict(bench.env)
-    control_socket = os.path.join(home, "control.sock")
-    env.update({"XDG_CONFIG_HOME": os.path.join(home, "config"), "XDG_STATE_HOME": os.path.join(home, "state"),
-                "EARSHOT_SOCKET": control_socket})
+    env = service_env(bench, home)
+    control_socket = env["EARSHOT_SOCKET"]
     covered = cover_track(bench.work)
     playlist = os.path.join(home, "queue.m3u")
     with open(playlist, "w") as handle:

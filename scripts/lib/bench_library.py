@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import time
 
+from bench_common import rss_kib
 from bench_collection import WORDS, flac_with_comments, make_collection
 from bench_tags import measure_readers, table as tag_reader_table
 
@@ -43,14 +44,6 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def wait_for(description, condition, timeout=1800, interval=0.02):

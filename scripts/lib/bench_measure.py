@@ -342,10 +342,7 @@ def measure_startup(bench, tracks, repetitions):
 def measure_big_queue(bench, tracks, count):
     """Peak RSS of `earshot serve` holding a COUNT-track queue (one small file listed COUNT times in a playlist)."""
     home = os.path.join(bench.work, "serve")
-    os.makedirs(os.path.join(home, "config"), exist_ok=True)
-    env = dict(bench.env)
-    env.update({"XDG_CONFIG_HOME": os.path.join(home, "config"), "XDG_STATE_HOME": os.path.join(home, "state"),
-                "EARSHOT_SOCKET": os.path.join(home, "control.sock")})
+    env = service_env(bench, home)
     playlist = os.path.join(home, "queue.m3u")
     with open(playlist, "w") as handle:
         handle.write(f"{tracks['tiny_mp3']}\n" * count)
@@ -361,7 +358,7 @@ def measure_big_queue(bench, tracks, count):
                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(home, "serve.log"), "w"))
 
     def control(*arguments):
-        return subprocess.run([bench.earshot, *arguments], env=env, capture_output=True, text=True, timeout=60)
+        return earshot_control(bench, env, *arguments)
 
     deadline = time.monotonic() + 30
     while control("status").returncode != 0:
@@ -465,14 +462,11 @@ def measure_wakeups(bench, tracks, seconds=10):
     all its threads over SECONDS while playing, while paused and while stopped; mpg123 while playing (it has no
     pause without a terminal)."""
     home = os.path.join(bench.work, "wakeups")
-    os.makedirs(os.path.join(home, "config", "earshot"), exist_ok=True)
+    env = service_env(bench, home)
     if bench.earshot_latency_ms is not None:
         # `earshot serve` takes its target latency from its configuration file (`earshot play` from --latency).
         with open(os.path.join(home, "config", "earshot", "config.json"), "w") as handle:
             json.dump({"targetLatencyMilliseconds": bench.earshot_latency_ms}, handle)
-    env = dict(bench.env)
-    env.update({"XDG_CONFIG_HOME": os.path.join(home, "config"), "XDG_STATE_HOME": os.path.join(home, "state"),
-                "EARSHOT_SOCKET": os.path.join(home, "control.sock")})
     bus = None
     if shutil.which("dbus-daemon"):
         bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1"],
@@ -482,12 +476,10 @@ def measure_wakeups(bench, tracks, seconds=10):
                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(home, "serve.log"), "w"))
 
     def control(*arguments):
-        return subprocess.run([bench.earshot, *arguments], env=env, capture_output=True, text=True, timeout=60)
+        return earshot_control(bench, env, *arguments)
 
     def playback():
-        # `earshot status --json` prints the status object itself.
-        reply = json.loads(control("status", "--json").stdout or "{}")
-        status = reply.get("status", reply)
+        status = earshot_status(bench, env)
         return f"{status.get('playback')} at {status.get('positionMs')} ms"
 
     result = {"seconds": seconds, "mpris": bus is not None}

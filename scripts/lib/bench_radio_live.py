@@ -19,7 +19,8 @@ import subprocess
 import threading
 import time
 
-from bench_common import Recorder, layout, log, stop, wait_for_stream
+from bench_common import (Recorder, earshot_control, earshot_status, layout, rss_kib, service_env, stop,
+                          wait_for_stream)
 from bench_measure import analyse_call
 from bench_radio import MOUNT, RADIO_PLAYERS, feed, start_icecast, stop_process
 
@@ -96,8 +97,12 @@ class _Station(socketserver.ThreadingTCPServer):
 class _Listener(socketserver.BaseRequestHandler):
     def handle(self):
         station = self.server
-        while self.request.recv(4096).find(b"\r\n\r\n") < 0:
-            pass
+        head = b""
+        while b"\r\n\r\n" not in head:
+            received = self.request.recv(4096)
+            if not received:
+                return
+            head += received
         self.request.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Bench\r\n"
                              b"icy-br: 128\r\n\r\n")
         offset, block = 0, STATION_BYTES_PER_SECOND // 10
@@ -118,36 +123,26 @@ class _Listener(socketserver.BaseRequestHandler):
             return
 
 
-def _vm_rss_kib(pid):
-    with open(f"/proc/{pid}/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return None
-
-
 def measure_live_buffer(bench, tracks):
     """`earshot serve` paused on a station while the station sends 30 minutes' worth at once, then past the bound."""
     home = os.path.join(bench.work, "live-buffer")
-    os.makedirs(os.path.join(home, "config", "earshot"), exist_ok=True)
+    # HOME too: the library's default music folder is below it.
+    env = service_env(bench, home, HOME=home, XDG_CACHE_HOME=os.path.join(home, "cache"))
+    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
     with open(os.path.join(home, "config", "earshot", "config.json"), "w") as handle:
         # No MPD front-end and no library: the buffer's cost alone.
         json.dump({"liveBufferMinutes": BUFFER_MINUTES, "mpdListen": [], "musicDirectories": []}, handle)
-    env = dict(bench.env)
-    env.update({"HOME": home, "XDG_CONFIG_HOME": os.path.join(home, "config"), "XDG_STATE_HOME": os.path.join(home, "state"),
-                "XDG_CACHE_HOME": os.path.join(home, "cache"), "EARSHOT_SOCKET": os.path.join(home, "control.sock")})
-    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
     station = _Station(tracks["radio_mp3"])
     threading.Thread(target=station.serve_forever, daemon=True).start()
-    serve = subprocess.Popen([bench.earshot, "serve"], env=env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(home, "serve.log"), "w"))
+    with open(os.path.join(home, "serve.log"), "w") as serve_log:
+        serve = subprocess.Popen([bench.earshot, "serve"], env=env, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=serve_log)
 
     def control(*arguments):
-        return subprocess.run([bench.earshot, *arguments], env=env, capture_output=True, text=True, timeout=60)
+        return earshot_control(bench, env, *arguments)
 
     def status():
-        reply = json.loads(control("status", "--json").stdout or "{}")
-        return reply.get("status", reply)
+        return earshot_status(bench, env)
 
     def wait_for(test, what, timeout=60):
         deadline = time.monotonic() + timeout
@@ -183,17 +178,17 @@ def measure_live_buffer(bench, tracks):
         control("pause")
         paused = wait_for(lambda s: str(s.get("playback", "")).startswith("paused"), "pause")
         time.sleep(1)
-        result["emptyRssKiB"] = _vm_rss_kib(serve.pid)
+        result["emptyRssKiB"] = rss_kib(serve.pid)
         result["emptyHeldBytes"] = paused.get("liveBufferBytes")
         thirty = BUFFER_MINUTES * 60 * STATION_BYTES_PER_SECOND
         station.send_at_once(thirty)
         result["thirtyMinutesHeldBytes"] = held_after(station.sent + thirty)
-        result["thirtyMinutesRssKiB"] = _vm_rss_kib(serve.pid)
+        result["thirtyMinutesRssKiB"] = rss_kib(serve.pid)
         bound = BUFFER_MINUTES * 60 * BOUND_BYTES_PER_SECOND
         station.send_at_once(2 * bound)
         result["boundBytes"] = bound
         result["atBoundHeldBytes"] = held_after(station.sent + 2 * bound)
-        result["atBoundRssKiB"] = _vm_rss_kib(serve.pid)
+        result["atBoundRssKiB"] = rss_kib(serve.pid)
         result["playbackAtEnd"] = status().get("playback")
     finally:
         stop(serve, grace=10)

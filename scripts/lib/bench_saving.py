@@ -22,6 +22,8 @@ import subprocess
 import threading
 import time
 
+from bench_common import earshot_control, earshot_status, service_env
+
 TRACED = "fsync,fdatasync,sync_file_range,syncfs,msync,pwrite64,rename,renameat,renameat2"
 FLUSHES = ("fsync", "fdatasync", "sync_file_range", "syncfs", "msync")
 # One line of `strace -f -ttt`: [pid] seconds.micros name(...; an interrupted call's "<... name resumed>" is not a call.
@@ -79,11 +81,8 @@ def child_of(pid, timeout=10):
 def measure_saving(bench, tracks, count=10_000, seconds=60):
     """Bytes written and flushes of `earshot serve` over SECONDS of playing a COUNT-track queue, and at its stop."""
     home = os.path.join(bench.work, "saving")
-    os.makedirs(os.path.join(home, "config"), exist_ok=True)
-    state = os.path.join(home, "state")
-    env = dict(bench.env)
-    env.update({"XDG_CONFIG_HOME": os.path.join(home, "config"), "XDG_STATE_HOME": state,
-                "EARSHOT_SOCKET": os.path.join(home, "control.sock")})
+    env = service_env(bench, home)
+    state = env["XDG_STATE_HOME"]
     playlist = os.path.join(home, "queue.m3u")
     with open(playlist, "w") as handle:
         handle.write(f"{tracks['tiny_mp3']}\n" * count)
@@ -97,11 +96,10 @@ def measure_saving(bench, tracks, count=10_000, seconds=60):
     reader.start()
 
     def control(*arguments):
-        return subprocess.run([bench.earshot, *arguments], env=env, capture_output=True, text=True, timeout=60)
+        return earshot_control(bench, env, *arguments)
 
     def status():
-        reply = json.loads(control("status", "--json").stdout or "{}")
-        return reply.get("status", reply)
+        return earshot_status(bench, env)
 
     result = {"tracks": count, "seconds": seconds, "fileSystem": filesystem_type(home)}
     pid = child_of(traced.pid)

@@ -51,14 +51,15 @@ def build_taglib_reader(work):
 
 
 def run_reader(command, output, work):
-    """Runs COMMAND with its output into the file OUTPUT: (wall s, CPU s, peak RSS KiB), as GNU time reports them. (Not
-    getrusage of a child of this process: its peak RSS would count the Python copy it was forked as, kept over exec.)"""
+    """Runs COMMAND with its output into the file OUTPUT: (wall s, CPU s, peak RSS KiB, exit status), as GNU time
+    reports them. (Not getrusage of a child of this process: its peak RSS would count the Python copy it was forked as,
+    kept over exec.)"""
     report = os.path.join(work, "time.txt")
     with open(output, "wb") as handle:
-        subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", report, *command], stdout=handle,
-                       stderr=subprocess.DEVNULL)
+        finished = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", report, *command], stdout=handle,
+                                  stderr=subprocess.DEVNULL)
     wall, user, system, rss = open(report).read().split()[-4:]
-    return float(wall), float(user) + float(system), int(rss)
+    return float(wall), float(user) + float(system), int(rss), finished.returncode
 
 
 def readings(path):
@@ -104,12 +105,19 @@ def measure_readers(earshot, music, work, results, rounds=2):
         for name, command in commands.items():
             load = os.getloadavg()[0]
             output = os.path.join(work, f"tags-{name}.jsonl")
-            wall, cpu, rss = run_reader(command, output, work)
-            if name not in best or cpu < best[name]["cpu"]:
+            wall, cpu, rss, status = run_reader(command, output, work)
+            # A reader that failed, or read less than was written, is no measure of reading it all: said, not kept.
+            if status != 0 or len(readings(output)) < len(written):
+                best.setdefault(name, {"failed": f"exit {status}, {len(readings(output))} of {len(written)} read"})
+                continue
+            if "cpu" not in best.get(name, {}) or cpu < best[name]["cpu"]:
                 best[name] = {"wall": wall, "cpu": cpu, "rss_kib": rss, "load": load}
     measured = {"files": len(written), "load_after": os.getloadavg()[0]}
     for name in commands:
         found = readings(os.path.join(work, f"tags-{name}.jsonl"))
+        if "cpu" not in best[name]:
+            measured[name] = dict(best[name], files_read=len(found))
+            continue
         per = 10_000 / max(1, len(written))
         measured[name] = dict(best[name], files_read=len(found), cpu_per_10k=best[name]["cpu"] * per,
                               wall_per_10k=best[name]["wall"] * per, fields=score(written, found, name),
@@ -141,6 +149,10 @@ def wrong_examples(written, found, reader, most=3):
 def table(measured):
     """The markdown of the tag readers' rows."""
     earshot, taglib = measured["earshot"], measured["taglib"]
+    failed = [f"{name}: {entry['failed']}" for name, entry in (("Earshot", earshot), ("TagLib", taglib))
+              if "failed" in entry]
+    if failed:
+        return ["", f"Tag readers on the same {measured['files']} files: failed ({'; '.join(failed)})"]
     lines = [f"\nTag readers on the same {measured['files']} files (best CPU of 2 runs in turns; load average "
              f"{earshot['load']:.1f} and {taglib['load']:.1f} at their starts):",
              "", "| tag reader | Earshot (`earshot decode --tags`) | TagLib 1.13 C API (taglib-read.c) | ratio |",

@@ -7,8 +7,8 @@
 // nothing unplugged, a `call-end` with no call), because the shrinker drops steps and replays what remains.
 //
 // Later features add their commands here, in this one table, as the library (`findadd file good.ogg`, `update`),
-// ReplayGain (`replaygain album`), internet radio (`add-station`, `live`), the MPD front-end (`mpc-next`, through the real mpc) and MPRIS (`mpris-pause`,
-// through playerctl) have. The checker's oracle (CheckerOracle.swift) does not change for them: it checks the server
+// ReplayGain (`replaygain album`), internet radio (`add-station`, `live`), the MPD front-end (`mpc-next`, through
+// the real mpc) and MPRIS (`mpris-pause`, through playerctl) have. The checker's oracle (CheckerOracle.swift) does not change for them: it checks the server
 // and the monitors after every step whatever the step was.
 
 import EarshotTestSupport

@@ -48,7 +48,7 @@ final class CheckerWorld: @unchecked Sendable {
         self.harness = harness
         music = harness.root.appendingPathComponent("music", isDirectory: true)
         try CheckerMusic.make(in: music)
-        station = try RadioLiveTests.station(
+        station = try LoopbackStation.start(
             try [UInt8](Data(contentsOf: Fixtures.tone(frequency: CheckerMusic.stationHz, seconds: 10))), looping: true)
         try Self.loadUSB()
         // Fades off would hide nothing here, but the default (50 ms) is what users have: keep it.

@@ -90,8 +90,8 @@ main()
 """#
 
     /// The requests, one a line: `KIND | REQUEST`. `same`: the whole reply (files by their last component, the stored
-    /// playlists' dates left out); `exact`: the whole reply as sent; `fields K...`: those fields only; `files`: the same files in any order; `keys`: the
-    /// same field names; `ack`: both refuse with the same code and command; `ok`: both accept; `setup`: run on both,
+    /// playlists' dates left out); `exact`: the whole reply as sent; `fields K...`: those fields only; `files`: the
+    /// same files in any order; `keys`: the same field names; `ack`: both refuse with the same code and command; `ok`: both accept; `setup`: run on both,
     /// both must accept.
     static let requests = #"""
 # The comparison's requests (mpd_compare.py): KIND | REQUEST. Run from a stopped, emptied queue on the same music
