@@ -104,6 +104,22 @@ struct MP3DecoderTests {
         #expect(decoder.metadata == TrackMetadata(title: "Old Title", artist: "Old Artist", album: "Old Album"))
     }
 
+    @Test("an ID3v1 genre byte is the genre's name (ID3v1's list, Winamp's extensions); 255 and unknown ones are none",
+          arguments: [(0, "Blues"), (8, "Jazz"), (79, "Hard Rock"), (80, "Folk"), (131, "Indie"), (191, "Psybient"),
+                      (192, nil), (255, nil)] as [(UInt8, String?)])
+    func readsVersion1Genre(byte: UInt8, genre: String?) throws {
+        let audio = try [UInt8](Data(contentsOf: URL(fileURLWithPath: TestAudio.sine(seconds: 0.5))))
+        func field(_ text: String, _ width: Int) -> [UInt8] {
+            Array(text.utf8) + Array(repeating: 0, count: width - text.utf8.count)
+        }
+        // ID3v1.1: title, artist, album, year, a comment of 28 bytes, a zero, the track, the genre.
+        let tag = Array("TAG".utf8) + field("Title", 30) + field("Artist", 30) + field("Album", 30) + field("1999", 4)
+            + field("", 28) + [0, 5, byte]
+        let decoder = try MP3Decoder(path: TestAudio.bytesFile("id3v1-genre-\(byte).mp3", audio + tag))
+        #expect(decoder.metadata.genre == genre)
+        #expect(decoder.metadata.title == "Title" && decoder.metadata.trackNumber == 5)
+    }
+
     @Test("UTF-8 ID3v2.4 text arrives intact")
     func readsUTF8Tags() throws {
         let plain = try TestAudio.sine(seconds: 0.5)
