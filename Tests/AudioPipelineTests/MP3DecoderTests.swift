@@ -88,6 +88,20 @@ struct MP3DecoderTests {
         #expect(Signal.dominant(of: [220, 330, 440, 550, 880], in: left, rate: 44_100) == 440)
     }
 
+    @Test("an MP3 converted from 16 or 22.05 kHz keeps its LAME tag's gapless trim: its length is mpg123's at its own rate",
+          arguments: [(16_000, 48), (22_050, 64)])
+    func convertedKeepsGaplessTrim(rate: Int, bitRate: Int) throws {
+        // At these bit rates a frame has room for the LAME tag (at 32 kbit/s lame leaves it out: nothing to trim by).
+        let file = try Fixtures.tone(seconds: 0.4, rate: rate, bitRate: bitRate)
+        let native = try ReplayGainMPG123Tests.mpg123(file, []).count / 2
+        #expect(native * 10 == rate * 4, "mpg123 decodes \(native) frames of 0.4 s at \(rate) Hz")
+        let decoder = try MP3Decoder(path: file.path)
+        #expect(decoder.nativeSampleRate == rate && decoder.format.sampleRate == 44_100)
+        let frames = try TestAudio.decodeAll(decoder).count / 2
+        #expect(abs(frames - native * 44_100 / rate) <= 1, "\(frames) frames at 44.1 kHz")
+        #expect(decoder.lengthFrames == frames)
+    }
+
     @Test("ID3v2 title, artist and album written by lame are read")
     func readsLameTags() throws {
         let path = try TestAudio.sine(seconds: 0.5, lameOptions: ["--tt", "Song Title", "--ta", "Some Artist",
