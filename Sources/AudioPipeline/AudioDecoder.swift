@@ -38,7 +38,8 @@ public struct TrackMetadata: Equatable, Sendable {
     public var trackNumber: Int?
     /// The disc's number in its set (ID3 TPOS, Vorbis DISCNUMBER): "2/3" is 2.
     public var discNumber: Int?
-    /// The genre as written (an ID3 "(17)" reference before a name is dropped).
+    /// The genre by name: ID3's numbered genres (ID3v1's genre byte, a TCON "(17)" or "17") as their names, and a
+    /// "(4)Eurodisco" as its refinement, "Eurodisco" (ID3Genres).
     public var genre: String?
     /// The date as written (ID3 TDRC or TYER, Vorbis DATE), for example "1959" or "1959-08-17".
     public var date: String?

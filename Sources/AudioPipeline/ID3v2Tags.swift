@@ -9,8 +9,8 @@ enum ID3v2Tags {
     private static let textFrames: [String: TagField] = [
         "TIT2": .title, "TPE1": .artist, "TALB": .album, "TPE2": .albumArtist, "TRCK": .trackNumber,
         "TT2": .title, "TP1": .artist, "TAL": .album, "TP2": .albumArtist, "TRK": .trackNumber,
-        "TPOS": .discNumber, "TCON": .genre, "TDRC": .date, "TYER": .date, "TCOM": .composer,
-        "TPA": .discNumber, "TCO": .genre, "TYE": .date, "TCM": .composer,
+        "TPOS": .discNumber, "TCON": .id3Genre, "TDRC": .date, "TYER": .date, "TCOM": .composer,
+        "TPA": .discNumber, "TCO": .id3Genre, "TYE": .date, "TCM": .composer,
     ]
 
     /// The descriptions of the user text frames (TXXX, 2.2's TXX) taken, as Picard writes them (compared in lower

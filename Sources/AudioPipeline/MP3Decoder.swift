@@ -378,7 +378,8 @@ public final class MP3Decoder: AudioDecoder {
         return found
     }
 
-    /// The ID3v2 fields, completed from ID3v1 (Latin-1, read by libmpg123 from the file's last 128 bytes).
+    /// The ID3v2 fields, completed from ID3v1 (Latin-1, read by libmpg123 from the file's last 128 bytes; the genre a
+    /// number in ID3's list, 255 for none).
     private static func readMetadata(_ handle: OpaquePointer, id3v2: TrackMetadata) -> TrackMetadata {
         var metadata = id3v2
         var version1: UnsafeMutablePointer<mpg123_id3v1>?
@@ -390,6 +391,7 @@ public final class MP3Decoder: AudioDecoder {
         metadata.artist = metadata.artist ?? latin1Text(tag.artist)
         metadata.album = metadata.album ?? latin1Text(tag.album)
         metadata.date = metadata.date ?? latin1Text(tag.year)
+        metadata.genre = metadata.genre ?? ID3Genres.name(Int(tag.genre))
         // ID3v1.1: a zero at comment byte 28 makes byte 29 the track number.
         let comment = withUnsafeBytes(of: tag.comment) { Array($0) }
         if metadata.trackNumber == nil, comment.count == 30, comment[28] == 0, comment[29] != 0 {

@@ -193,7 +193,8 @@ struct TagFindings {
         case .albumArtist: first(&metadata.albumArtist, value)
         case .trackNumber: if metadata.trackNumber == nil { metadata.trackNumber = TagText.trackNumber(value) }
         case .discNumber: if metadata.discNumber == nil { metadata.discNumber = TagText.trackNumber(value) }
-        case .genre: first(&metadata.genre, TagText.genre(value))
+        case .genre: first(&metadata.genre, ID3Genres.named(value, bareNumbers: false))
+        case .id3Genre: first(&metadata.genre, ID3Genres.named(value, bareNumbers: true))
         case .date: first(&metadata.date, value)
         case .composer: first(&metadata.composer, value)
         case .musicBrainzTrack: first(&metadata.musicBrainz.track, value)
@@ -206,7 +207,8 @@ struct TagFindings {
 
 /// The text fields the readers take.
 enum TagField {
-    case title, artist, album, albumArtist, trackNumber, discNumber, genre, date, composer
+    /// `genre` is a Vorbis GENRE, `id3Genre` an ID3v2 TCON (where a bare number is a reference to ID3's list too).
+    case title, artist, album, albumArtist, trackNumber, discNumber, genre, id3Genre, date, composer
     case musicBrainzTrack, musicBrainzAlbum, musicBrainzArtist, musicBrainzAlbumArtist
 }
 
@@ -231,15 +233,6 @@ enum TagText {
         let digits = text.prefix { $0.isASCII && $0.isNumber }.prefix(9)
         guard let number = Int(digits), number > 0 else { return nil }
         return number
-    }
-
-    /// A genre as tagged, without ID3's leading "(17)"-style reference when a name follows it; a bare reference
-    /// is kept as written.
-    static func genre(_ text: String) -> String? {
-        guard text.hasPrefix("("), let close = text.firstIndex(of: ")"),
-              text[text.index(after: text.startIndex)..<close].allSatisfy({ $0.isASCII && $0.isNumber })
-        else { return text }
-        return trimmed(String(text[text.index(after: close)...])) ?? text
     }
 
     /// Text that should be UTF-8: as UTF-8 when it is, else as Latin-1 (what taggers that write the wrong encoding

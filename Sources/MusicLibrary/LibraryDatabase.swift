@@ -12,7 +12,7 @@ public final class LibraryDatabase {
     static let applicationID = 0x4572_7368
 
     /// The schema this build writes (PRAGMA user_version).
-    public static let schemaVersion = 2
+    public static let schemaVersion = 3
 
     /// The statements that bring the schema from version N to N+1, at index N. Version 0 is an empty file; a later
     /// change appends its step here (an ALTER TABLE, or a table rebuilt), so a file of any older version is brought up
@@ -52,6 +52,11 @@ public final class LibraryDatabase {
             "ALTER TABLE files ADD COLUMN album_peak REAL",
             "UPDATE files SET mtime = -1",
             "CREATE INDEX files_loudness ON files(loudness, tagged_gain)",
+        ],
+        // 3: an MP3 was recorded with libmpg123's output rate (44100 for a 16 kHz file it converts) and without its
+        // ID3v1 genre: every MP3 is read again at the next scan.
+        [
+            "UPDATE files SET mtime = -1 WHERE kind = 'mp3'",
         ],
     ]
 

@@ -24,7 +24,8 @@ public struct LibraryEntry: Equatable, Sendable {
     public var tags = TrackMetadata()
     /// Whether the file embeds a cover picture.
     public var hasCover = false
-    /// The length in seconds and the sample rate, from the decoder's open.
+    /// The length in seconds as played (an MP3's LAME tag's delay and padding trimmed) and the file's own sample rate
+    /// (an MP3's before libmpg123 converts it), from the decoder's open.
     public var durationSeconds: Double?
     public var sampleRate: Int?
     /// Why a `.failed` file could not be read, by kind (for the counts; not stored).

@@ -275,13 +275,17 @@ public struct LibraryScanner {
             let kind = try AudioFileKind.identify(path)
             let decoder: any AudioDecoder = kind == .mp3 ? try MP3Decoder(path: path)
                 : try SndfileDecoder(path: path, kind: kind)
+            // The file's own rate: libmpg123 delivers an MP3 of another rate than 44.1 or 48 kHz converted to 44.1.
+            let fileRate = (decoder as? MP3Decoder)?.nativeSampleRate ?? decoder.format.sampleRate
             entry.kind = LibraryEntry.Kind(rawValue: kind.rawValue) ?? .failed
             var tags = decoder.metadata
             entry.hasCover = tags.hasEmbeddedCover
             tags.cover = nil
             tags.coverProblem = nil
             entry.tags = tags
-            entry.sampleRate = decoder.format.sampleRate
+            entry.sampleRate = fileRate
+            // The length is in the frames delivered, so at their rate: as played, gapless trim applied when the file
+            // has a LAME tag to say it (at any rate, converted or not).
             entry.durationSeconds = decoder.lengthFrames.map { Double($0) / Double(decoder.format.sampleRate) }
         } catch {
             var status = stat()

@@ -56,13 +56,16 @@ struct FormatDecoderTests {
         #expect(Signal.channel(samples, 0).contains { abs($0) > 8_000 }, "the mono tone is not there")
     }
 
-    @Test("tracks cut from one recording join with no gap and no lost or extra frame",
-          arguments: Fixtures.Format.allCases)
-    func cutRecordingJoinsExactly(format: Fixtures.Format) throws {
+    @Test("tracks cut from one recording join with no gap and no lost or extra frame (MP3: also at 16 and 22.05 kHz)",
+          arguments: Fixtures.Format.allCases.map { ($0, Fixtures.sampleRate) } + [(.mp3, 16_000), (.mp3, 22_050)])
+    func cutRecordingJoinsExactly(format: Fixtures.Format, recordedRate: Int) throws {
         let segments = [(frequency: 440.0, seconds: 0.7), (frequency: 660.0, seconds: 0.45),
                         (frequency: 880.0, seconds: 0.6)]
-        let cut = try Fixtures.cutRecording(segments, as: format)
+        let cut = try Fixtures.cutRecording(segments, as: format, rate: recordedRate)
         let rate = playedRate(format)
+        // libmpg123's conversion rounds each track's length to a whole frame of its output. (lame takes 160 kbit/s, the
+        // most MPEG-2 has, for the fixtures' 192 at 16 and 22.05 kHz: room for its LAME tag.)
+        let slack = recordedRate == Fixtures.sampleRate ? 0 : cut.tracks.count
         var joined: [Int16] = []
         var seams: [Int] = []
         for track in cut.tracks {
@@ -70,7 +73,8 @@ struct FormatDecoderTests {
             seams.append(joined.count / 2)
         }
         let wholeFrames = Int((1.75 * Double(rate)).rounded())
-        #expect(joined.count / 2 == wholeFrames, "\(format): \(joined.count / 2) frames, not \(wholeFrames)")
+        #expect(abs(joined.count / 2 - wholeFrames) <= slack,
+                "\(format) from \(recordedRate) Hz: \(joined.count / 2) frames, not \(wholeFrames)")
         if format == .flac {
             // Lossless: the join is the recording itself, sample for sample.
             let whole = try Fixtures.file(named: "recording-whole.flac") { output in

@@ -88,6 +88,20 @@ struct MP3DecoderTests {
         #expect(Signal.dominant(of: [220, 330, 440, 550, 880], in: left, rate: 44_100) == 440)
     }
 
+    @Test("an MP3 converted from 16 or 22.05 kHz keeps its LAME tag's gapless trim: its length is mpg123's at its own rate",
+          arguments: [(16_000, 48), (22_050, 64)])
+    func convertedKeepsGaplessTrim(rate: Int, bitRate: Int) throws {
+        // At these bit rates a frame has room for the LAME tag (at 32 kbit/s lame leaves it out: nothing to trim by).
+        let file = try Fixtures.tone(seconds: 0.4, rate: rate, bitRate: bitRate)
+        let native = try ReplayGainMPG123Tests.mpg123(file, []).count / 2
+        #expect(native * 10 == rate * 4, "mpg123 decodes \(native) frames of 0.4 s at \(rate) Hz")
+        let decoder = try MP3Decoder(path: file.path)
+        #expect(decoder.nativeSampleRate == rate && decoder.format.sampleRate == 44_100)
+        let frames = try TestAudio.decodeAll(decoder).count / 2
+        #expect(abs(frames - native * 44_100 / rate) <= 1, "\(frames) frames at 44.1 kHz")
+        #expect(decoder.lengthFrames == frames)
+    }
+
     @Test("ID3v2 title, artist and album written by lame are read")
     func readsLameTags() throws {
         let path = try TestAudio.sine(seconds: 0.5, lameOptions: ["--tt", "Song Title", "--ta", "Some Artist",
@@ -102,6 +116,22 @@ struct MP3DecoderTests {
                                                                   "--ta", "Old Artist", "--tl", "Old Album"])
         let decoder = try MP3Decoder(path: path)
         #expect(decoder.metadata == TrackMetadata(title: "Old Title", artist: "Old Artist", album: "Old Album"))
+    }
+
+    @Test("an ID3v1 genre byte is the genre's name (ID3v1's list, Winamp's extensions); 255 and unknown ones are none",
+          arguments: [(0, "Blues"), (8, "Jazz"), (79, "Hard Rock"), (80, "Folk"), (131, "Indie"), (191, "Psybient"),
+                      (192, nil), (255, nil)] as [(UInt8, String?)])
+    func readsVersion1Genre(byte: UInt8, genre: String?) throws {
+        let audio = try [UInt8](Data(contentsOf: URL(fileURLWithPath: TestAudio.sine(seconds: 0.5))))
+        func field(_ text: String, _ width: Int) -> [UInt8] {
+            Array(text.utf8) + Array(repeating: 0, count: width - text.utf8.count)
+        }
+        // ID3v1.1: title, artist, album, year, a comment of 28 bytes, a zero, the track, the genre.
+        let tag = Array("TAG".utf8) + field("Title", 30) + field("Artist", 30) + field("Album", 30) + field("1999", 4)
+            + field("", 28) + [0, 5, byte]
+        let decoder = try MP3Decoder(path: TestAudio.bytesFile("id3v1-genre-\(byte).mp3", audio + tag))
+        #expect(decoder.metadata.genre == genre)
+        #expect(decoder.metadata.title == "Title" && decoder.metadata.trackNumber == 5)
     }
 
     @Test("UTF-8 ID3v2.4 text arrives intact")

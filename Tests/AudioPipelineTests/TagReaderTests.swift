@@ -145,13 +145,26 @@ struct TagReaderTests {
         let (tags, hasTag) = ID3v2Tags.read(TagSource(bytes: tag))
         #expect(hasTag)
         #expect(tags.musicBrainz == MusicBrainzIDs(track: "rec-1", artist: "artist-1", albumArtist: "album-artist-1"))
-        // A bare reference stays as written.
-        #expect(tags.genre == "(17)")
+        // A bare reference is the genre it numbers.
+        #expect(tags.genre == "Rock")
         let old = Array("TCO".utf8) + [0, 0, 6] + [0] + Array("Blues".utf8)
             + Array("TYE".utf8) + [0, 0, 5] + [0] + Array("1960".utf8)
         let (oldTags, _) = ID3v2Tags.read(TagSource(bytes: Array("ID3".utf8) + [2, 0, 0] + syncsafe(old.count) + old))
         #expect(oldTags.genre == "Blues")
         #expect(oldTags.date == "1960")
+    }
+
+    @Test("an ID3v2 TCON is the genre's name: references to ID3's list as it names them, a name after them as written",
+          arguments: [("(13)", "Pop"), ("13", "Pop"), ("(13)Pop", "Pop"), ("(4)Eurodisco", "Eurodisco"),
+                      ("(17)(13)", "Rock"), ("(131)", "Indie"), ("191", "Psybient"), ("(RX)", "Remix"),
+                      ("((Foo) Bar", "(Foo) Bar"), ("Jazz", "Jazz"), ("(x)y", "(x)y"), ("1999", "1999"),
+                      ("(200)", nil), ("255", nil)] as [(String, String?)])
+    func genreReferences(written: String, genre: String?) {
+        func syncsafe(_ value: Int) -> [UInt8] { [21, 14, 7, 0].map { UInt8((value >> $0) & 0x7F) } }
+        let body = [UInt8(3)] + Array(written.utf8)
+        let frame = Array("TCON".utf8) + syncsafe(body.count) + [0, 0] + body
+        let (tags, _) = ID3v2Tags.read(TagSource(bytes: Array("ID3".utf8) + [4, 0, 0] + syncsafe(frame.count) + frame))
+        #expect(tags.genre == genre, "TCON \(written)")
     }
 }
 

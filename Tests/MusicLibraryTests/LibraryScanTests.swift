@@ -74,6 +74,43 @@ struct LibraryScanTests {
         }
     }
 
+    @Test("an MP3 libmpg123 converts is stored at its own rate and its length as played; MP3s are read again once")
+    func mp3OwnRate() throws {
+        let scratch = TestEnvironment.processTemporaryDirectory
+            .appendingPathComponent("library-\(UUID().uuidString)", isDirectory: true)
+        let root = scratch.appendingPathComponent("music", isDirectory: true)
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        // 0.4 s each. lame writes the LAME tag (its delay and padding) only where a frame has room: not at 16 kHz and
+        // 32 kbit/s, which plays its whole frames, 14 of 576 samples (mpg123 too).
+        let files: [(name: String, rate: Int, bitRate: Int, seconds: Double)] = [
+            ("16k.mp3", 16_000, 48, 0.4), ("22k.mp3", 22_050, 64, 0.4), ("16k-no-lame-tag.mp3", 16_000, 32, 0.504),
+            ("44k.mp3", 44_100, 128, 0.4), ("48k.mp3", 48_000, 128, 0.4),
+        ]
+        for file in files {
+            let made = try Fixtures.tone(seconds: 0.4, rate: file.rate, bitRate: file.bitRate)
+            _ = try Fixtures.copy(made, to: root, named: file.name)
+        }
+        let path = scratch.appendingPathComponent("library.sqlite").path
+        let (database, _) = try Self.scanned(root, database: path)
+        func check(_ database: LibraryDatabase) throws {
+            let entries = try database.tracks(.find([]))
+            for file in files {
+                let entry = try #require(entries.first { Self.paths([$0]) == [file.name] })
+                #expect(entry.sampleRate == file.rate, "\(file.name): \(entry.sampleRate ?? -1)")
+                #expect(abs((entry.durationSeconds ?? 0) - file.seconds) < 0.001,
+                        "\(file.name): \(entry.durationSeconds ?? -1)")
+            }
+        }
+        try check(database)
+        // A database of schema 2 holds the converted rate: opened, its MP3s (only) are read at the next scan.
+        try database.connection.execute("UPDATE files SET samplerate = 44100; PRAGMA user_version = 2")
+        let older = try LibraryDatabase(path: path)
+        #expect(older.opening == .migrated(from: 2))
+        let counts = try LibraryScanner(roots: [TrackPath(root.path)]).scan(into: older)
+        #expect(counts.read == files.count && counts.unchanged == 0, "\(counts)")
+        try check(older)
+    }
+
     @Test("readAll reads each track as a scan stores it, without a database (what `earshot decode --tags` prints)")
     func readAllAsScanned() throws {
         let (root, path) = try Self.collection()

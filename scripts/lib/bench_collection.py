@@ -114,6 +114,13 @@ def mpeg_rate(data):
     raise ValueError("no MPEG frame")
 
 
+def played_seconds(path, rate):
+    """How long mpg123, gapless, plays the MP3 at PATH: lame leaves its LAME tag (the encoder delay and padding to trim)
+    out of a frame too small for it, as at 16 kHz and 32 kbit/s, and then every reader plays the whole frames."""
+    pcm = subprocess.run(["mpg123", "-q", "--stereo", "-s", path], check=True, capture_output=True).stdout
+    return len(pcm) / 4 / rate
+
+
 def make_collection(root, tracks, work):
     """Writes the collection; returns the FLAC template (a file added later is made of it). What was written goes to
     WORK/written.json: each file's path below ROOT, its format, and the fields as a reader should give them."""
@@ -124,6 +131,7 @@ def make_collection(root, tracks, work):
     subprocess.run(["lame", "--quiet", "-b", "32", "--cbr", wav, os.path.join(work, "t.mp3")], check=True)
     subprocess.run(["flac", "-s", "-f", "--no-padding", "-o", os.path.join(work, "t.flac"), wav], check=True)
     mp3 = open(os.path.join(work, "t.mp3"), "rb").read()
+    mp3_seconds = played_seconds(os.path.join(work, "t.mp3"), mpeg_rate(mp3))
     flac = open(os.path.join(work, "t.flac"), "rb").read()
     png = png_1x1()
     picture = flac_picture(png)
@@ -203,7 +211,7 @@ def make_collection(root, tracks, work):
                     frames.append(("APIC", apic(version)))
                 open(name, "wb").write(id3_tag(frames, version) + mp3)
             fields["cover"] = bool(cover) and form != "MP3 ID3v1.1"
-            fields["seconds"] = SECONDS
+            fields["seconds"] = mp3_seconds if form.startswith("MP3") else SECONDS
             written[os.path.relpath(name, root)] = dict(fields, format=form)
             count += 1
     with open(os.path.join(work, "written.json"), "w") as handle:

@@ -33,7 +33,8 @@ FIELDS = [
     ("MusicBrainz ids", "mb_track", lambda r, w: r.get("musicbrainz_trackid") == w["mb_track"]
      and r.get("musicbrainz_albumid") == w["mb_album"], None),
     ("cover (has one or not)", "cover", lambda r, w: bool(r.get("cover")) == w["cover"], None),
-    # 0.2 s files: Earshot's length to 20 ms; TagLib's C API gives whole seconds, right when it is the floor.
+    # The length as played (0.2 s; an MP3 lame wrote no LAME tag in plays its whole frames, 288 ms) to 20 ms for
+    # Earshot; TagLib's C API gives whole seconds, right when it is the floor.
     ("length (TagLib: whole s)", "seconds", lambda r, w: abs(r.get("durationMs", -1e9) / 1000 - w["seconds"]) <= 0.02,
      lambda r, w: r.get("seconds") == int(w["seconds"])),
     ("sample rate", "rate", lambda r, w: r.get("sampleRate") == w["rate"],
