@@ -15,6 +15,15 @@ struct LiveNetworkRulesTests {
                          phase: .waiting(until: Given.at(until)), ranDry: ranDry)
     }
 
+    /// Row 39's first step: live stream `index` closed cleanly at 0, and asked again at once.
+    static func closeCleanly(_ store: inout RuleStore, index: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        store.send(.liveStreamLost(index: index, .closedByServer, at: Given.at(0)),
+                   commands: [.reconnectLiveStream(index: index)], sourceLocation: sourceLocation) {
+            $0.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .closedCleanly,
+                                                     nextDelayMilliseconds: 1_000, phase: .connecting)
+        }
+    }
+
     @Test("Row 38: a network failure waits 1 s, then 2, 4, ... up to 30 s between attempts, on the rules' timer")
     func row38Backoff() {
         var store = RuleStore(LiveStreamRulesTests.playingLive)
@@ -52,11 +61,7 @@ struct LiveNetworkRulesTests {
         var state = LiveStreamRulesTests.playingLive
         state.live = LiveStream(index: 1)
         var store = RuleStore(state)
-        store.send(.liveStreamLost(index: 1, .closedByServer, at: Given.at(0)),
-                   commands: [.reconnectLiveStream(index: 1)]) {
-            $0.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .closedCleanly,
-                                                     nextDelayMilliseconds: 1_000, phase: .connecting)
-        }
+        Self.closeCleanly(&store, index: 1)
         store.send(.liveStreamLost(index: 1, .mountGone, at: Given.at(40)), commands: [.endLiveStream(index: 1)]) {
             $0.live?.reconnection?.phase = .ended
         }
@@ -78,11 +83,7 @@ struct LiveNetworkRulesTests {
     @Test("Row 39: a clean close is asked again at once; the mount gone then is the end, and the queue goes on")
     func row39CleanCloseThenGoneIsTheEnd() {
         var store = RuleStore(LiveStreamRulesTests.playingLive)
-        store.send(.liveStreamLost(index: 0, .closedByServer, at: Given.at(0)),
-                   commands: [.reconnectLiveStream(index: 0)]) {
-            $0.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .closedCleanly,
-                                                     nextDelayMilliseconds: 1_000, phase: .connecting)
-        }
+        Self.closeCleanly(&store, index: 0)
         store.send(.liveStreamLost(index: 0, .mountGone, at: Given.at(50)), commands: [.endLiveStream(index: 0)]) {
             $0.live?.reconnection?.phase = .ended
         }
@@ -96,11 +97,7 @@ struct LiveNetworkRulesTests {
     @Test("Row 39: a clean close whose reconnection the network refuses is a network failure: a 404 then is no end")
     func row39KilledServerIsNoEnd() {
         var store = RuleStore(LiveStreamRulesTests.playingLive)
-        store.send(.liveStreamLost(index: 0, .closedByServer, at: Given.at(0)),
-                   commands: [.reconnectLiveStream(index: 0)]) {
-            $0.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .closedCleanly,
-                                                     nextDelayMilliseconds: 1_000, phase: .connecting)
-        }
+        Self.closeCleanly(&store, index: 0)
         store.send(.liveStreamLost(index: 0, Self.refused, at: Given.at(10)),
                    commands: [.armTimer(at: Given.at(1_010))]) {
             $0.live?.reconnection = Self.waiting(since: 0, until: 1_010, next: 2_000)
