@@ -98,8 +98,8 @@ public final class LiveBufferLink: Sendable {
 public enum LiveNetworkNotice: Equatable, Sendable {
     /// The connection was lost, or an attempt to reconnect failed, for this reason.
     case lost(StreamEnd)
-    /// An attempt to reconnect was answered with the stream.
-    case reconnected
+    /// The fetch was answered with the stream: at the open, or an attempt to reconnect.
+    case connected
     /// The decoder found nothing to decode while the connection is lost.
     case ranDry
 }

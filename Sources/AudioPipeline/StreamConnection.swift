@@ -102,15 +102,15 @@ final class StreamConnection: @unchecked Sendable {
                                     finishesBuffer: report == nil) { [report] notice in
             switch notice {
             case .started(let format, let station):
-                let reconnected = shared.withLock { state -> Bool in
+                shared.withLock { state in
                     state.down = false
-                    guard state.format == nil else { return true }
+                    guard state.format == nil else { return }
                     state.format = format
                     state.metadata.album = station
                     state.changed = true
-                    return false
                 }
-                if reconnected { report?(.reconnected) }
+                // Every start, the first too: a station opened afresh ends whatever reconnection the rules kept.
+                report?(.connected)
             case .title(let title):
                 shared.withLock { $0.metadata.title = title.isEmpty ? nil : title; $0.changed = true }
             case .ended(let end):

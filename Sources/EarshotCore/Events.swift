@@ -318,7 +318,8 @@ public enum Event: Hashable, Sendable {
     /// The fetch of live stream `index` lost its connection at `at`, or an attempt to reconnect it failed, for `loss`
     /// (row 38). The fetch never tries again by itself.
     case liveStreamLost(index: Int, LiveStreamLoss, at: Moment)
-    /// An attempt to reconnect live stream `index` was answered with the stream: bytes flow into its buffer again.
+    /// Live stream `index` is connected: an attempt to reconnect it was answered with the stream, or the decoder
+    /// opened it afresh; bytes flow into its buffer again.
     case liveStreamReconnected(index: Int)
     /// The decoder of live stream `index` found nothing left to decode while its connection is lost (row 40).
     case liveStreamRanDry(index: Int)

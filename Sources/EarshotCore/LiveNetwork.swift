@@ -206,8 +206,12 @@ extension PlayerState {
     }
 
     /// Row 40: the connection is back. A player quiet for want of audio resumes: it was playing, and nobody paused it.
+    /// A station the decoder opened afresh (after its old decoder was let go while waiting or given up) is connected
+    /// as well: its reconnection is over whatever phase it was in.
     mutating func liveStreamReconnected(_ index: Int) -> [Command] {
-        guard playback != .idle, live?.index == index, live?.reconnection?.phase == .connecting else { return [] }
+        guard playback != .idle, live?.index == index, let phase = live?.reconnection?.phase, phase != .ended else {
+            return []
+        }
         live?.reconnection = nil
         return playback == .paused(.networkLost) && isOnLiveStream ? startPlaying() : []
     }

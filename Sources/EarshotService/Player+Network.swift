@@ -13,9 +13,12 @@ extension Player {
             let loss = Self.loss(of: end)
             log.record("live", ["connection": "lost", "kind": loss.description])
             dispatch(.liveStreamLost(index: index, loss, at: monotonicMoment()))
-        case .reconnected:
+        case .connected:
             dryLiveStream = nil
-            log.record("live", ["connection": "reconnected"])
+            // The log names a connection back; a first one is the station's start, logged with it.
+            if rules.live?.index == index, rules.live?.reconnection != nil {
+                log.record("live", ["connection": "reconnected"])
+            }
             dispatch(.liveStreamReconnected(index: index))
         case .ranDry:
             // The ring still holds what was decoded before: the rules hear of it once the output has read it all.

@@ -197,6 +197,11 @@ struct LiveNetworkRulesTests {
                    commands: [.armTimer(at: Given.at(201_000))]) {
             $0.live?.reconnection = Self.waiting(since: 200_000, until: 201_000, next: 2_000, ranDry: true)
         }
+        // The station opened afresh meanwhile (its fetch connected): the wait is over, and the show plays on.
+        store.send(.liveStreamReconnected(index: 0), commands: [.uncork, .armTimer(at: nil)]) {
+            $0.live?.reconnection = nil
+            $0.playback = .playing
+        }
         // Given up while the buffer still plays: playing on, and a resume after a pause tries again too.
         var playing = LiveStreamRulesTests.playingLive
         playing.playback = .paused(.user)
