@@ -26,13 +26,45 @@ public final class LiveBufferLink: Sendable {
     /// How long a station that is not read (a paused player) is kept, in seconds (`liveBufferMinutes`).
     public let seconds: Double
     private let overflowed: @Sendable (Int) -> Void
-    private let current = LockedValue<(index: Int, buffer: StreamByteBuffer)?>(nil)
+    private let network: @Sendable (Int, LiveNetworkNotice) -> Void
+    private let current = LockedValue<(index: Int, buffer: StreamByteBuffer, connection: WeakConnection?)?>(nil)
 
-    /// A link keeping `seconds` of a station, reporting its first overflow to `overflowed` with the stream's index
-    /// (on the fetch thread: it must not wait).
-    public init(seconds: Double = 30 * 60, overflowed: @escaping @Sendable (Int) -> Void = { _ in }) {
+    /// A link keeping `seconds` of a station, reporting its first overflow to `overflowed` and what happens to its
+    /// connection to `network`, each with the stream's index (on the fetch or decode thread: they must not wait).
+    public init(seconds: Double = 30 * 60, overflowed: @escaping @Sendable (Int) -> Void = { _ in },
+                network: @escaping @Sendable (Int, LiveNetworkNotice) -> Void = { _, _ in }) {
         self.seconds = seconds
         self.overflowed = overflowed
+        self.network = network
+    }
+
+    /// Rows 38-41: the live stream at `index` lost its connection, was answered again, or ran dry.
+    func report(_ notice: LiveNetworkNotice, index: Int) {
+        network(index, notice)
+    }
+
+    /// The connection of the stream `makeBuffer` made a buffer for, so that the owner can reconnect or end it.
+    func attach(_ connection: StreamConnection, index: Int) {
+        current.withLock { open in
+            guard open?.index == index, open?.buffer === connection.buffer else { return }
+            open?.connection = WeakConnection(connection)
+        }
+    }
+
+    /// Row 38: fetches live stream `index` again into its buffer; false when it is not open or not disconnected.
+    /// Starts a thread and returns: never waits for the network.
+    public func reconnect(index: Int) -> Bool {
+        guard let connection = connection(index: index) else { return false }
+        return connection.reconnect()
+    }
+
+    /// Row 39: live stream `index` ended: its decoder plays out what its buffer holds, then ends the track.
+    public func end(index: Int) {
+        connection(index: index)?.end()
+    }
+
+    private func connection(index: Int) -> StreamConnection? {
+        current.withLock { open in open?.index == index ? open?.connection?.value : nil }
     }
 
     /// The counts of the stream open now, nil when none is.
@@ -52,12 +84,31 @@ public final class LiveBufferLink: Sendable {
         let buffer = StreamByteBuffer(capacity: capacity, maximumAgeNanoseconds: UInt64(seconds * 1e9)) {
             report(index)
         }
-        current.withLock { $0 = (index, buffer) }
+        current.withLock { $0 = (index, buffer, nil) }
         return buffer
     }
 
     /// The fetch of `buffer` is over: status shows it no more.
     func release(_ buffer: StreamByteBuffer) {
         current.withLock { if $0?.buffer === buffer { $0 = nil } }
+    }
+}
+
+/// What happens to a live stream's connection, as the link reports it (the player makes the rules' events of it).
+public enum LiveNetworkNotice: Equatable, Sendable {
+    /// The connection was lost, or an attempt to reconnect failed, for this reason.
+    case lost(StreamEnd)
+    /// The fetch was answered with the stream: at the open, or an attempt to reconnect.
+    case connected
+    /// The decoder found nothing to decode while the connection is lost.
+    case ranDry
+}
+
+/// A connection the link does not keep alive: its decoder owns it.
+final class WeakConnection: @unchecked Sendable {
+    weak var value: StreamConnection?
+
+    init(_ value: StreamConnection) {
+        self.value = value
     }
 }

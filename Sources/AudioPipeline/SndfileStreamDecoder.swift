@@ -32,7 +32,7 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
     /// Opens `connection`'s stream with libsndfile; waits for its headers (at most the fetch's silence limit).
     init(connection: StreamConnection) throws(DecodeError) {
         self.connection = connection
-        reader = ForwardReader(buffer: connection.buffer, cancellation: connection.cancellation)
+        reader = ForwardReader(connection: connection)
         var io = SF_VIRTUAL_IO(
             get_filelen: { _ in ForwardReader.claimedLength },
             seek: { offset, whence, context in ForwardReader.from(context).seek(Int(offset), whence) },
@@ -43,7 +43,7 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
         let context = Unmanaged.passUnretained(reader).toOpaque()
         guard let opened = sf_open_virtual(&io, Int32(SFM_READ), &info, context) else {
             if reader.gaveUp { throw StreamConnection.cancelled }
-            if let end = reader.end, end != .serverClosed {
+            if let end = reader.end, end != .serverClosed, end != .completed {
                 throw DecodeError(kind: .cannotOpen, message: end.description)
             }
             throw DecodeError(kind: .badHeaders, message:
@@ -86,7 +86,7 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
             return .frames(got)
         }
         finished = true
-        if let end = reader.end, end != .serverClosed, end != .stopped {
+        if let end = reader.end, end != .serverClosed, end != .completed, end != .stopped {
             throw DecodeError(kind: .decodeFailed, message: end.description)
         }
         let status = sf_error(handle)
@@ -116,7 +116,7 @@ private final class ForwardReader {
     /// The bytes kept from the stream's start, for libsndfile's seeks back into the header.
     static let headBytes = 262_144
 
-    let buffer: StreamByteBuffer
+    let connection: StreamConnection
     let cancellation: StreamCancellation
     /// Set once libsndfile has opened the stream: from then on only a stop ends a wait.
     var opened = false
@@ -128,9 +128,9 @@ private final class ForwardReader {
     /// How the stream ended, once it did.
     private(set) var end: StreamEnd?
 
-    init(buffer: StreamByteBuffer, cancellation: StreamCancellation) {
-        self.buffer = buffer
-        self.cancellation = cancellation
+    init(connection: StreamConnection) {
+        self.connection = connection
+        cancellation = connection.cancellation
     }
 
     static func from(_ context: UnsafeMutableRawPointer?) -> ForwardReader {
@@ -169,7 +169,7 @@ private final class ForwardReader {
             }
             let room = UnsafeMutableRawBufferPointer(start: destination + done, count: count - done)
             let deadline = Condition.monotonicNanoseconds() + StreamConnection.waitNanoseconds
-            switch buffer.read(into: room, waitingUntil: deadline) {
+            switch connection.read(into: room, waitingUntil: deadline) {
             case .bytes(let got):
                 if head.count < Self.headBytes, head.count == received {
                     let kept = min(got, Self.headBytes - head.count)

@@ -54,35 +54,109 @@ final class StreamConnection: @unchecked Sendable {
     let buffer: StreamByteBuffer
     /// What ends the waits early.
     let cancellation: StreamCancellation
-    private let fetcher: StreamFetcher
-    private let shared: LockedValue<(metadata: TrackMetadata, changed: Bool, format: StreamFormat?)>
+    private let url: String
+    private let limits: StreamLimits
+    private let fetcher: LockedValue<StreamFetcher?>
+    private let shared: LockedValue<SharedState>
+    private let live: (link: LiveBufferLink, index: Int)?
 
-    private let live: LiveBufferLink?
+    /// What the fetch threads and the decode thread share.
+    struct SharedState {
+        var metadata = TrackMetadata()
+        var changed = false
+        var format: StreamFormat?
+        /// A live stream's connection is lost (reported, and not answered again yet): the buffer stays open.
+        var down = false
+        /// The decoder found nothing to decode since the connection was lost, and that was reported.
+        var dryReported = false
+    }
 
     /// Starts fetching `url` into a buffer of `bufferBytes`, or into the buffer `live` makes for track `index`.
     init(url: String, bufferBytes: Int, limits: StreamLimits, cancellation: StreamCancellation,
          live: (link: LiveBufferLink, index: Int)? = nil) {
         self.cancellation = cancellation
-        let shared = LockedValue((metadata: TrackMetadata(), changed: false, format: StreamFormat?.none))
-        self.shared = shared
-        self.live = live?.link
+        self.url = url
+        self.limits = limits
+        self.live = live
+        shared = LockedValue(SharedState())
+        fetcher = LockedValue(nil)
         buffer = live.map { $0.link.makeBuffer(index: $0.index) } ?? StreamByteBuffer(capacity: bufferBytes)
-        fetcher = StreamFetcher(url: url, buffer: buffer, limits: limits) { notice in
-            switch notice {
-            case .started(let format, let station):
-                shared.withLock { $0.format = format; $0.metadata.album = station; $0.changed = true }
-            case .title(let title):
-                shared.withLock { $0.metadata.title = title.isEmpty ? nil : title; $0.changed = true }
-            case .ended:
-                break
-            }
-        }
-        fetcher.start()
+        if let live { live.link.attach(self, index: live.index) }
+        startFetch()
     }
 
     deinit {
-        fetcher.stop()
-        live?.release(buffer)
+        fetcher.withLock { $0?.stop() }
+        live?.link.release(buffer)
+    }
+
+    // Starts a fetch of the address into the buffer. A live stream's fetch leaves the buffer open when its connection
+    // is lost after the stream started: the rules decide whether another fetch takes it up (RULES rows 38-41).
+    private func startFetch() {
+        let shared = shared, buffer = buffer
+        var report: (@Sendable (LiveNetworkNotice) -> Void)?
+        if let link = live?.link, let index = live?.index {
+            report = { notice in link.report(notice, index: index) }
+        }
+        let started = StreamFetcher(url: url, buffer: buffer, limits: limits,
+                                    finishesBuffer: report == nil) { [report] notice in
+            switch notice {
+            case .started(let format, let station):
+                shared.withLock { state in
+                    state.down = false
+                    guard state.format == nil else { return }
+                    state.format = format
+                    state.metadata.album = station
+                    state.changed = true
+                }
+                // Every start, the first too: a station opened afresh ends whatever reconnection the rules kept.
+                report?(.connected)
+            case .title(let title):
+                shared.withLock { $0.metadata.title = title.isEmpty ? nil : title; $0.changed = true }
+            case .ended(let end):
+                guard let report else { return }
+                let playing = shared.withLock { state -> Bool in
+                    guard state.format != nil, end != .stopped else { return false }
+                    state.down = true
+                    state.dryReported = false
+                    return true
+                }
+                // Before the stream started (its open fails), stopped, or a file sent whole (an announced length): the
+                // buffer ends as a file's does, and the track with it.
+                guard playing, end != .completed else { return buffer.finish(end) }
+                report(.lost(end))
+            }
+        }
+        fetcher.withLock { $0 = started }
+        started.start()
+    }
+
+    /// Row 38: fetches the address again into the same buffer, which the decoder goes on reading. Only while the
+    /// connection is lost (false otherwise: nothing to do).
+    func reconnect() -> Bool {
+        guard shared.withLock({ $0.down }) else { return false }
+        startFetch()
+        return true
+    }
+
+    /// Row 39: the stream ended: the decoder reads what the buffer holds, then finds its end.
+    func end() {
+        buffer.finish(.serverClosed)
+    }
+
+    /// Reads from the buffer as `StreamByteBuffer.read` does, and reports once per loss that the decoder found nothing
+    /// to decode while the connection is down (row 40).
+    func read(into destination: UnsafeMutableRawBufferPointer, waitingUntil deadline: UInt64)
+        -> StreamByteBuffer.ReadResult {
+        let result = buffer.read(into: destination, waitingUntil: deadline)
+        guard result == .empty, let live else { return result }
+        let dry = shared.withLock { state -> Bool in
+            guard state.down, !state.dryReported else { return false }
+            state.dryReported = true
+            return true
+        }
+        if dry { live.link.report(.ranDry, index: live.index) }
+        return result
     }
 
     /// Drops what the buffer holds but the newest prebuffer's worth (a rejoin of live).

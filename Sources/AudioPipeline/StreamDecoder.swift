@@ -117,7 +117,7 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
     // Feeds what the buffer holds (waiting until `deadline` for the first byte): true when bytes came or may still
     // come, false when the server ended the stream; throws when the fetch failed.
     private func receive(waitingUntil deadline: UInt64) throws(DecodeError) -> Bool {
-        let result = scratch.withUnsafeMutableBytes { connection.buffer.read(into: $0, waitingUntil: deadline) }
+        let result = scratch.withUnsafeMutableBytes { connection.read(into: $0, waitingUntil: deadline) }
         switch result {
         case .bytes(let count):
             let fed = scratch.withUnsafeBytes {
@@ -129,7 +129,7 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
             return true
         case .empty:
             return true
-        case .ended(.serverClosed), .ended(.stopped):
+        case .ended(.serverClosed), .ended(.completed), .ended(.stopped):
             return false
         case .ended(let end):
             throw DecodeError(kind: .decodeFailed, message: end.description)

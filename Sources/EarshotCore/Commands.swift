@@ -51,6 +51,12 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Drop what a live stream's buffer and the ring hold and go on from the stream's live edge, without uncorking
     /// (rows 32 and 33); the executor tells the user why (a status field and a log line with the reason's kind).
     case rejoinLive(LiveRejoin)
+    /// Try to connect live stream `index` again (row 38): a new fetch of its address into the same buffer, which the
+    /// decoder goes on reading. Reported by `liveStreamReconnected` or `liveStreamLost`.
+    case reconnectLiveStream(index: Int)
+    /// Live stream `index` has ended (row 39): the decoder plays out what its buffer holds, then the track ends as any
+    /// track does (rule 13).
+    case endLiveStream(index: Int)
     /// Turn the user's request down for `reason` (rows 31 and 33): the front-end that asked answers with it, and
     /// nothing else changes.
     case refuse(Refusal)
@@ -77,7 +83,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case exitForeground(ForegroundExit)
     /// Arm the rules' one-shot timer for `at` (replacing any armed before), or disarm it when nil; the executor
     /// reports it with `timerFired`. The rules ask for it while something waits out a bound (a microphone probe, a
-    /// Bluetooth profile switch settling, CallSignals.swift).
+    /// Bluetooth profile switch settling, CallSignals.swift; a station's next reconnection, LiveNetwork.swift).
     case armTimer(at: Moment?)
 
     /// The command's name, e.g. `cork` or `playTrack(2)`.
@@ -103,6 +109,8 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .setVolume(let percent): return "setVolume(\(percent)%)"
         case .rejoinLive(let reason): return "rejoinLive(\(reason))"
         case .refuse(let reason): return "refuse(\(reason))"
+        case .reconnectLiveStream(let index): return "reconnectLiveStream(\(index))"
+        case .endLiveStream(let index): return "endLiveStream(\(index))"
         case .drain(let boundary): return "drain(\(boundary))"
         case .switchFormat(let reopen): return reopen ? "switchFormat(reopen)" : "switchFormat"
         case .releaseSleepDelay: return "releaseSleepDelay"

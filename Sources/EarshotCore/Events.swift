@@ -315,6 +315,14 @@ public enum Event: Hashable, Sendable {
     /// The buffer that receives live stream `index` while the player does not read it dropped bytes the listener had
     /// not heard: it held `liveBufferMinutes` (row 32).
     case liveBufferOverflowed(index: Int)
+    /// The fetch of live stream `index` lost its connection at `at`, or an attempt to reconnect it failed, for `loss`
+    /// (row 38). The fetch never tries again by itself.
+    case liveStreamLost(index: Int, LiveStreamLoss, at: Moment)
+    /// Live stream `index` is connected: an attempt to reconnect it was answered with the stream, or the decoder
+    /// opened it afresh; bytes flow into its buffer again.
+    case liveStreamReconnected(index: Int)
+    /// The decoder of live stream `index` found nothing left to decode while its connection is lost (row 40).
+    case liveStreamRanDry(index: Int)
 
     // From the output, in the order the listener hears them.
 
@@ -400,6 +408,9 @@ extension Event: CustomStringConvertible {
         case .userJumpToLive: return "userJumpToLive"
         case .liveStreamStarted(let index): return "liveStreamStarted(\(index))"
         case .liveBufferOverflowed(let index): return "liveBufferOverflowed(\(index))"
+        case .liveStreamLost(let index, let loss, _): return "liveStreamLost(\(index), \(loss))"
+        case .liveStreamReconnected(let index): return "liveStreamReconnected(\(index))"
+        case .liveStreamRanDry(let index): return "liveStreamRanDry(\(index))"
         case .queueRestored(let count, let index, let milliseconds):
             return "queueRestored(\(count) tracks, at \(index), \(milliseconds)ms)"
         case .playModesRestored(let mode, let shuffle, let single, let consume):

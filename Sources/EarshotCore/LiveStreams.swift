@@ -11,11 +11,15 @@ public struct LiveStream: Hashable, Sendable {
     /// The receiving buffer dropped bytes nobody heard while the player was not playing (row 32): a resume cannot
     /// continue where it paused, and rejoins live.
     public var bufferOverflowed: Bool
+    /// Its connection is lost and the rules are reconnecting, gave up, or found the stream ended (rows 38-41,
+    /// LiveNetwork.swift); nil while it is connected.
+    public var reconnection: LiveReconnection?
 
     /// A live stream at `index`.
-    public init(index: Int, bufferOverflowed: Bool = false) {
+    public init(index: Int, bufferOverflowed: Bool = false, reconnection: LiveReconnection? = nil) {
         self.index = index
         self.bufferOverflowed = bufferOverflowed
+        self.reconnection = reconnection
     }
 }
 
@@ -73,6 +77,9 @@ extension PlayerState {
     /// a reposition) it keeps what the rules knew of its buffer.
     mutating func liveStreamStarted(_ index: Int) -> [Command] {
         guard playback != .idle, (0..<queue.trackCount).contains(index) else { return [] }
+        // Row 38: the decoder cannot open another stream while the one the listener is on waits for its connection
+        // (it has nothing to decode past it): such a report is stale (rule 15).
+        if live?.index != index, let lost = liveReconnection, lost.phase != .ended { return [] }
         if live?.index != index { live = LiveStream(index: index) }
         return []
     }

@@ -26,20 +26,27 @@ extension PlayerState {
         // rules' timer follows whatever then waits.
         // A timer that went off is spent: whatever still waits asks for it again, even when its deadline did not move
         // (one armed for an earlier deadline that has since gone, a probe that stopped, would otherwise be the last).
-        let deadline = calls.deadline
+        let deadline = timerDeadline
+        let liveStreamHeard = isOnLiveStream ? live?.index : nil
         var decisions = calls.judge(event, timing: policy.callTiming, interrupting: interruptions).map { judged in
             let commands = decide(judged)
             return Decision(event: judged, commands: commands, playback: playback)
         }
         if decisions.isEmpty { decisions = [Decision(event: event, commands: [], playback: playback)] }
         var trailing: [Command] = []
-        let timerSpent = if case .timerFired = event { true } else { false }
-        if calls.deadline != deadline || (timerSpent && calls.deadline != nil) {
-            trailing.append(.armTimer(at: calls.deadline))
+        // Row 38: the same timer ends a reconnection's wait.
+        if case .timerFired(let moment) = event {
+            trailing += reconnectionTimerFired(at: moment)
         }
         // Row 32: whichever event moved the cursor off the live stream, its decoder is let go (a return opens it afresh,
         // at live): what its buffer lost while paused concerns no resume any more.
         forgetOverflowOffTheLiveStream()
+        // Row 40: off the live stream, or once it ended, a player quiet for want of its audio plays on.
+        trailing += resumeOffTheLostNetwork(heardBefore: liveStreamHeard)
+        let timerSpent = if case .timerFired = event { true } else { false }
+        if timerDeadline != deadline || (timerSpent && timerDeadline != nil) {
+            trailing.append(.armTimer(at: timerDeadline))
+        }
         // Rule 23: the idle-suspend inhibitor follows the playback, whichever event moved it.
         if let inhibitor = idleInhibitorFollowingPlayback() { trailing.append(inhibitor) }
         // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
@@ -47,6 +54,11 @@ extension PlayerState {
         if let release = releaseSleepDelayWhenQuiet() { trailing.append(release) }
         decisions[decisions.count - 1].commands += trailing
         return decisions
+    }
+
+    /// The moment the rules' one timer is armed for: the earliest of what the calls and a reconnection wait for.
+    var timerDeadline: Moment? {
+        [calls.deadline, reconnectionDeadline].compactMap { $0 }.min()
     }
 
     /// The rules' decision about `event`, before an announced sleep is let go (`apply`).
@@ -88,7 +100,8 @@ extension PlayerState {
         case .externalPlayPause(let sender):
             return externalResume(from: sender, relayedUserEvent: .userToggle)
         case .userToggle:
-            return isPlaying || waitingForInterruptionEnd ? pause() : play()
+            // Row 40: a player quiet for want of a station's audio waits to play, as rule 9's does: a toggle pauses it.
+            return isPlaying || waitingForInterruptionEnd || playback == .paused(.networkLost) ? pause() : play()
         case .userStop:
             return stop()
         case .serviceStopping:
@@ -153,6 +166,12 @@ extension PlayerState {
             return liveStreamStarted(index)
         case .liveBufferOverflowed(let index):
             return liveBufferOverflowed(index)
+        case .liveStreamLost(let index, let loss, let moment):
+            return liveStreamLost(index, loss, at: moment)
+        case .liveStreamReconnected(let index):
+            return liveStreamReconnected(index)
+        case .liveStreamRanDry(let index):
+            return liveStreamRanDry(index)
         case .queueRestored(let trackCount, let index, let milliseconds):
             return restoreQueue(trackCount: trackCount, index: index, milliseconds: milliseconds)
         case .trackFailed(let index, let failure, let inARow):
@@ -207,7 +226,8 @@ extension PlayerState {
         // Rule 3, with a fade-out for the first source under way: a source that must quiet at once (PulseAudio's cork
         // request, which has muted us already) cuts it short (Edges.swift).
         if isFadingOutForInterruption && !Self.pauseFades(for: source) { return [.cork] }
-        guard isPlaying || isHeldByExternalPause else {
+        // Row 40: a player quiet for want of a station's audio means to play, as a playing one does.
+        guard isPlaying || isHeldByExternalPause || playback == .paused(.networkLost) else {
             // Rule 2 (first source while not playing) and rule 3 (another source while one is active:
             // the player cannot be playing then). Nothing to resume later.
             return []
@@ -394,8 +414,11 @@ extension PlayerState {
 
     /// Starts playing at the current track: the stream is made ready and uncorked (rules 5, 8, 9 and 18).
     mutating func startPlaying() -> [Command] {
+        // Rows 40 and 41: a station with its connection down and nothing left to decode waits for the network, quiet.
+        let network = waitForTheNetwork()
+        if network.waits { return network.commands }
         // Row 32: a live stream whose buffer overflowed while paused rejoins live before it sounds again.
-        let rejoin = rejoinLiveIfOverflowed()
+        let rejoin = network.commands + rejoinLiveIfOverflowed()
         let preparation = prepareToPlay()
         playback = .playing
         // Without a stream there is nothing to uncork yet: `streamOpened` brings the uncork.

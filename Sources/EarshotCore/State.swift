@@ -20,9 +20,12 @@ public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
     /// The session was left (rule 19): sleep, another user's session, or a lock with `pauseOnLock`. Only the user
     /// plays again.
     case sessionLeft(SessionDeparture)
+    /// A live stream's connection is lost and the decoder has nothing left to decode (row 40): quiet until the
+    /// connection is back, which resumes it by itself.
+    case networkLost
 
     /// The reason's name as it appears in status: `user`, `external`, `interruption`, `resumeDeclined`, `outputLost`,
-    /// `restored`, `sessionLeft`.
+    /// `restored`, `sessionLeft`, `networkLost`.
     public var description: String {
         switch self {
         case .user: return "user"
@@ -32,6 +35,7 @@ public enum PauseReason: Hashable, Sendable, CustomStringConvertible {
         case .outputLost: return "outputLost"
         case .restored: return "restored"
         case .sessionLeft: return "sessionLeft"
+        case .networkLost: return "networkLost"
         }
     }
 }
@@ -136,6 +140,8 @@ public struct ResumePolicy: Hashable, Sendable {
     /// How the player was started: a service waits for a sound server, a foreground `earshot play` gives up when its
     /// first connection fails (RULES.md row 29).
     public var frontEnd: FrontEnd = .service
+    /// The live stream's reconnection: its backoff and when it gives up (`radioReconnectMinutes`, LiveNetwork.swift).
+    public var liveReconnect: LiveReconnectTiming = .standard
 
     /// A policy; the defaults are to resume, within 30 minutes, to play on through a screen lock, and to leave the
     /// idle suspend alone.

@@ -119,6 +119,7 @@ extension Player.Input {
         case .mpris(let command, _): return "mpris " + command.kindName
         case .session: return "session"
         case .liveBufferOverflowed: return "liveBufferOverflowed"
+        case .liveNetwork: return "liveNetwork"
         case .edgeDue: return "edgeDue"
         case .library: return "library"
         case .shutdown: return "shutdown"

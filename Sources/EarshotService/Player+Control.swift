@@ -13,6 +13,8 @@ extension Player {
 
     func tick() {
         noteHeardSinceStart()
+        // Row 40: a station run dry quiets the player once what it decoded has been read.
+        if reportDryLiveStreamWhenPlayedOut() { return }
         if let stream, let silence = stream.requestSilence(), silence > stallThreshold(of: stream) {
             // The server has asked for nothing past the rulebook's threshold (the timer was armed for it), measured
             // with whether the sink has played since the stream started: whether that is a stall is the rules' call
@@ -159,6 +161,7 @@ extension Player {
             if let end = queueEndRingFrame { frames = min(frames, end - ring.totalFramesRead) }
         }
         if let left = listening.framesLeft(inTrack: rules.queue.index) { frames = min(frames, left) }
+        if let dry = framesUntilDryLiveStreamPlayedOut { frames = min(frames, dry) }
         guard frames != Int.max else { return delay }
         let rate = max(worker.currentFormat?.sampleRate ?? 44_100, 1)
         // A couple of milliseconds late rather than early, so the tick finds the boundary passed.

@@ -54,6 +54,8 @@ extension Player {
             "liveDroppedBytes": counts.map { Int($0.droppedBytes) as Any } ?? JSONNull(),
             "liveRejoined": lastLiveRejoin.map { $0.description as Any } ?? JSONNull(),
             "liveBufferMinutes": configuration.liveBufferSeconds / 60,
+            // Rows 38-41: the station's connection, while lost: `reconnecting`, `waiting`, `gaveUp` or `ended`.
+            "liveNetwork": rules.liveReconnection.map { $0.phase.description as Any } ?? JSONNull(),
         ]
     }
 }

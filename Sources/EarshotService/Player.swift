@@ -110,8 +110,9 @@ actor Player {
     var followedModes: PlayModes?
     /// The ReplayGain settings: the configuration's, until a client's `replaygain` changes the mode.
     var replayGain: ReplayGainSettings
-    /// The rules' timer (`armTimer`): armed only while a capture waits to have run long enough to count as a call, or
-    /// a Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls).
+    /// The rules' timer (`armTimer`): armed only while a capture waits to have run long enough to count as a call, a
+    /// Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls), or a station's next
+    /// reconnection waits its backoff (Player+Network).
     let rulesTimer: TickTimer
     /// The fade and duck gains under the user's volume (Player+Edges), and the timer of their steps, armed only while
     /// a ramp is under way.
@@ -131,6 +132,9 @@ actor Player {
     var refusal: Refusal?
     /// Why the player last rejoined a live stream's live edge, for status (`liveRejoined`).
     var lastLiveRejoin: LiveRejoin?
+    /// A live stream's decoder ran dry with its connection down (row 40), and the ring frame its last audio ends at:
+    /// reported to the rules once the output has read that far, so that what was decoded is heard first.
+    var dryLiveStream: (index: Int, ringFrame: Int)?
 
     init(
         configuration: PlayerConfiguration, mode: PlayerMode, parts: OwnerParts,
@@ -153,6 +157,8 @@ actor Player {
         // A paused station is kept for `liveBufferMinutes`; the fetch thread reports its first overflow (rule 32).
         let liveBuffer = LiveBufferLink(seconds: configuration.liveBufferSeconds) { index in
             inbox.yield(.liveBufferOverflowed(index: index))
+        } network: { index, notice in
+            inbox.yield(.liveNetwork(index: index, notice))
         }
         worker = DecodeWorker(ring: ring, liveBuffer: liveBuffer) { notice in inbox.yield(.decode(notice)) }
         replayGain = configuration.replayGain
@@ -265,6 +271,7 @@ actor Player {
             return
         case .session(let event): dispatch(event)
         case .liveBufferOverflowed(let index): dispatch(.liveBufferOverflowed(index: index))
+        case .liveNetwork(let index, let notice): liveNetworkNoticed(notice, index: index)
         case .library(let status):
             // Shown by the next status; nothing to save or publish.
             library = status
@@ -406,6 +413,10 @@ actor Player {
             rejoinLive(reason)
         case .refuse(let reason):
             refuse(reason)
+        case .reconnectLiveStream(let index):
+            reconnectLiveStream(index)
+        case .endLiveStream(let index):
+            endLiveStream(index)
         }
     }
 }

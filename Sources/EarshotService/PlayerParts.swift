@@ -45,6 +45,8 @@ extension Player {
         case session(Event)
         /// The live stream at that index dropped bytes nobody heard from its buffer (the fetch thread, rule 32).
         case liveBufferOverflowed(index: Int)
+        /// What happened to the connection of the live stream at that index (its fetch or decode thread, rows 38-41).
+        case liveNetwork(index: Int, LiveNetworkNotice)
         /// The fade and duck timer went off (the arming's number): the next step of a ramp (Player+Edges).
         case edgeDue(arming: Int)
         /// The music library's latest state, from its scanning thread.

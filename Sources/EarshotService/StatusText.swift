@@ -17,6 +17,12 @@ public enum StatusText {
         }
     }
 
+    /// A station's lost connection in words (rows 38-41), by the status field `liveNetwork`.
+    static let networkWords = [
+        "reconnecting": "connection lost, reconnecting", "waiting": "connection lost, trying again shortly",
+        "gaveUp": "connection lost, gave up (play tries again)", "ended": "the station ended the stream",
+    ]
+
     /// A few lines: playback, position, output.
     public static func render(_ status: [String: Any]) -> String {
         let playback = status["playback"] as? String ?? "unknown"
@@ -31,6 +37,9 @@ public enum StatusText {
         }
         if let station = status["station"] as? String { lines.append("station: \(station)") }
         if let title = status["streamTitle"] as? String { lines.append("now: \(title)") }
+        if let network = status["liveNetwork"] as? String {
+            lines.append("network: \(Self.networkWords[network] ?? network)")
+        }
         if let bytes = status["liveBufferBytes"] as? Int, let milliseconds = status["liveBufferMs"] as? Int {
             let rejoined = (status["liveRejoined"] as? String).map { ", rejoined live (\($0))" } ?? ""
             lines.append("live buffer: \(bytes) bytes, \(milliseconds / 1000) s behind live\(rejoined)")

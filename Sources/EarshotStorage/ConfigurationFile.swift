@@ -81,7 +81,7 @@ public enum ConfigurationFile {
         "targetLatencyMilliseconds", "logLevel", "sink", "callDetection", "callIgnoreApplications", "pauseOnLock",
         "fadeMs", "duckRoles", "duckLevel", "inhibitIdleSuspend", "musicDirectories", "replayGain",
         "replayGainPreampDb", "replayGainFallbackDb", "mpdListen", "playlistDirectory", "mpdPassword",
-        "mpdConnectionTimeoutSeconds", "liveBufferMinutes",
+        "mpdConnectionTimeoutSeconds", "liveBufferMinutes", "radioReconnectMinutes",
     ]
 
     /// The allowed target latencies, in milliseconds.
@@ -93,6 +93,9 @@ public enum ConfigurationFile {
     public static let liveBufferMinutesRange = 0.1...120.0
     /// The allowed MPD connection timeouts, in seconds (up to one day).
     public static let mpdConnectionTimeoutRange = 1...86_400
+    /// The allowed times a station's lost connection is retried, in minutes: fractions allowed, from 0.05 (3 s: an
+    /// attempt or two) to a day.
+    public static let radioReconnectMinutesRange = 0.05...1440.0
     /// The allowed fade lengths, in milliseconds (0: no fade; longer than half a second is a slow pause, not an edge).
     public static let fadeMillisecondsRange = 0...500
     /// The allowed duck levels, in decibels under the user's volume (0: no ducking).
@@ -190,6 +193,8 @@ struct ConfigurationContents {
     var resumeWindowMinutes: Double?
     /// `liveBufferMinutes` (0.1...1440).
     var liveBufferMinutes: Double?
+    /// `radioReconnectMinutes` (0.05...1440): how long a station's lost connection is retried (rule 41).
+    var radioReconnectMinutes: Double?
     /// `mediaRole`: our stream's `media.role`.
     var mediaRole: String?
     /// `targetLatencyMilliseconds` (10...2000).
@@ -267,14 +272,10 @@ struct ConfigurationContents {
                 key: "resumeWindowMinutes", allowed: "a number of minutes from \(Int(range.lowerBound)) to "
                     + "\(Int(range.upperBound))")
         }
-        liveBufferMinutes = try Self.value("liveBufferMinutes", in: object, expected: "a number") { value in
-            (value as? Int).map(Double.init) ?? (value as? Double)
-        }
-        if let minutes = liveBufferMinutes, !ConfigurationFile.liveBufferMinutesRange.contains(minutes) {
-            let range = ConfigurationFile.liveBufferMinutesRange
-            throw .outOfRange(key: "liveBufferMinutes",
-                              allowed: "a number of minutes from \(range.lowerBound) to \(Int(range.upperBound))")
-        }
+        liveBufferMinutes = try Self.minutes("liveBufferMinutes", in: object,
+                                             within: ConfigurationFile.liveBufferMinutesRange)
+        radioReconnectMinutes = try Self.minutes("radioReconnectMinutes", in: object,
+                                                 within: ConfigurationFile.radioReconnectMinutesRange)
         mediaRole = try Self.value("mediaRole", in: object, expected: "a string") { $0 as? String }
         if mediaRole?.isEmpty == true {
             throw .outOfRange(key: "mediaRole", allowed: "a non-empty string")
@@ -426,6 +427,20 @@ struct ConfigurationContents {
 
     /// The value under `key` as `read` makes it, nil when absent (or null where allowed); a value `read` refuses
     /// (nil) is a wrong type, as is null where it is not allowed.
+    /// A number of minutes at `key` (fractions allowed) within `range`, or nil when absent.
+    private static func minutes(
+        _ key: String, in object: [String: Any], within range: ClosedRange<Double>
+    ) throws(ConfigurationError.Problem) -> Double? {
+        let minutes = try value(key, in: object, expected: "a number") { value in
+            (value as? Int).map(Double.init) ?? (value as? Double)
+        }
+        if let minutes, !range.contains(minutes) {
+            throw .outOfRange(key: key,
+                              allowed: "a number of minutes from \(range.lowerBound) to \(Int(range.upperBound))")
+        }
+        return minutes
+    }
+
     private static func value<T>(
         _ key: String, in object: [String: Any], expected: String, nullAllowed: Bool = false,
         _ read: (Any) -> T?
@@ -458,6 +473,9 @@ struct ConfigurationContents {
         if let inhibitIdleSuspend { configuration.policy.inhibitIdleSuspend = inhibitIdleSuspend }
         if let fadeMilliseconds { configuration.fadeMilliseconds = fadeMilliseconds }
         if let liveBufferMinutes { configuration.liveBufferSeconds = liveBufferMinutes * 60 }
+        if let radioReconnectMinutes {
+            configuration.policy.liveReconnect.giveUpMilliseconds = Int64(radioReconnectMinutes * 60_000)
+        }
         if let duckRoles { configuration.duckRoles = Set(duckRoles) }
         if let duckLevel { configuration.duckLevelDecibels = duckLevel }
         if let musicDirectories { configuration.musicDirectories = musicDirectories }

@@ -58,6 +58,7 @@ final class FetchSession {
             firstBytes = []
             _ = held.withUnsafeBytes { deliver($0) }
         }
+        if result == CURLE_OK, head.announcesLength { return .completed }
         return Self.end(for: result)
     }
 

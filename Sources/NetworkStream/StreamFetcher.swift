@@ -38,8 +38,11 @@ public enum NetworkFailure: Equatable, Sendable {
 
 /// How a fetch ended.
 public enum StreamEnd: Equatable, Sendable {
-    /// The server closed the body normally: the stream is over.
+    /// The server closed the body normally, with no length announced: the stream is over, or the server went away
+    /// (whoever gets it decides which, RULES rows 38-39).
     case serverClosed
+    /// The server sent the whole body of the length it announced: a file, not a stream, and it is over.
+    case completed
     /// `stop()` ended it.
     case stopped
     /// The response is not one Earshot plays.
@@ -81,16 +84,20 @@ public final class StreamFetcher: Sendable {
     private let buffer: StreamByteBuffer
     private let limits: StreamLimits
     private let notify: @Sendable (StreamNotice) -> Void
+    private let finishesBuffer: Bool
     private let stopRequested = Atomic<Bool>(false)
 
-    /// A fetch of `url` into `buffer`, reporting to `notify` (called on the fetch thread; it must not wait).
+    /// A fetch of `url` into `buffer`, reporting to `notify` (called on the fetch thread; it must not wait). With
+    /// `finishesBuffer` false the fetch leaves the buffer open at its end, for whoever gets `ended` to decide (a live
+    /// stream's connection, which another fetch may take up into the same buffer).
     public init(
-        url: String, buffer: StreamByteBuffer, limits: StreamLimits = StreamLimits(),
+        url: String, buffer: StreamByteBuffer, limits: StreamLimits = StreamLimits(), finishesBuffer: Bool = true,
         notify: @escaping @Sendable (StreamNotice) -> Void
     ) {
         self.url = url
         self.buffer = buffer
         self.limits = limits
+        self.finishesBuffer = finishesBuffer
         self.notify = notify
     }
 
@@ -108,7 +115,7 @@ public final class StreamFetcher: Sendable {
 
     private func run() {
         let end = transfer()
-        buffer.finish(end)
+        if finishesBuffer { buffer.finish(end) }
         notify(.ended(end))
     }
 
@@ -182,6 +189,7 @@ extension StreamEnd: CustomStringConvertible {
     public var description: String {
         switch self {
         case .serverClosed: return "The server ended the stream"
+        case .completed: return "The server sent the whole file"
         case .stopped: return "The stream was stopped"
         case .refused(let refusal): return refusal.description
         case .failed(let failure): return failure.description

@@ -47,6 +47,8 @@ public struct ResponseHead: Equatable, Sendable {
     public private(set) var metadataIntervalText: String?
     /// The station's name from `icy-name`, decoded and trimmed.
     public private(set) var stationName: String?
+    /// Whether the head announces the body's length (`content-length`): a file, which ends, not a stream.
+    public private(set) var announcesLength = false
     /// Whether the head is complete (its empty line came).
     public private(set) var isComplete = false
     /// Set when the head broke a limit; the response is refused.
@@ -80,6 +82,7 @@ public struct ResponseHead: Equatable, Sendable {
             contentType = String(type.split(separator: ";", omittingEmptySubsequences: false).first ?? "")
                 .trimmingSpaces()
         case "icy-metaint": metadataIntervalText = String(decoding: value, as: UTF8.self)
+        case "content-length": announcesLength = !value.isEmpty
         case "icy-name":
             let text = String(TextBytes.decode(Array(value)).prefix(Self.maximumNameCharacters)).trimmingSpaces()
             stationName = text.isEmpty ? nil : text

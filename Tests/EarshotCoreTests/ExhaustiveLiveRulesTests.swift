@@ -25,14 +25,34 @@ struct ExhaustiveLiveRulesTests {
         .queueEdited(.delete(start: 0, end: 3)),
         // Consume (row 37) removes played tracks, the stream's too: the live stream must move with them.
         .userConsume(true), .userConsume(false),
+        // Rows 38-41: the network under the stream (a clean close, a refused attempt, the mount gone, the answer, the
+        // decoder running dry, the rules' timer early and late).
+        .liveStreamLost(index: 0, .closedByServer, at: Moment(milliseconds: 0)),
+        .liveStreamLost(index: 0, .networkFailed(.connectionRefused), at: Moment(milliseconds: 1_000)),
+        .liveStreamLost(index: 0, .mountGone, at: Moment(milliseconds: 3_000)),
+        .liveStreamReconnected(index: 0), .liveStreamRanDry(index: 0),
+        // A stream the decoder opened ahead of the listener ends too.
+        .liveStreamLost(index: 1, .closedByServer, at: Moment(milliseconds: 0)),
+        .liveStreamLost(index: 1, .mountGone, at: Moment(milliseconds: 3_000)),
+        .timerFired(at: Moment(milliseconds: 1_500)), .timerFired(at: Moment(milliseconds: 5_000)),
     ]
+
+    /// A reconnection whose waits are short enough for the search to reach every phase: 1 s, then 2 s at most, and
+    /// given up 2 s after the loss.
+    static let policy: ResumePolicy = {
+        var policy = ResumePolicy()
+        policy.liveReconnect = LiveReconnectTiming(firstDelayMilliseconds: 1_000, maximumDelayMilliseconds: 2_000,
+                                                   giveUpMilliseconds: 2_000)
+        return policy
+    }()
 
     static var starts: [PlayerState] {
         let queue = QueueCursor(trackCount: 2, index: 0)
         return [
-            PlayerState(),
-            PlayerState(playback: .stopped, queue: queue),
-            PlayerState(playback: .playing, queue: queue, stream: StreamCondition(isOpen: true, isCorked: false)),
+            PlayerState(policy: policy),
+            PlayerState(policy: policy, playback: .stopped, queue: queue),
+            PlayerState(policy: policy, playback: .playing, queue: queue,
+                        stream: StreamCondition(isOpen: true, isCorked: false)),
         ]
     }
 
@@ -57,7 +77,7 @@ struct ExhaustiveLiveRulesTests {
             frontier = next
         }
         print("Exhaustive live rules check: \(seen.count) states, \(transitions) transitions")
-        #expect(violations.isEmpty, "\(violations.prefix(5).joined(separator: "\n"))")
+        #expect(violations.isEmpty, "\(violations.prefix(5).map { String($0.prefix(1_500)) }.joined(separator: "\n"))")
         #expect(seen.count > 1_000, "the search should reach a large state space")
     }
 
@@ -70,8 +90,9 @@ struct ExhaustiveLiveRulesTests {
             problems.append("(L1) a seek or a flush on a live stream")
         }
         // (L2) Rows 32 and 34: a resume after an overflow rejoins live before it uncorks (a stopped stream's play, for
-        // its own reason).
-        if before.isOnLiveStream, before.live?.bufferOverflowed == true, let uncork = commands.firstIndex(of: .uncork) {
+        // its own reason). A player quiet for the network that moves to another track plays that track (row 40).
+        if before.isOnLiveStream, after.isOnLiveStream, before.live?.bufferOverflowed == true,
+           let uncork = commands.firstIndex(of: .uncork) {
             let rejoin = commands.firstIndex { if case .rejoinLive = $0 { true } else { false } }
             if rejoin == nil || rejoin! > uncork { problems.append("(L2) resumed after an overflow without a rejoin") }
         }
@@ -102,6 +123,55 @@ struct ExhaustiveLiveRulesTests {
         // (L6) A rejoin only ever concerns the live stream the listener is on.
         if commands.contains(where: { if case .rejoinLive = $0 { true } else { false } }), !before.isOnLiveStream {
             problems.append("(L6) a rejoin off a live stream")
+        }
+        return problems + networkProblems(event, commands, before: before, after: after)
+    }
+
+    /// The network's invariants of one transition (rows 38-41).
+    static func networkProblems(_ event: Event, _ commands: [Command], before: PlayerState, after: PlayerState)
+        -> [String] {
+        var problems: [String] = []
+        // (L7) Row 40: quiet for the network only on the live stream, its connection down and its decoder dry.
+        if after.playback == .paused(.networkLost),
+           after.liveReconnection?.ranDry != true || after.liveReconnection?.phase == .ended {
+            problems.append("(L7) paused(networkLost) with audio to play or no connection lost")
+        }
+        // (L8) Row 38: an attempt is made only for the live stream the decoder has open, and is then under way.
+        for case .reconnectLiveStream(let index) in commands
+        where after.live?.index != index || after.live?.reconnection?.phase != .connecting {
+            problems.append("(L8) a reconnection of another stream, or with no attempt under way")
+        }
+        let fromTheNetwork: Bool
+        switch event {
+        case .liveStreamLost, .liveStreamReconnected, .liveStreamRanDry, .timerFired: fromTheNetwork = true
+        default: fromTheNetwork = false
+        }
+        // (L9) The network's reports sound only a player that was quiet for want of audio.
+        if fromTheNetwork, commands.contains(.uncork), before.playback != .paused(.networkLost) {
+            problems.append("(L9) the network's report made a sound")
+        }
+        // (L10) Row 38: a wait that begins has the rules' timer armed for its end.
+        if case .waiting(let until)? = after.live?.reconnection?.phase,
+           before.live?.reconnection?.phase != .waiting(until: until),
+           !commands.contains(.armTimer(at: until)) {
+            problems.append("(L10) a wait for the next attempt with no timer")
+        }
+        // (L11) Row 41: given up, only a resume the user or a call's end asks for tries again.
+        if before.live?.reconnection?.phase == .gaveUp, fromTheNetwork,
+           commands.contains(where: { if case .reconnectLiveStream(before.live?.index) = $0 { true } else { false } }) {
+            problems.append("(L11) a given-up reconnection tried again by itself")
+        }
+        // (L12) Row 40: running dry while playing on a lost connection is quiet at once, with its reason.
+        if case .liveStreamRanDry(let index) = event, before.isPlaying, before.live?.index == index,
+           let lost = before.liveReconnection, lost.phase != .ended, !lost.ranDry,
+           commands != [.cork] || after.playback != .paused(.networkLost) {
+            problems.append("(L12) ran dry while playing did \(commands) into \(after.playback)")
+        }
+        // (L13) Row 39: a stream's end is declared only after a clean close whose reconnection found no stream.
+        let mountGone = if case .liveStreamLost(_, .mountGone, _) = event { true } else { false }
+        if commands.contains(where: { if case .endLiveStream = $0 { true } else { false } }),
+           !mountGone || before.live?.reconnection?.cause != .closedCleanly {
+            problems.append("(L13) the stream ended without a clean close and its mount gone")
         }
         return problems
     }

@@ -191,6 +191,7 @@ struct ConfigurationFileTests {
         #expect(try load(#"{"resumeWindowMinutes": 1440}"#).policy.resumeWindowMilliseconds == 86_400_000)
         #expect(try load(#"{"liveBufferMinutes": 0.1}"#).liveBufferSeconds == 6)
         #expect(try load(#"{"liveBufferMinutes": 120}"#).liveBufferSeconds == 7_200)
+        #expect(try load(#"{"radioReconnectMinutes": 0.25}"#).policy.liveReconnect.giveUpMilliseconds == 15_000)
         #expect(try load(#"{"mediaRole": "video"}"#).mediaRole == "video")
         #expect(try load(#"{"targetLatencyMilliseconds": 10}"#).targetLatencyMilliseconds == 10)
         #expect(try load(#"{"targetLatencyMilliseconds": 2000}"#).targetLatencyMilliseconds == 2000)
@@ -267,6 +268,7 @@ struct ConfigurationFileTests {
         (#"{"resumeWindowMinutes": 1441}"#, "resumeWindowMinutes"),
         (#"{"liveBufferMinutes": 0.05}"#, "liveBufferMinutes"),
         (#"{"liveBufferMinutes": 121}"#, "liveBufferMinutes"),
+        (#"{"radioReconnectMinutes": 0}"#, "radioReconnectMinutes"),
         (#"{"logLevel": "verbose"}"#, "logLevel"),
         (#"{"interruptionScope": "global"}"#, "interruptionScope"),
         (#"{"triggerRoles": [""]}"#, "triggerRoles"),

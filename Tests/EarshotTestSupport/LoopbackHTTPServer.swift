@@ -12,14 +12,24 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         public let path: String
         /// The request's head, as sent.
         public let requestHead: String
+        /// Whether an earlier request asked for the same path: a station whose show has ended answers it 404, as
+        /// Icecast does once a mount's source has left (the player asks again after a clean close, RULES row 39).
+        public let isRepeated: Bool
         fileprivate let descriptor: Int32
         fileprivate let server: LoopbackHTTPServer
 
-        fileprivate init(path: String, requestHead: String, descriptor: Int32, server: LoopbackHTTPServer) {
+        fileprivate init(path: String, requestHead: String, isRepeated: Bool, descriptor: Int32,
+                         server: LoopbackHTTPServer) {
             self.path = path
             self.requestHead = requestHead
+            self.isRepeated = isRepeated
             self.descriptor = descriptor
             self.server = server
+        }
+
+        /// Answers 404, with no body: a mount nobody feeds.
+        public func sendNotFound() {
+            send("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
         }
 
         /// Sends `bytes` whole; false once the client has gone or the server stopped.
@@ -129,10 +139,13 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             head.append(byte)
         }
         let text = String(decoding: head, as: UTF8.self)
-        state.withLock { $0.requests.append(text) }
         let requestLine = text.split(separator: "\r\n").first ?? ""
         let fields = requestLine.split(separator: " ")
         let path = fields.count >= 2 ? String(fields[1]) : "/"
-        handler(Connection(path: path, requestHead: text, descriptor: descriptor, server: self))
+        let repeated = state.withLock { state -> Bool in
+            defer { state.requests.append(text) }
+            return state.requests.contains { $0.split(separator: "\r\n").first == requestLine }
+        }
+        handler(Connection(path: path, requestHead: text, isRepeated: repeated, descriptor: descriptor, server: self))
     }
 }

@@ -3,9 +3,10 @@
 // mount and the sweep is heard on the monitor, advancing as the show does; the station's name and titles reach status
 // and MPRIS as the station's admin changes them; the source leaving ends the stream and the queue goes on; a mount
 // that does not exist and a gigabyte ICY metadata claim are each a track given up with its reason while the service
-// plays on; the server killed mid-show is today the show's end; a station with no burst on connecting plays from the
-// live edge, and the stall when it is started over a playing file is recorded as a known issue. A page instead of
-// audio and a server that sends nothing are RadioTests'.
+// plays on; the server killed mid-show is reconnected to, quiet with its reason once the buffer ran dry, and given up
+// when it stays away (`reconnects`: back, the show resumes by itself); a station with no burst on connecting plays
+// from the live edge, and the stall when it is started over a playing file is recorded as a known issue. A page
+// instead of audio and a server that sends nothing are RadioTests'.
 // Only loopback addresses; each wait is bounded.
 import EarshotTestSupport
 import Foundation
@@ -79,12 +80,13 @@ struct IcecastTests {
         }
     }
 
-    @Test("a missing mount and a gigabyte ICY claim are skipped with a reason; a killed server ends the show")
+    @Test("a missing mount and a gigabyte ICY claim are skipped with a reason; a server kept away is given up")
     func refusalsAndFaults() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
         try await ServiceHarness.run { harness in
             let after = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
+            try harness.writeConfiguration(#"{"radioReconnectMinutes": 0.25}"#)
             let service = try await harness.startService()
 
             // A mount nobody feeds: icecast2 answers 404.
@@ -96,9 +98,9 @@ struct IcecastTests {
             #expect(service.standardError().contains("HTTP status 404"),
                     "icecast2 running: \(icecast.process.isRunning), its log: \(icecast.errorLog())")
 
-            // The server killed while the show plays. Today (before issue 40's reconnection rules) the broken
-            // connection is the stream's end, as a station ending it: what was buffered plays out, nothing is
-            // reported, and the queue moves on to the next track.
+            // The server killed while the show plays, and kept away (rows 38-41): the rules reconnect with their
+            // backoff, the buffer plays out, the player goes quiet with the reason, and past `radioReconnectMinutes`
+            // (0.25 here: 15 s) it gives up and says so. Nothing is skipped: the station stays the current track.
             let show = try IcecastServer.positionShow(seconds: Self.showSeconds)
             let source = try await icecast.feed("/show.mp3", from: show, name: Self.station, artist: "Loopback",
                                                 title: "Show One")
@@ -109,20 +111,27 @@ struct IcecastTests {
             }
             icecast.process.kill()
             var furthest = beforeKill.positionMs
-            let moved = try await harness.waitForStatus(of: service, "the queue goes on after the server died",
-                                                        timeout: .seconds(30)) {
-                if $0.trackIndex == 0 { furthest = max(furthest, $0.positionMs) }
-                return $0.trackIndex == 1
+            var quiet: EarshotStatus?
+            let gaveUp = try await harness.waitForStatus(of: service, "the reconnection given up",
+                                                         timeout: .seconds(60)) {
+                if $0.trackIndex == 0 && $0.playback == "playing" { furthest = max(furthest, $0.positionMs) }
+                if $0.pauseReason == "networkLost" && quiet == nil { quiet = $0 }
+                return $0.liveNetwork == "gaveUp" || $0.trackIndex != 0
             }
-            print("[icecast] killed at \(beforeKill.positionMs) ms into the show, heard until \(furthest) ms")
-            #expect(moved.playback == "playing", "\(moved)")
+            print("[icecast] killed at \(beforeKill.positionMs) ms into the show, heard until \(furthest) ms; "
+                  + "quiet: \(quiet.map(String.init(describing:)) ?? "never"); then \(gaveUp)")
+            #expect(gaveUp.trackIndex == 0 && gaveUp.playback == "paused" && gaveUp.pauseReason == "networkLost"
+                        && gaveUp.corked, "\(gaveUp)")
+            #expect(quiet?.liveNetwork != nil, "quiet with the network lost: \(String(describing: quiet))")
             // The buffer played on after the kill (icecast2's burst on connecting is 4 s ahead of playback).
             #expect(furthest >= beforeKill.positionMs + 1000,
                     "killed at \(beforeKill.positionMs) ms, heard until \(furthest) ms")
             // No new failure: the 404's is still the last, and it is the only skip so far.
-            #expect(moved.lastError == missing.lastError, "\(moved)")
+            #expect(gaveUp.lastError == missing.lastError, "\(gaveUp)")
             #expect(service.standardError().components(separatedBy: "skipped: ").count == 2,
                     "\(service.standardError())")
+            let text = try harness.earshotChecked(["status"]).standardOutput
+            #expect(text.contains("paused (networkLost)") && text.contains("gave up"), "\(text)")
 
             // A server that claims a gigabyte of audio between titles, then sends audio: refused at its first bytes.
             let mp3 = try [UInt8](Data(contentsOf: after))
@@ -142,6 +151,47 @@ struct IcecastTests {
             #expect(claimed.lastError?.trackIndex == 0 && claimed.lastError?.kind != nil, "\(claimed)")
 
             #expect(service.isRunning)
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("the server killed and back a few seconds later: quiet with the reason, then the show resumes by itself")
+    func reconnects() async throws {
+        let icecast = try await IcecastServer.start()
+        defer { icecast.stop() }
+        try await ServiceHarness.run { harness in
+            let show = try IcecastServer.positionShow(seconds: Self.showSeconds)
+            var source = try await icecast.feed("/show.mp3", from: show, name: Self.station, artist: "Loopback",
+                                                title: "Show One")
+            defer { source.kill() }
+            let service = try await harness.startService()
+            try harness.earshotChecked(["play", icecast.baseURL + "/show.mp3"])
+            try await harness.waitForStatus(of: service, "2 s of the mount heard") {
+                $0.trackIndex == 0 && $0.playback == "playing" && $0.positionMs >= 2000
+            }
+            icecast.process.kill()
+            source.kill()
+            // The buffer plays out, then the player is quiet, corked, with its reason, while the rules try again.
+            let quiet = try await harness.waitForStatus(of: service, "quiet for the network", timeout: .seconds(60)) {
+                $0.pauseReason == "networkLost" && $0.corked || $0.trackIndex != 0
+            }
+            #expect(quiet.trackIndex == 0 && quiet.playback == "paused" && quiet.liveNetwork != nil, "\(quiet)")
+            let text = try harness.earshotChecked(["status"]).standardOutput
+            #expect(text.contains("paused (networkLost)") && text.contains("network: connection lost"), "\(text)")
+            // The server comes back and its source with it: the next attempt (at most 30 s later) finds the show.
+            try await icecast.restart()
+            source = try await icecast.feed("/show.mp3", from: show, name: Self.station, artist: "Loopback",
+                                            title: "Show One")
+            let resumed = try await harness.waitForStatus(of: service, "the show resumed by itself",
+                                                          timeout: .seconds(90)) {
+                $0.playback == "playing" && !$0.corked && $0.liveNetwork == nil
+                    && $0.positionMs >= quiet.positionMs + 2000
+                    || $0.trackIndex != 0
+            }
+            #expect(resumed.trackIndex == 0 && resumed.lastError == nil, "\(resumed)")
+            let log = service.standardError()
+            #expect(log.contains("connection=lost") && log.contains("connection=reconnected"), "\(log)")
+            #expect(!log.contains("127.0.0.1:\(icecast.port)"), "\(log)")
             #expect(await harness.stopService(service) == 0)
         }
     }

@@ -27,14 +27,14 @@ struct RadioTests {
         return body
     }
 
-    /// A loopback station: `/radio` streams `mp3` with ICY titles at `bytesPerSecond` and then ends; `/page` is a web
-    /// page; anything else is a 404.
+    /// A loopback station: `/radio` streams `mp3` with ICY titles at `bytesPerSecond` and then ends (asked again, it
+    /// answers 404, as Icecast does once the source left); `/page` is a web page; anything else is a 404.
     private static func station(_ mp3: [UInt8], bytesPerSecond: Int) throws -> LoopbackHTTPServer {
         let interval = 8000
         let body = icyBody(mp3, interval: interval, titles: ["Loopback - One", "Loopback - Two"])
         return try LoopbackHTTPServer { connection in
             switch connection.path {
-            case "/radio":
+            case "/radio" where !connection.isRepeated:
                 connection.send("HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-metaint: \(interval)\r\n"
                     + "icy-name: Loopback FM\r\n\r\n")
                 let piece = bytesPerSecond / 10
@@ -45,7 +45,7 @@ struct RadioTests {
             case "/page":
                 connection.send("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<!DOCTYPE html><html></html>")
             default:
-                connection.send("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                connection.sendNotFound()
             }
         }
     }
@@ -127,7 +127,10 @@ struct RadioTests {
             }
             let served = bodies
             let server = try LoopbackHTTPServer { connection in
-                guard let body = served[connection.path] else { return }
+                // Each station's show ends once: asked again, a 404 (Icecast's answer once the source left).
+                guard let body = served[connection.path], !connection.isRepeated else {
+                    return connection.sendNotFound()
+                }
                 connection.send("HTTP/1.0 200 OK\r\nContent-Type: \(body.type)\r\n\r\n")
                 // At about twice its bit rate, in tenths of a second.
                 let piece = max(body.bytes.count / 15, 1)

@@ -84,6 +84,21 @@ struct StreamFetcherTests {
         #expect(server.requests.first?.lowercased().contains("icy-metadata: 1") == true)
     }
 
+    @Test("a file sent whole at the length its head announced is `completed`, not a stream the server closed")
+    func fileSentWhole() throws {
+        let audio = (0..<4096).map { UInt8($0 % 251) }
+        let server = try LoopbackHTTPServer { connection in
+            connection.send("HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\nContent-Length: \(audio.count)\r\n"
+                + "Connection: close\r\n\r\n")
+            connection.send(audio)
+        }
+        defer { server.stop() }
+        let (log, buffer) = try fetch(server.baseURL + "/file.mp3")
+        #expect(log.all.first == .started(.mp3, stationName: nil))
+        #expect(log.end == .completed)
+        #expect(drain(buffer) == audio)
+    }
+
     @Test("redirects are followed up to the limit; a loop is a clear failure")
     func redirects() throws {
         let server = try LoopbackHTTPServer { connection in

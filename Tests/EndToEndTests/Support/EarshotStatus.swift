@@ -32,6 +32,9 @@ struct EarshotStatus: Decodable, Sendable, CustomStringConvertible {
     let liveBufferMs: Int?
     /// Why the player last rejoined a live stream's live edge (`bufferOverflowed`, `userAsked`; rows 32 and 33).
     let liveRejoined: String?
+    /// A live stream's lost connection (rows 38-41): `reconnecting`, `waiting`, `gaveUp` or `ended`; nil while
+    /// connected.
+    let liveNetwork: String?
     /// The stream volume in percent.
     let volume: Int
     /// Rule 23: the rules want the desktop's idle suspend held off (playing, `inhibitIdleSuspend` on).

@@ -19,8 +19,11 @@ final class IcecastServer: @unchecked Sendable {
     let folder: URL
     /// What icecast2 sends a listener at once on connecting, from before the moment it joins (0: nothing).
     let burstBytes: Int
-    /// The running icecast2.
-    let process: ChildProcess
+    /// The running icecast2 (another one after `restart`).
+    private(set) var process: ChildProcess
+    // Its executable and configuration file, for `restart`.
+    private let executable: String
+    private let configuration: URL
     /// The sources' password (the mount's user is `source`).
     static let sourcePassword = "earshot-source"
     /// The admin's user and password, for the metadata updates.
@@ -29,11 +32,13 @@ final class IcecastServer: @unchecked Sendable {
     /// `http://127.0.0.1:PORT`.
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    private init(port: Int, folder: URL, burstBytes: Int, process: ChildProcess) {
+    private init(port: Int, folder: URL, burstBytes: Int, executable: String, configuration: URL) throws {
         self.port = port
         self.folder = folder
         self.burstBytes = burstBytes
-        self.process = process
+        self.executable = executable
+        self.configuration = configuration
+        process = try ChildProcess(executable, ["-c", configuration.path])
     }
 
     /// Starts icecast2 and returns once it answers its status page. `burstBytes`: icecast2's burst on connecting,
@@ -86,21 +91,35 @@ final class IcecastServer: @unchecked Sendable {
               <security><chroot>0</chroot>\(owner)</security>
             </icecast>
             """.write(to: configuration, atomically: true, encoding: .utf8)
-        let process = try ChildProcess(icecast, ["-c", configuration.path])
-        let server = IcecastServer(port: port, folder: folder, burstBytes: burstBytes, process: process)
+        let server = try IcecastServer(port: port, folder: folder, burstBytes: burstBytes, executable: icecast,
+                                       configuration: configuration)
         do {
-            try await waitUntil("icecast2 answers on 127.0.0.1:\(port)", timeout: .seconds(20),
-                                interval: .milliseconds(50)) {
-                guard process.isRunning else {
-                    throw ToolkitError("icecast2 exited: \(process.standardError()) \(server.errorLog())")
-                }
-                return (try? server.get("/status-json.xsl"))?.contains("icestats") == true
-            }
+            try await server.waitUntilAnswering()
         } catch {
             server.stop()
             throw error
         }
         return server
+    }
+
+    /// Starts icecast2 again on the same port, with the same configuration, after it was killed (a server coming
+    /// back); returns once it answers. Its mounts have no source until fed again.
+    func restart() async throws {
+        process.removeOutputFiles()
+        process = try ChildProcess(executable, ["-c", configuration.path])
+        try await waitUntilAnswering()
+    }
+
+    // Waits until the running icecast2 answers its status page.
+    private func waitUntilAnswering() async throws {
+        let process = process
+        try await waitUntil("icecast2 answers on 127.0.0.1:\(port)", timeout: .seconds(20),
+                            interval: .milliseconds(50)) {
+            guard process.isRunning else {
+                throw ToolkitError("icecast2 exited: \(process.standardError()) \(self.errorLog())")
+            }
+            return (try? self.get("/status-json.xsl"))?.contains("icestats") == true
+        }
     }
 
     /// GETs `path` from the server with curl (which scripts/test installs) and returns the body; throws on an HTTP
