@@ -120,7 +120,10 @@ struct EventLogFollowerTests {
         let (text, _) = Self.read(pair[1], timeout: .seconds(2))
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.first == "{\"ok\":true}")
-        // In order, with markers where lines are missing, and the markers count exactly what is missing.
+        // In order, with markers where lines are missing, and the markers count what is missing. A marker may also
+        // count one of the log's own `follower dropped=N` notes (an event like any, recorded when the follower
+        // caught up, and dropped like any while it lags): so the count may run ahead of the test's lines by at most
+        // one line a marker, never behind (a asan run saw "line 221 where 222 was due").
         var expected = 0
         var markers = 0
         for line in lines.dropFirst() {
@@ -128,12 +131,15 @@ struct EventLogFollowerTests {
                 expected += Int(match.1)!
                 markers += 1
             } else if let match = line.firstMatch(of: /kind=test number=([0-9]+)/) {
-                #expect(Int(match.1)! == expected, "line \(match.1) where \(expected) was due")
-                expected = Int(match.1)! + 1
+                let number = Int(match.1)!
+                #expect(number <= expected && expected - number <= markers,
+                        "line \(number) where \(expected) was due, after \(markers) markers")
+                expected = number + 1
             }
         }
         #expect(markers >= 1, "no marker in \(lines.count) lines")
-        #expect(expected == 20_000, "the lines and markers account for \(expected) lines of 20 000")
+        #expect(expected >= 20_000 && expected <= 20_000 + markers,
+                "the lines and markers account for \(expected) lines of 20 000, with \(markers) markers")
         #expect(lines.count < 1_000, "\(lines.count) lines reached a follower that read nothing while they came")
     }
 

@@ -53,11 +53,12 @@ struct RadioLiveTests {
         try await withStation(liveBufferMinutes: nil) { harness, service, recorder in
             try harness.earshotChecked(["pause"])
             try await harness.waitForStatus(of: service, "paused, corked") { $0.playback == "paused" && $0.corked }
-            try await Task.sleep(for: .seconds(4))
-            let kept = try harness.status()
-            // Received while paused, and counted: about 4 s of the station beyond what was decoded.
-            #expect((kept.liveBufferBytes ?? 0) >= 3 * LoopbackStation.bytesPerSecond && (kept.liveBufferMs ?? 0) >= 3000,
-                    "\(kept)")
+            // Received while paused, and counted: 3 s of the station beyond what was decoded, both in bytes and in the
+            // age of the oldest byte held (waited for: the decoder may still be filling its ring after the pause).
+            let kept = try await harness.waitForStatus(of: service, "3 s of the station kept while paused") {
+                ($0.liveBufferBytes ?? 0) >= 3 * LoopbackStation.bytesPerSecond && ($0.liveBufferMs ?? 0) >= 3000
+            }
+            #expect(kept.playback == "paused" && kept.corked, "\(kept)")
             let resumed = ContinuousClock.now
             try harness.earshotChecked(["resume"])
             try await harness.waitForStatus(of: service, "playing again") { $0.playback == "playing" && !$0.corked }
