@@ -215,3 +215,25 @@ struct LiveNetworkRulesTests {
         }
     }
 }
+
+extension LiveNetworkRulesTests {
+    /// Quiet on a dry station, an attempt under way.
+    static var quietForTheNetwork: PlayerState {
+        var state = LiveStreamRulesTests.playingLive
+        state.playback = .paused(.networkLost)
+        state.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .networkFailed,
+                                                    nextDelayMilliseconds: 2_000, phase: .connecting, ranDry: true)
+        return state
+    }
+
+    @Test("Rule 19 over row 40: the session left while quiet for the network; the network back starts nothing")
+    func row40SessionLeftTakesOver() {
+        var state = Self.quietForTheNetwork
+        state.policy.pauseOnLock = true
+        var store = RuleStore(state)
+        store.send(.sessionLeft(.locked), commands: []) { $0.playback = .paused(.sessionLeft(.locked)) }
+        store.send(.liveStreamReconnected(index: 0), commands: []) { $0.live?.reconnection = nil }
+        // Only the user plays again.
+        store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
+    }
+}
