@@ -35,6 +35,8 @@ struct ExhaustiveLiveRulesTests {
         .liveStreamLost(index: 1, .closedByServer, at: Moment(milliseconds: 0)),
         .liveStreamLost(index: 1, .mountGone, at: Moment(milliseconds: 3_000)),
         .timerFired(at: Moment(milliseconds: 1_500)), .timerFired(at: Moment(milliseconds: 5_000)),
+        // Rules 19 and 21 over row 40: what else quiets a player, whose reason the network must not undo.
+        .sessionLeft(.sleep), .externalPause(.phoneBridge), .externalPlay(.phoneBridge),
     ]
 
     /// A reconnection whose waits are short enough for the search to reach every phase: 1 s, then 2 s at most, and
@@ -150,6 +152,16 @@ struct ExhaustiveLiveRulesTests {
         if fromTheNetwork, commands.contains(.uncork), before.playback != .paused(.networkLost) {
             problems.append("(L9) the network's report made a sound")
         }
+        // (L14) Rules 19 and 21: a session's departure or an outside sender's pause takes over a player quiet for the
+        // network, so that the network's report (which uncorks only `paused(networkLost)`, L9) starts nothing.
+        switch event {
+        case .sessionLeft, .externalPause:
+            if before.playback == .paused(.networkLost), after.playback == .paused(.networkLost) {
+                problems.append("(L14) \(event) left the network's quiet for the network to undo")
+            }
+        default:
+            break
+        }
         // (L10) Row 38: a wait that begins has the rules' timer armed for its end.
         if case .waiting(let until)? = after.live?.reconnection?.phase,
            before.live?.reconnection?.phase != .waiting(until: until),
@@ -164,7 +176,7 @@ struct ExhaustiveLiveRulesTests {
         // (L12) Row 40: running dry while playing on a lost connection is quiet at once, with its reason.
         if case .liveStreamRanDry(let index) = event, before.isPlaying, before.live?.index == index,
            let lost = before.liveReconnection, lost.phase != .ended, !lost.ranDry,
-           commands != [.cork] || after.playback != .paused(.networkLost) {
+           commands.filter({ $0 != .releaseSleepDelay }) != [.cork] || after.playback != .paused(.networkLost) {
             problems.append("(L12) ran dry while playing did \(commands) into \(after.playback)")
         }
         // (L13) Row 39: a stream's end is declared only after a clean close whose reconnection found no stream.

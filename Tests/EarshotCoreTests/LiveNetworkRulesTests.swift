@@ -236,4 +236,28 @@ extension LiveNetworkRulesTests {
         // Only the user plays again.
         store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
     }
+
+    @Test("Rule 21 over row 40: an outside sender's Pause while quiet for the network holds; its Play undoes it")
+    func row40ExternalPauseHolds() {
+        var store = RuleStore(Self.quietForTheNetwork)
+        store.send(.externalPause(.phoneBridge), commands: []) {
+            $0.playback = .paused(.external(.phoneBridge))
+            $0.unansweredExternalPauses = [.phoneBridge]
+        }
+        store.send(.liveStreamReconnected(index: 0), commands: []) { $0.live?.reconnection = nil }
+        store.send(.externalPlay(.phoneBridge), commands: [.uncork]) {
+            $0.playback = .playing
+            $0.unansweredExternalPauses = []
+        }
+        // The call ends before the network is back: the player waits for it again, quiet.
+        var early = RuleStore(Self.quietForTheNetwork)
+        early.send(.externalPause(.phoneBridge), commands: []) {
+            $0.playback = .paused(.external(.phoneBridge))
+            $0.unansweredExternalPauses = [.phoneBridge]
+        }
+        early.send(.externalPlay(.phoneBridge), commands: []) {
+            $0.playback = .paused(.networkLost)
+            $0.unansweredExternalPauses = []
+        }
+    }
 }
