@@ -115,16 +115,19 @@ final class StreamConnection: @unchecked Sendable {
                 shared.withLock { $0.metadata.title = title.isEmpty ? nil : title; $0.changed = true }
             case .ended(let end):
                 guard let report else { return }
+                // The loss is reported in the section that marks the connection down: the decode thread reports its
+                // dry buffer only once it sees `down`, so that report always reaches the rules after the loss (the
+                // rules drop a dry report with no reconnection). The report only yields into the owner's inbox.
                 let playing = shared.withLock { state -> Bool in
                     guard state.format != nil, end != .stopped else { return false }
                     state.down = true
                     state.dryReported = false
+                    if end != .completed { report(.lost(end)) }
                     return true
                 }
                 // Before the stream started (its open fails), stopped, or a file sent whole (an announced length): the
                 // buffer ends as a file's does, and the track with it.
                 guard playing, end != .completed else { return buffer.finish(end) }
-                report(.lost(end))
             }
         }
         fetcher.withLock { $0 = started }
