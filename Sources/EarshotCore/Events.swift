@@ -323,6 +323,9 @@ public enum Event: Hashable, Sendable {
     case liveStreamReconnected(index: Int)
     /// The decoder of live stream `index` found nothing left to decode while its connection is lost (row 40).
     case liveStreamRanDry(index: Int)
+    /// An attempt to reconnect live stream `index` found no open stream of that index to fetch into (its decoder was
+    /// let go): there is nothing to reconnect (row 38). Not a failure of the network.
+    case liveStreamNotOpen(index: Int)
 
     // From the output, in the order the listener hears them.
 
@@ -411,6 +414,7 @@ extension Event: CustomStringConvertible {
         case .liveStreamLost(let index, let loss, _): return "liveStreamLost(\(index), \(loss))"
         case .liveStreamReconnected(let index): return "liveStreamReconnected(\(index))"
         case .liveStreamRanDry(let index): return "liveStreamRanDry(\(index))"
+        case .liveStreamNotOpen(let index): return "liveStreamNotOpen(\(index))"
         case .queueRestored(let count, let index, let milliseconds):
             return "queueRestored(\(count) tracks, at \(index), \(milliseconds)ms)"
         case .playModesRestored(let mode, let shuffle, let single, let consume):

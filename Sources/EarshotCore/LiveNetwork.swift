@@ -205,6 +205,19 @@ extension PlayerState {
         return [.reconnectLiveStream(index: index)]
     }
 
+    /// Row 38: the attempt found no open stream to fetch into: its decoder was let go (the cursor moved on, a file
+    /// plays), so there is nothing to reconnect, and the reconnection ends. A player quiet for want of audio on that
+    /// station stays quiet, given up: the user's play opens it again.
+    mutating func liveStreamNotOpen(_ index: Int) -> [Command] {
+        guard live?.index == index, live?.reconnection?.phase == .connecting else { return [] }
+        if isOnLiveStream && playback == .paused(.networkLost) {
+            live?.reconnection?.phase = .gaveUp
+        } else {
+            live?.reconnection = nil
+        }
+        return []
+    }
+
     /// Row 40: the connection is back. A player quiet for want of audio resumes: it was playing, and nobody paused it.
     /// A station the decoder opened afresh (after its old decoder was let go while waiting or given up) is connected
     /// as well: its reconnection is over whatever phase it was in.

@@ -172,6 +172,8 @@ extension PlayerState {
             return liveStreamReconnected(index)
         case .liveStreamRanDry(let index):
             return liveStreamRanDry(index)
+        case .liveStreamNotOpen(let index):
+            return liveStreamNotOpen(index)
         case .queueRestored(let trackCount, let index, let milliseconds):
             return restoreQueue(trackCount: trackCount, index: index, milliseconds: milliseconds)
         case .trackFailed(let index, let failure, let inARow):

@@ -44,14 +44,18 @@ extension Player {
     }
 
     /// Row 38: another fetch of the station into its buffer. A station no longer open (its decoder let go) has
-    /// nothing to reconnect: the attempt fails as the network's, and the rules go on as after any failed attempt.
+    /// nothing to reconnect, which the rules hear as such; one connected, or with an attempt under way, has its
+    /// answer on the way already.
     func reconnectLiveStream(_ index: Int) {
-        guard worker.liveBuffer.reconnect(index: index) else {
+        switch worker.liveBuffer.reconnect(index: index) {
+        case .started:
+            log.record("live", ["connection": "reconnecting"])
+        case .underWay:
+            log.record("live", ["connection": "reconnect", "skipped": "underWay"])
+        case .notOpen:
             log.record("live", ["connection": "reconnect", "error": "notOpen"])
-            dispatch(.liveStreamLost(index: index, .networkFailed(.other), at: monotonicMoment()))
-            return
+            dispatch(.liveStreamNotOpen(index: index))
         }
-        log.record("live", ["connection": "reconnecting"])
     }
 
     /// Row 39: the station ended; its decoder plays out what it received, and the track ends as any does.

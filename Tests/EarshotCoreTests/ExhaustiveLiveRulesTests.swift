@@ -30,7 +30,7 @@ struct ExhaustiveLiveRulesTests {
         .liveStreamLost(index: 0, .closedByServer, at: Moment(milliseconds: 0)),
         .liveStreamLost(index: 0, .networkFailed(.connectionRefused), at: Moment(milliseconds: 1_000)),
         .liveStreamLost(index: 0, .mountGone, at: Moment(milliseconds: 3_000)),
-        .liveStreamReconnected(index: 0), .liveStreamRanDry(index: 0),
+        .liveStreamReconnected(index: 0), .liveStreamRanDry(index: 0), .liveStreamNotOpen(index: 0),
         // A stream the decoder opened ahead of the listener ends too.
         .liveStreamLost(index: 1, .closedByServer, at: Moment(milliseconds: 0)),
         .liveStreamLost(index: 1, .mountGone, at: Moment(milliseconds: 3_000)),
@@ -145,7 +145,8 @@ struct ExhaustiveLiveRulesTests {
         }
         let fromTheNetwork: Bool
         switch event {
-        case .liveStreamLost, .liveStreamReconnected, .liveStreamRanDry, .timerFired: fromTheNetwork = true
+        case .liveStreamLost, .liveStreamReconnected, .liveStreamRanDry, .liveStreamNotOpen, .timerFired:
+            fromTheNetwork = true
         default: fromTheNetwork = false
         }
         // (L9) The network's reports sound only a player that was quiet for want of audio.

@@ -261,3 +261,22 @@ extension LiveNetworkRulesTests {
         }
     }
 }
+
+extension LiveNetworkRulesTests {
+    @Test("Row 38: an attempt finding nothing open ends the reconnection; quiet on the station, it gives up")
+    func row38NothingOpenToReconnect() {
+        // The cursor moved to a file: the station's decoder was let go, and its attempt finds nothing to fetch into.
+        var state = LiveStreamRulesTests.playingLive
+        state.queue.index = 1
+        state.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .networkFailed,
+                                                    nextDelayMilliseconds: 2_000, phase: .connecting)
+        var store = RuleStore(state)
+        store.send(.liveStreamNotOpen(index: 0), commands: []) { $0.live?.reconnection = nil }
+        // No wait, no further attempt: the timer finds nothing to do.
+        store.send(.timerFired(at: Given.at(5_000)), commands: [])
+        // Quiet for the network on the station itself: given up, and the user's play asks again.
+        var quiet = RuleStore(Self.quietForTheNetwork)
+        quiet.send(.liveStreamNotOpen(index: 0), commands: []) { $0.live?.reconnection?.phase = .gaveUp }
+        quiet.send(.liveStreamNotOpen(index: 0), commands: [])
+    }
+}
