@@ -5,9 +5,10 @@
 // rules' below; the waits between attempts are the rules' one timer (`armTimer`, `timerFired`).
 //
 // A server that closes the stream cleanly may have ended it, or may have died (a killed server's socket closes as
-// cleanly as a finished one's). The rules ask at once: a reconnection the server answers without the stream (a 404
-// for a mount whose source left, any refusal) means the stream ended, and the queue moves on to the next track; a
-// reconnection the network refuses means the network failed. A refused connection, a reset, an unresolved name, a
+// cleanly as a finished one's). The rules ask at once: a reconnection the server answers with the mount gone (a 404
+// for a mount whose source left, or a 410) means the stream ended, and the queue moves on to the next track; a
+// reconnection the network refuses means the network failed, and so does any other refusal (a proxy's 502 or 503
+// while its origin restarts must not end the station). A refused connection, a reset, an unresolved name, a
 // TLS failure or 10 s of nothing is a network failure from the start: the rules try again after 1 s, then 2, 4, ...
 // up to 30 s, and give up once the connection has been lost for the configured time (`radioReconnectMinutes`). After
 // a network failure a refusal is no end: a restarted Icecast answers 404 until its source is back.
@@ -16,7 +17,7 @@
 public enum LiveStreamLoss: Hashable, Sendable, CustomStringConvertible {
     /// The server closed the stream cleanly: ended, or died (row 38 asks again to tell).
     case closedByServer
-    /// A reconnection was answered, but not with the stream: the mount is gone (an HTTP 404, a page, any refusal).
+    /// A reconnection was answered, but not with the stream: the mount is gone (an HTTP 404 or 410).
     case mountGone
     /// The network failed: the connection refused, reset, the name unresolved, TLS failing, or nothing for 10 s.
     case networkFailed(LiveNetworkFailure)
@@ -43,6 +44,9 @@ public enum LiveNetworkFailure: String, Hashable, Sendable, CaseIterable, Custom
     case unresolvedHost
     /// TLS failed: the handshake, or a certificate the system does not trust.
     case tls
+    /// A server answered without the stream, but not that the mount is gone: a proxy's 502 or 503 while its origin
+    /// restarts, a 500, a page (a captive portal) where audio was expected.
+    case refused
     /// Anything else libcurl reports.
     case other
 

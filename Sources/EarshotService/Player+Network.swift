@@ -68,7 +68,10 @@ extension Player {
     static func loss(of end: StreamEnd) -> LiveStreamLoss {
         switch end {
         case .serverClosed, .completed, .stopped: return .closedByServer
-        case .refused: return .mountGone
+        // Only a 404 or a 410 says the mount is gone; a proxy's 502 or 503 while its origin restarts, a 500, a page
+        // where audio was expected are the network's failures, waited out with the backoff.
+        case .refused(.httpStatus(404)), .refused(.httpStatus(410)): return .mountGone
+        case .refused: return .networkFailed(.refused)
         case .failed(let failure):
             switch failure {
             case .connectionRefused: return .networkFailed(.connectionRefused)
