@@ -222,6 +222,13 @@ extension PlayerState {
         return []
     }
 
+    /// Row 41 after a stop: the attempts end as if given up (the loss's moment kept), so a stopped player does not
+    /// reconnect for ever; a play tries again. An attempt under way still has its answer come.
+    mutating func stopReconnecting() {
+        guard let phase = live?.reconnection?.phase, phase != .ended else { return }
+        live?.reconnection?.phase = .gaveUp
+    }
+
     /// Row 40: the connection is back. A player quiet for want of audio resumes: it was playing, and nobody paused it.
     /// A station the decoder opened afresh (after its old decoder was let go while waiting or given up) is connected
     /// as well: its reconnection is over whatever phase it was in.

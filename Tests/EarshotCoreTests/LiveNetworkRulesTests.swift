@@ -147,7 +147,10 @@ struct LiveNetworkRulesTests {
         store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
         // Stopped while reconnecting: stopped it stays.
         var stop = RuleStore(state)
-        stop.send(.userStop, commands: []) { $0.playback = .stopped }
+        stop.send(.userStop, commands: []) {
+            $0.playback = .stopped
+            $0.live?.reconnection?.phase = .gaveUp
+        }
         stop.send(.liveStreamReconnected(index: 0), commands: []) { $0.live?.reconnection = nil }
     }
 
@@ -278,5 +281,26 @@ extension LiveNetworkRulesTests {
         var quiet = RuleStore(Self.quietForTheNetwork)
         quiet.send(.liveStreamNotOpen(index: 0), commands: []) { $0.live?.reconnection?.phase = .gaveUp }
         quiet.send(.liveStreamNotOpen(index: 0), commands: [])
+    }
+}
+
+extension LiveNetworkRulesTests {
+    @Test("Row 41 after a stop: no more attempts; a play tries again, waits for the network, and starts at live")
+    func row41StopEndsTheAttempts() {
+        var state = LiveStreamRulesTests.playingLive
+        state.live?.reconnection = Self.waiting(since: 0, until: 1_000, next: 2_000, ranDry: true)
+        state.playback = .paused(.networkLost)
+        var store = RuleStore(state)
+        store.send(.userStop, commands: [.armTimer(at: nil)]) {
+            $0.playback = .stopped
+            $0.live?.reconnection?.phase = .gaveUp
+        }
+        store.send(.timerFired(at: Given.at(60_000)), commands: [])
+        // Row 34: the stopped station starts again at live, and row 41's play asks the network again.
+        store.send(.userPlay, commands: [.reconnectLiveStream(index: 0), .rejoinLive(.restarted)]) {
+            $0.playback = .paused(.networkLost)
+            $0.live?.reconnection = LiveReconnection(since: nil, cause: .networkFailed, nextDelayMilliseconds: 1_000,
+                                                     phase: .connecting, ranDry: true)
+        }
     }
 }
