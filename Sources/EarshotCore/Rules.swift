@@ -168,8 +168,8 @@ extension PlayerState {
             return liveBufferOverflowed(index)
         case .liveStreamLost(let index, let loss, let moment):
             return liveStreamLost(index, loss, at: moment)
-        case .liveStreamReconnected(let index):
-            return liveStreamReconnected(index)
+        case .liveStreamReconnected(let index, let moment):
+            return liveStreamReconnected(index, at: moment)
         case .liveStreamRanDry(let index):
             return liveStreamRanDry(index)
         case .liveStreamNotOpen(let index):

@@ -19,7 +19,7 @@ extension Player {
             if rules.live?.index == index, rules.live?.reconnection != nil {
                 log.record("live", ["connection": "reconnected"])
             }
-            dispatch(.liveStreamReconnected(index: index))
+            dispatch(.liveStreamReconnected(index: index, at: monotonicMoment()))
         case .ranDry:
             // The ring still holds what was decoded before: the rules hear of it once the output has read it all.
             dryLiveStream = (index, ring.totalFramesWritten)

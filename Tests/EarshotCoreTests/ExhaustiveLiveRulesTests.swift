@@ -30,7 +30,8 @@ struct ExhaustiveLiveRulesTests {
         .liveStreamLost(index: 0, .closedByServer, at: Moment(milliseconds: 0)),
         .liveStreamLost(index: 0, .networkFailed(.connectionRefused), at: Moment(milliseconds: 1_000)),
         .liveStreamLost(index: 0, .mountGone, at: Moment(milliseconds: 3_000)),
-        .liveStreamReconnected(index: 0), .liveStreamRanDry(index: 0), .liveStreamNotOpen(index: 0),
+        .liveStreamReconnected(index: 0, at: Moment(milliseconds: 2_000)), .liveStreamRanDry(index: 0),
+        .liveStreamNotOpen(index: 0),
         // A stream the decoder opened ahead of the listener ends too.
         .liveStreamLost(index: 1, .closedByServer, at: Moment(milliseconds: 0)),
         .liveStreamLost(index: 1, .mountGone, at: Moment(milliseconds: 3_000)),
@@ -180,10 +181,13 @@ struct ExhaustiveLiveRulesTests {
            commands.filter({ $0 != .releaseSleepDelay }) != [.cork] || after.playback != .paused(.networkLost) {
             problems.append("(L12) ran dry while playing did \(commands) into \(after.playback)")
         }
-        // (L13) Row 39: a stream's end is declared only after a clean close whose reconnection found no stream.
+        // (L13) Row 39: a stream's end is declared only after a clean close whose reconnection found no stream, or
+        // was answered and closed cleanly again before it settled.
         let mountGone = if case .liveStreamLost(_, .mountGone, _) = event { true } else { false }
+        let closedAgain = if case .liveStreamLost(_, .closedByServer, _) = event { true } else { false }
+        let episode = before.live?.reconnection ?? before.live?.settling?.episode
         if commands.contains(where: { if case .endLiveStream = $0 { true } else { false } }),
-           !mountGone || before.live?.reconnection?.cause != .closedCleanly {
+           !(mountGone || (closedAgain && before.live?.reconnection == nil)) || episode?.cause != .closedCleanly {
             problems.append("(L13) the stream ended without a clean close and its mount gone")
         }
         return problems
