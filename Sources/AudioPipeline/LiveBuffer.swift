@@ -38,8 +38,11 @@ public final class LiveBufferLink: Sendable {
         self.network = network
     }
 
-    /// Rows 38-41: the live stream at `index` lost its connection, was answered again, or ran dry.
-    func report(_ notice: LiveNetworkNotice, index: Int) {
+    /// Rows 38-41: the live stream at `index`, received into `buffer`, lost its connection, was answered again, or
+    /// ran dry. Only the stream the link holds is reported: a notice of one it let go (another opened since) is stale,
+    /// and that stream could not be reconnected anyway.
+    func report(_ notice: LiveNetworkNotice, index: Int, from buffer: StreamByteBuffer) {
+        guard current.withLock({ $0?.index == index && $0?.buffer === buffer }) else { return }
         network(index, notice)
     }
 

@@ -98,7 +98,7 @@ final class StreamConnection: @unchecked Sendable {
         let shared = shared, buffer = buffer
         var report: (@Sendable (LiveNetworkNotice) -> Void)?
         if let link = live?.link, let index = live?.index {
-            report = { notice in link.report(notice, index: index) }
+            report = { notice in link.report(notice, index: index, from: buffer) }
         }
         let started = StreamFetcher(url: url, buffer: buffer, limits: limits,
                                     finishesBuffer: report == nil) { [report] notice in
@@ -174,7 +174,7 @@ final class StreamConnection: @unchecked Sendable {
             state.dryReported = true
             return true
         }
-        if dry { live.link.report(.ranDry, index: live.index) }
+        if dry { live.link.report(.ranDry, index: live.index, from: buffer) }
         return result
     }
 
