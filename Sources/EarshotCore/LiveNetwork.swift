@@ -241,11 +241,12 @@ extension PlayerState {
     }
 
     /// Row 38: the next attempt waits the current delay (doubled for the one after, up to the cap), unless the
-    /// connection has been lost for the give-up time (row 41).
+    /// connection has been lost for the give-up time (row 41) or the user stopped the player (a play tries again).
     private mutating func retryLater(at moment: Moment) -> [Command] {
         guard var reconnection = live?.reconnection else { return [] }
         let timing = policy.liveReconnect
-        if moment.milliseconds(since: reconnection.since ?? moment) >= timing.giveUpMilliseconds {
+        let lostFor = moment.milliseconds(since: reconnection.since ?? moment)
+        if playback == .stopped || lostFor >= timing.giveUpMilliseconds {
             reconnection.phase = .gaveUp
         } else {
             reconnection.phase = .waiting(until: moment.advanced(by: reconnection.nextDelayMilliseconds))

@@ -355,3 +355,17 @@ extension LiveNetworkRulesTests {
         }
     }
 }
+
+extension LiveNetworkRulesTests {
+    @Test("Row 41 while stopped: a failed attempt or a loss gives up at once instead of waiting for another")
+    func row41StoppedGivesUp() {
+        var state = LiveStreamRulesTests.playingLive
+        state.playback = .stopped
+        var store = RuleStore(state)
+        store.send(.liveStreamLost(index: 0, Self.refused, at: Given.at(0)), commands: []) {
+            $0.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .networkFailed,
+                                                     nextDelayMilliseconds: 1_000, phase: .gaveUp)
+        }
+        store.send(.timerFired(at: Given.at(5_000)), commands: [])
+    }
+}
