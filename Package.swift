@@ -175,7 +175,7 @@ let package = Package(
             name: "EarshotServiceTests",
             dependencies: [
                 "EarshotService", "EarshotClients", "EarshotStorage", "EarshotJSON", "EarshotCore", "AudioPipeline",
-                "EarshotMPRIS", "TrackPaths", "EarshotTestSupport", "MPDProtocol",
+                "EarshotMPRIS", "TrackPaths", "EarshotTestSupport", "MPDProtocol", "NetworkStream",
             ]
         ),
         // The music library on generated trees of tagged files: scanning, the database, the query language.

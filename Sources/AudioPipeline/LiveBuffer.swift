@@ -38,8 +38,11 @@ public final class LiveBufferLink: Sendable {
         self.network = network
     }
 
-    /// Rows 38-41: the live stream at `index` lost its connection, was answered again, or ran dry.
-    func report(_ notice: LiveNetworkNotice, index: Int) {
+    /// Rows 38-41: the live stream at `index`, received into `buffer`, lost its connection, was answered again, or
+    /// ran dry. Only the stream the link holds is reported: a notice of one it let go (another opened since) is stale,
+    /// and that stream could not be reconnected anyway.
+    func report(_ notice: LiveNetworkNotice, index: Int, from buffer: StreamByteBuffer) {
+        guard current.withLock({ $0?.index == index && $0?.buffer === buffer }) else { return }
         network(index, notice)
     }
 
@@ -51,11 +54,11 @@ public final class LiveBufferLink: Sendable {
         }
     }
 
-    /// Row 38: fetches live stream `index` again into its buffer; false when it is not open or not disconnected.
-    /// Starts a thread and returns: never waits for the network.
-    public func reconnect(index: Int) -> Bool {
-        guard let connection = connection(index: index) else { return false }
-        return connection.reconnect()
+    /// Row 38: fetches live stream `index` again into its buffer, unless it is not open, or connected, or an
+    /// attempt is under way. Starts a thread and returns: never waits for the network.
+    public func reconnect(index: Int) -> LiveReconnectStart {
+        guard let connection = connection(index: index) else { return .notOpen }
+        return connection.reconnect() ? .started : .underWay
     }
 
     /// Row 39: live stream `index` ended: its decoder plays out what its buffer holds, then ends the track.
@@ -102,6 +105,16 @@ public enum LiveNetworkNotice: Equatable, Sendable {
     case connected
     /// The decoder found nothing to decode while the connection is lost.
     case ranDry
+}
+
+/// What asking to reconnect a live stream did.
+public enum LiveReconnectStart: Equatable, Sendable {
+    /// A new fetch started into the stream's buffer.
+    case started
+    /// None: the stream is connected, or an attempt is under way; their report is on its way.
+    case underWay
+    /// None: no stream of that index is open (its decoder was let go).
+    case notOpen
 }
 
 /// A connection the link does not keep alive: its decoder owns it.

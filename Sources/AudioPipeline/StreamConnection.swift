@@ -69,6 +69,8 @@ final class StreamConnection: @unchecked Sendable {
         var down = false
         /// The decoder found nothing to decode since the connection was lost, and that was reported.
         var dryReported = false
+        /// A reconnection's fetch is under way (started, and neither answered nor ended yet): another waits for it.
+        var attempting = false
     }
 
     /// Starts fetching `url` into a buffer of `bufferBytes`, or into the buffer `live` makes for track `index`.
@@ -96,7 +98,7 @@ final class StreamConnection: @unchecked Sendable {
         let shared = shared, buffer = buffer
         var report: (@Sendable (LiveNetworkNotice) -> Void)?
         if let link = live?.link, let index = live?.index {
-            report = { notice in link.report(notice, index: index) }
+            report = { notice in link.report(notice, index: index, from: buffer) }
         }
         let started = StreamFetcher(url: url, buffer: buffer, limits: limits,
                                     finishesBuffer: report == nil) { [report] notice in
@@ -104,6 +106,7 @@ final class StreamConnection: @unchecked Sendable {
             case .started(let format, let station):
                 shared.withLock { state in
                     state.down = false
+                    state.attempting = false
                     guard state.format == nil else { return }
                     state.format = format
                     state.metadata.album = station
@@ -114,27 +117,43 @@ final class StreamConnection: @unchecked Sendable {
             case .title(let title):
                 shared.withLock { $0.metadata.title = title.isEmpty ? nil : title; $0.changed = true }
             case .ended(let end):
-                guard let report else { return }
+                // A fetch stopped (its decoder gone, or replaced by another) has nothing to tell a live stream's rules,
+                // and must not end a buffer another fetch may be filling.
+                guard let report, end != .stopped else { return }
+                // The loss is reported in the section that marks the connection down: the decode thread reports its
+                // dry buffer only once it sees `down`, so that report always reaches the rules after the loss (the
+                // rules drop a dry report with no reconnection). The report only yields into the owner's inbox.
                 let playing = shared.withLock { state -> Bool in
-                    guard state.format != nil, end != .stopped else { return false }
+                    guard state.format != nil else { return false }
+                    state.attempting = false
                     state.down = true
                     state.dryReported = false
+                    if end != .completed { report(.lost(end)) }
                     return true
                 }
                 // Before the stream started (its open fails), stopped, or a file sent whole (an announced length): the
                 // buffer ends as a file's does, and the track with it.
                 guard playing, end != .completed else { return buffer.finish(end) }
-                report(.lost(end))
             }
         }
-        fetcher.withLock { $0 = started }
+        // Only one fetch fills the buffer: one replaced (which should have ended already) is stopped.
+        fetcher.withLock { current in
+            current?.stop()
+            current = started
+        }
         started.start()
     }
 
     /// Row 38: fetches the address again into the same buffer, which the decoder goes on reading. Only while the
-    /// connection is lost (false otherwise: nothing to do).
+    /// connection is lost and no attempt is under way (false otherwise: the connection, or the attempt's answer, is
+    /// on its way to the rules already).
     func reconnect() -> Bool {
-        guard shared.withLock({ $0.down }) else { return false }
+        let begins = shared.withLock { state -> Bool in
+            guard state.down, !state.attempting else { return false }
+            state.attempting = true
+            return true
+        }
+        guard begins else { return false }
         startFetch()
         return true
     }
@@ -155,7 +174,7 @@ final class StreamConnection: @unchecked Sendable {
             state.dryReported = true
             return true
         }
-        if dry { live.link.report(.ranDry, index: live.index) }
+        if dry { live.link.report(.ranDry, index: live.index, from: buffer) }
         return result
     }
 

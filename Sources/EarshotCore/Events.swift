@@ -320,9 +320,12 @@ public enum Event: Hashable, Sendable {
     case liveStreamLost(index: Int, LiveStreamLoss, at: Moment)
     /// Live stream `index` is connected: an attempt to reconnect it was answered with the stream, or the decoder
     /// opened it afresh; bytes flow into its buffer again.
-    case liveStreamReconnected(index: Int)
+    case liveStreamReconnected(index: Int, at: Moment)
     /// The decoder of live stream `index` found nothing left to decode while its connection is lost (row 40).
     case liveStreamRanDry(index: Int)
+    /// An attempt to reconnect live stream `index` found no open stream of that index to fetch into (its decoder was
+    /// let go): there is nothing to reconnect (row 38). Not a failure of the network.
+    case liveStreamNotOpen(index: Int)
 
     // From the output, in the order the listener hears them.
 
@@ -409,8 +412,9 @@ extension Event: CustomStringConvertible {
         case .liveStreamStarted(let index): return "liveStreamStarted(\(index))"
         case .liveBufferOverflowed(let index): return "liveBufferOverflowed(\(index))"
         case .liveStreamLost(let index, let loss, _): return "liveStreamLost(\(index), \(loss))"
-        case .liveStreamReconnected(let index): return "liveStreamReconnected(\(index))"
+        case .liveStreamReconnected(let index, _): return "liveStreamReconnected(\(index))"
         case .liveStreamRanDry(let index): return "liveStreamRanDry(\(index))"
+        case .liveStreamNotOpen(let index): return "liveStreamNotOpen(\(index))"
         case .queueRestored(let count, let index, let milliseconds):
             return "queueRestored(\(count) tracks, at \(index), \(milliseconds)ms)"
         case .playModesRestored(let mode, let shuffle, let single, let consume):

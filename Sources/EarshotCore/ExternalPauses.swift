@@ -14,6 +14,12 @@ extension PlayerState {
     /// An outside sender's `Pause`: remembered until the sender answers it, and acted on only while playing.
     mutating func externalPause(from sender: ExternalSender) -> [Command] {
         unansweredExternalPauses.insert(sender)
+        // Row 40: quiet for want of audio, the player is corked already; the sender's pause takes it over, so the
+        // network coming back during the call starts nothing, and the sender's Play waits for the network again.
+        if playback == .paused(.networkLost) {
+            playback = .paused(.external(sender))
+            return []
+        }
         // Rule 21: a player held by an interruption, a profile switch or an output loss is already quiet for that
         // reason, which stays (with the resume after a call); one paused, stopped or idle stays so. Idempotent.
         guard isPlaying else { return [] }

@@ -5,9 +5,10 @@
 // rules' below; the waits between attempts are the rules' one timer (`armTimer`, `timerFired`).
 //
 // A server that closes the stream cleanly may have ended it, or may have died (a killed server's socket closes as
-// cleanly as a finished one's). The rules ask at once: a reconnection the server answers without the stream (a 404
-// for a mount whose source left, any refusal) means the stream ended, and the queue moves on to the next track; a
-// reconnection the network refuses means the network failed. A refused connection, a reset, an unresolved name, a
+// cleanly as a finished one's). The rules ask at once: a reconnection the server answers with the mount gone (a 404
+// for a mount whose source left, or a 410) means the stream ended, and the queue moves on to the next track; a
+// reconnection the network refuses means the network failed, and so does any other refusal (a proxy's 502 or 503
+// while its origin restarts must not end the station). A refused connection, a reset, an unresolved name, a
 // TLS failure or 10 s of nothing is a network failure from the start: the rules try again after 1 s, then 2, 4, ...
 // up to 30 s, and give up once the connection has been lost for the configured time (`radioReconnectMinutes`). After
 // a network failure a refusal is no end: a restarted Icecast answers 404 until its source is back.
@@ -16,7 +17,7 @@
 public enum LiveStreamLoss: Hashable, Sendable, CustomStringConvertible {
     /// The server closed the stream cleanly: ended, or died (row 38 asks again to tell).
     case closedByServer
-    /// A reconnection was answered, but not with the stream: the mount is gone (an HTTP 404, a page, any refusal).
+    /// A reconnection was answered, but not with the stream: the mount is gone (an HTTP 404 or 410).
     case mountGone
     /// The network failed: the connection refused, reset, the name unresolved, TLS failing, or nothing for 10 s.
     case networkFailed(LiveNetworkFailure)
@@ -43,6 +44,9 @@ public enum LiveNetworkFailure: String, Hashable, Sendable, CaseIterable, Custom
     case unresolvedHost
     /// TLS failed: the handshake, or a certificate the system does not trust.
     case tls
+    /// A server answered without the stream, but not that the mount is gone: a proxy's 502 or 503 while its origin
+    /// restarts, a 500, a page (a captive portal) where audio was expected.
+    case refused
     /// Anything else libcurl reports.
     case other
 
@@ -56,6 +60,10 @@ public struct LiveReconnectTiming: Hashable, Sendable {
     public var firstDelayMilliseconds: Int64
     /// The longest wait between two attempts: 30 s, so a network back after a long outage is found within 30 s.
     public var maximumDelayMilliseconds: Int64
+    /// How long a connection answered again must stay up before its next loss starts afresh: 30 s. Within it, the
+    /// loss goes on with the reconnection (its backoff and its give-up window), so a server that accepts and closes
+    /// at once is not asked again at once for ever.
+    public var settleMilliseconds: Int64
     /// How long the connection may stay lost before the rules give up (`radioReconnectMinutes`, default 10): a router
     /// restarting or a DSL line resyncing takes one to three minutes, a laptop moving between access points seconds;
     /// ten minutes covers those with room, and past it the listener has long noticed the silence. Trying costs one
@@ -67,10 +75,26 @@ public struct LiveReconnectTiming: Hashable, Sendable {
         firstDelayMilliseconds: 1_000, maximumDelayMilliseconds: 30_000, giveUpMilliseconds: 10 * 60_000)
 
     /// A timing.
-    public init(firstDelayMilliseconds: Int64, maximumDelayMilliseconds: Int64, giveUpMilliseconds: Int64) {
+    public init(firstDelayMilliseconds: Int64, maximumDelayMilliseconds: Int64, giveUpMilliseconds: Int64,
+                settleMilliseconds: Int64 = 30_000) {
         self.firstDelayMilliseconds = firstDelayMilliseconds
         self.maximumDelayMilliseconds = maximumDelayMilliseconds
         self.giveUpMilliseconds = giveUpMilliseconds
+        self.settleMilliseconds = settleMilliseconds
+    }
+}
+
+/// A reconnection the server answered at `connectedAt`, kept until the connection has stayed up for the settle time.
+public struct SettlingReconnection: Hashable, Sendable {
+    /// The reconnection as it stood when answered.
+    public var episode: LiveReconnection
+    /// When it was answered.
+    public var connectedAt: Moment
+
+    /// A reconnection answered at `connectedAt`.
+    public init(episode: LiveReconnection, connectedAt: Moment) {
+        self.episode = episode
+        self.connectedAt = connectedAt
     }
 }
 
@@ -150,7 +174,12 @@ extension PlayerState {
         guard playback != .idle, let stream = live, stream.index == index else { return [] }
         let timing = policy.liveReconnect
         guard var reconnection = stream.reconnection else {
+            if let settling = stream.settling,
+               moment.milliseconds(since: settling.connectedAt) < timing.settleMilliseconds {
+                return lostAgainSoon(index, loss, settling.episode, at: moment)
+            }
             // The first loss of a connection that played.
+            live?.settling = nil
             switch loss {
             case .closedByServer, .mountGone:
                 live?.reconnection = LiveReconnection(since: moment, cause: .closedCleanly,
@@ -173,19 +202,51 @@ extension PlayerState {
             // Row 39: the server is there and the stream is not: it ended. A player quiet for want of audio plays out
             // what the ring kept, and the queue moves on as at any track's end.
             live?.reconnection?.phase = .ended
-            let endCommand: [Command] = [.endLiveStream(index: index)]
-            guard playback == .paused(.networkLost) else { return endCommand }
-            return endCommand + startPlaying()
+            return endStream(index)
         }
         return retryLater(at: moment)
     }
 
+    /// Row 38: the connection answered again is lost before it settled: the reconnection goes on where it was, its
+    /// backoff and give-up window kept; even a clean close waits the backoff. Row 39: a clean close again after a
+    /// clean close whose reconnection was answered (a file served without a length, sent again and again) is the
+    /// stream's end.
+    private mutating func lostAgainSoon(_ index: Int, _ loss: LiveStreamLoss, _ episode: LiveReconnection,
+                                        at moment: Moment) -> [Command] {
+        live?.settling = nil
+        if loss == .closedByServer && episode.cause == .closedCleanly {
+            live?.reconnection = LiveReconnection(since: episode.since, cause: .closedCleanly,
+                                                  nextDelayMilliseconds: episode.nextDelayMilliseconds, phase: .ended)
+            return endStream(index)
+        }
+        var reconnection = episode
+        reconnection.since = episode.since ?? moment
+        reconnection.ranDry = false
+        if case .networkFailed = loss { reconnection.cause = .networkFailed }
+        if loss == .mountGone && reconnection.cause == .closedCleanly {
+            reconnection.phase = .ended
+            live?.reconnection = reconnection
+            return endStream(index)
+        }
+        live?.reconnection = reconnection
+        return retryLater(at: moment)
+    }
+
+    /// Row 39: the stream ended: its decoder plays out what the ring kept, and a player quiet for want of audio plays
+    /// on, as at any track's end.
+    private mutating func endStream(_ index: Int) -> [Command] {
+        let endCommand: [Command] = [.endLiveStream(index: index)]
+        guard playback == .paused(.networkLost) else { return endCommand }
+        return endCommand + startPlaying()
+    }
+
     /// Row 38: the next attempt waits the current delay (doubled for the one after, up to the cap), unless the
-    /// connection has been lost for the give-up time (row 41).
+    /// connection has been lost for the give-up time (row 41) or the user stopped the player (a play tries again).
     private mutating func retryLater(at moment: Moment) -> [Command] {
         guard var reconnection = live?.reconnection else { return [] }
         let timing = policy.liveReconnect
-        if moment.milliseconds(since: reconnection.since ?? moment) >= timing.giveUpMilliseconds {
+        let lostFor = moment.milliseconds(since: reconnection.since ?? moment)
+        if playback == .stopped || lostFor >= timing.giveUpMilliseconds {
             reconnection.phase = .gaveUp
         } else {
             reconnection.phase = .waiting(until: moment.advanced(by: reconnection.nextDelayMilliseconds))
@@ -205,14 +266,37 @@ extension PlayerState {
         return [.reconnectLiveStream(index: index)]
     }
 
+    /// Row 38: the attempt found no open stream to fetch into: its decoder was let go (the cursor moved on, a file
+    /// plays), so there is nothing to reconnect, and the reconnection ends. A player quiet for want of audio on that
+    /// station stays quiet, given up: the user's play opens it again.
+    mutating func liveStreamNotOpen(_ index: Int) -> [Command] {
+        guard live?.index == index, live?.reconnection?.phase == .connecting else { return [] }
+        if isOnLiveStream && playback == .paused(.networkLost) {
+            live?.reconnection?.phase = .gaveUp
+        } else {
+            live?.reconnection = nil
+        }
+        return []
+    }
+
+    /// Row 41 after a stop: the attempts end as if given up (the loss's moment kept), so a stopped player does not
+    /// reconnect for ever; a play tries again. An attempt under way still has its answer come.
+    mutating func stopReconnecting() {
+        guard let phase = live?.reconnection?.phase, phase != .ended else { return }
+        live?.reconnection?.phase = .gaveUp
+    }
+
     /// Row 40: the connection is back. A player quiet for want of audio resumes: it was playing, and nobody paused it.
     /// A station the decoder opened afresh (after its old decoder was let go while waiting or given up) is connected
     /// as well: its reconnection is over whatever phase it was in.
-    mutating func liveStreamReconnected(_ index: Int) -> [Command] {
-        guard playback != .idle, live?.index == index, let phase = live?.reconnection?.phase, phase != .ended else {
+    /// The reconnection is kept aside until the connection has stayed up for the settle time (row 38).
+    mutating func liveStreamReconnected(_ index: Int, at moment: Moment) -> [Command] {
+        guard playback != .idle, live?.index == index, let reconnection = live?.reconnection,
+              reconnection.phase != .ended else {
             return []
         }
         live?.reconnection = nil
+        live?.settling = SettlingReconnection(episode: reconnection, connectedAt: moment)
         return playback == .paused(.networkLost) && isOnLiveStream ? startPlaying() : []
     }
 
@@ -255,7 +339,10 @@ extension PlayerState {
     /// cursor leaving the stream the listener was on (`heardBefore`, its index) lets its decoder go, and with it the
     /// reconnection (row 32's rule); a stream the decoder opened ahead keeps its own.
     mutating func resumeOffTheLostNetwork(heardBefore: Int?) -> [Command] {
-        if let heardBefore, live?.index == heardBefore, !isOnLiveStream { live?.reconnection = nil }
+        if let heardBefore, live?.index == heardBefore, !isOnLiveStream {
+            live?.reconnection = nil
+            live?.settling = nil
+        }
         guard playback == .paused(.networkLost) else { return [] }
         if let reconnection = liveReconnection, reconnection.ranDry, reconnection.phase != .ended { return [] }
         return startPlaying()

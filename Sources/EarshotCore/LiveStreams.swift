@@ -14,12 +14,17 @@ public struct LiveStream: Hashable, Sendable {
     /// Its connection is lost and the rules are reconnecting, gave up, or found the stream ended (rows 38-41,
     /// LiveNetwork.swift); nil while it is connected.
     public var reconnection: LiveReconnection?
+    /// The last reconnection answered, and when: until the connection has stayed up for the settle time, a loss goes
+    /// on with it (its backoff, its give-up window) instead of starting afresh (row 38).
+    public var settling: SettlingReconnection?
 
     /// A live stream at `index`.
-    public init(index: Int, bufferOverflowed: Bool = false, reconnection: LiveReconnection? = nil) {
+    public init(index: Int, bufferOverflowed: Bool = false, reconnection: LiveReconnection? = nil,
+                settling: SettlingReconnection? = nil) {
         self.index = index
         self.bufferOverflowed = bufferOverflowed
         self.reconnection = reconnection
+        self.settling = settling
     }
 }
 

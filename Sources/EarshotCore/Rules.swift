@@ -168,10 +168,12 @@ extension PlayerState {
             return liveBufferOverflowed(index)
         case .liveStreamLost(let index, let loss, let moment):
             return liveStreamLost(index, loss, at: moment)
-        case .liveStreamReconnected(let index):
-            return liveStreamReconnected(index)
+        case .liveStreamReconnected(let index, let moment):
+            return liveStreamReconnected(index, at: moment)
         case .liveStreamRanDry(let index):
             return liveStreamRanDry(index)
+        case .liveStreamNotOpen(let index):
+            return liveStreamNotOpen(index)
         case .queueRestored(let trackCount, let index, let milliseconds):
             return restoreQueue(trackCount: trackCount, index: index, milliseconds: milliseconds)
         case .trackFailed(let index, let failure, let inARow):
@@ -352,6 +354,7 @@ extension PlayerState {
         let wasPlaying = isPlaying
         playback = .stopped
         resumeIntent = .none
+        stopReconnecting()
         return wasPlaying ? [.fadeOutAndCork] : []
     }
 
@@ -415,8 +418,10 @@ extension PlayerState {
     /// Starts playing at the current track: the stream is made ready and uncorked (rules 5, 8, 9 and 18).
     mutating func startPlaying() -> [Command] {
         // Rows 40 and 41: a station with its connection down and nothing left to decode waits for the network, quiet.
+        let wasStopped = playback == .stopped
         let network = waitForTheNetwork()
-        if network.waits { return network.commands }
+        // Row 34: a stopped station starts again at live, when it first waits for the network too.
+        if network.waits { return network.commands + (wasStopped ? [.rejoinLive(.restarted)] : []) }
         // Row 32: a live stream whose buffer overflowed while paused rejoins live before it sounds again.
         let rejoin = network.commands + rejoinLiveIfOverflowed()
         let preparation = prepareToPlay()

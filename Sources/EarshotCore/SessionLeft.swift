@@ -26,8 +26,9 @@ extension PlayerState {
         case .playing:
             playback = .paused(.sessionLeft(departure))
             return [.cork]
-        case .paused(.interruption), .paused(.external):
-            // Already quiet, but for a reason that could end by itself: the session's departure takes it over.
+        case .paused(.interruption), .paused(.external), .paused(.networkLost):
+            // Already quiet, but for a reason that could end by itself (a call's end, a sender's Play, the network
+            // back): the session's departure takes it over.
             playback = .paused(.sessionLeft(departure))
             return []
         case .idle, .stopped, .paused:

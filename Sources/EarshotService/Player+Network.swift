@@ -19,7 +19,7 @@ extension Player {
             if rules.live?.index == index, rules.live?.reconnection != nil {
                 log.record("live", ["connection": "reconnected"])
             }
-            dispatch(.liveStreamReconnected(index: index))
+            dispatch(.liveStreamReconnected(index: index, at: monotonicMoment()))
         case .ranDry:
             // The ring still holds what was decoded before: the rules hear of it once the output has read it all.
             dryLiveStream = (index, ring.totalFramesWritten)
@@ -44,14 +44,18 @@ extension Player {
     }
 
     /// Row 38: another fetch of the station into its buffer. A station no longer open (its decoder let go) has
-    /// nothing to reconnect: the attempt fails as the network's, and the rules go on as after any failed attempt.
+    /// nothing to reconnect, which the rules hear as such; one connected, or with an attempt under way, has its
+    /// answer on the way already.
     func reconnectLiveStream(_ index: Int) {
-        guard worker.liveBuffer.reconnect(index: index) else {
+        switch worker.liveBuffer.reconnect(index: index) {
+        case .started:
+            log.record("live", ["connection": "reconnecting"])
+        case .underWay:
+            log.record("live", ["connection": "reconnect", "skipped": "underWay"])
+        case .notOpen:
             log.record("live", ["connection": "reconnect", "error": "notOpen"])
-            dispatch(.liveStreamLost(index: index, .networkFailed(.other), at: monotonicMoment()))
-            return
+            dispatch(.liveStreamNotOpen(index: index))
         }
-        log.record("live", ["connection": "reconnecting"])
     }
 
     /// Row 39: the station ended; its decoder plays out what it received, and the track ends as any does.
@@ -64,7 +68,10 @@ extension Player {
     static func loss(of end: StreamEnd) -> LiveStreamLoss {
         switch end {
         case .serverClosed, .completed, .stopped: return .closedByServer
-        case .refused: return .mountGone
+        // Only a 404 or a 410 says the mount is gone; a proxy's 502 or 503 while its origin restarts, a 500, a page
+        // where audio was expected are the network's failures, waited out with the backoff.
+        case .refused(.httpStatus(404)), .refused(.httpStatus(410)): return .mountGone
+        case .refused: return .networkFailed(.refused)
         case .failed(let failure):
             switch failure {
             case .connectionRefused: return .networkFailed(.connectionRefused)

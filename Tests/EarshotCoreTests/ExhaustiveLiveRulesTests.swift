@@ -30,11 +30,14 @@ struct ExhaustiveLiveRulesTests {
         .liveStreamLost(index: 0, .closedByServer, at: Moment(milliseconds: 0)),
         .liveStreamLost(index: 0, .networkFailed(.connectionRefused), at: Moment(milliseconds: 1_000)),
         .liveStreamLost(index: 0, .mountGone, at: Moment(milliseconds: 3_000)),
-        .liveStreamReconnected(index: 0), .liveStreamRanDry(index: 0),
+        .liveStreamReconnected(index: 0, at: Moment(milliseconds: 2_000)), .liveStreamRanDry(index: 0),
+        .liveStreamNotOpen(index: 0),
         // A stream the decoder opened ahead of the listener ends too.
         .liveStreamLost(index: 1, .closedByServer, at: Moment(milliseconds: 0)),
         .liveStreamLost(index: 1, .mountGone, at: Moment(milliseconds: 3_000)),
         .timerFired(at: Moment(milliseconds: 1_500)), .timerFired(at: Moment(milliseconds: 5_000)),
+        // Rules 19 and 21 over row 40: what else quiets a player, whose reason the network must not undo.
+        .sessionLeft(.sleep), .externalPause(.phoneBridge), .externalPlay(.phoneBridge),
     ]
 
     /// A reconnection whose waits are short enough for the search to reach every phase: 1 s, then 2 s at most, and
@@ -143,12 +146,23 @@ struct ExhaustiveLiveRulesTests {
         }
         let fromTheNetwork: Bool
         switch event {
-        case .liveStreamLost, .liveStreamReconnected, .liveStreamRanDry, .timerFired: fromTheNetwork = true
+        case .liveStreamLost, .liveStreamReconnected, .liveStreamRanDry, .liveStreamNotOpen, .timerFired:
+            fromTheNetwork = true
         default: fromTheNetwork = false
         }
         // (L9) The network's reports sound only a player that was quiet for want of audio.
         if fromTheNetwork, commands.contains(.uncork), before.playback != .paused(.networkLost) {
             problems.append("(L9) the network's report made a sound")
+        }
+        // (L14) Rules 19 and 21: a session's departure or an outside sender's pause takes over a player quiet for the
+        // network, so that the network's report (which uncorks only `paused(networkLost)`, L9) starts nothing.
+        switch event {
+        case .sessionLeft, .externalPause:
+            if before.playback == .paused(.networkLost), after.playback == .paused(.networkLost) {
+                problems.append("(L14) \(event) left the network's quiet for the network to undo")
+            }
+        default:
+            break
         }
         // (L10) Row 38: a wait that begins has the rules' timer armed for its end.
         if case .waiting(let until)? = after.live?.reconnection?.phase,
@@ -164,13 +178,16 @@ struct ExhaustiveLiveRulesTests {
         // (L12) Row 40: running dry while playing on a lost connection is quiet at once, with its reason.
         if case .liveStreamRanDry(let index) = event, before.isPlaying, before.live?.index == index,
            let lost = before.liveReconnection, lost.phase != .ended, !lost.ranDry,
-           commands != [.cork] || after.playback != .paused(.networkLost) {
+           commands.filter({ $0 != .releaseSleepDelay }) != [.cork] || after.playback != .paused(.networkLost) {
             problems.append("(L12) ran dry while playing did \(commands) into \(after.playback)")
         }
-        // (L13) Row 39: a stream's end is declared only after a clean close whose reconnection found no stream.
+        // (L13) Row 39: a stream's end is declared only after a clean close whose reconnection found no stream, or
+        // was answered and closed cleanly again before it settled.
         let mountGone = if case .liveStreamLost(_, .mountGone, _) = event { true } else { false }
+        let closedAgain = if case .liveStreamLost(_, .closedByServer, _) = event { true } else { false }
+        let episode = before.live?.reconnection ?? before.live?.settling?.episode
         if commands.contains(where: { if case .endLiveStream = $0 { true } else { false } }),
-           !mountGone || before.live?.reconnection?.cause != .closedCleanly {
+           !(mountGone || (closedAgain && before.live?.reconnection == nil)) || episode?.cause != .closedCleanly {
             problems.append("(L13) the stream ended without a clean close and its mount gone")
         }
         return problems

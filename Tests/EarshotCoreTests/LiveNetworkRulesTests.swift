@@ -15,11 +15,20 @@ struct LiveNetworkRulesTests {
                          phase: .waiting(until: Given.at(until)), ranDry: ranDry)
     }
 
-    /// Row 39's first step: live stream `index` closed cleanly at 0, and asked again at once.
-    static func closeCleanly(_ store: inout RuleStore, index: Int, sourceLocation: SourceLocation = #_sourceLocation) {
-        store.send(.liveStreamLost(index: index, .closedByServer, at: Given.at(0)),
+    /// The expected change of a reconnection answered at `moment`: kept aside until the connection settles.
+    static func answered(_ state: inout PlayerState, at moment: Int64) {
+        let episode = state.live?.reconnection
+        state.live?.settling = episode.map { SettlingReconnection(episode: $0, connectedAt: Given.at(moment)) }
+        state.live?.reconnection = nil
+    }
+
+    /// Row 39's first step: live stream `index` closed cleanly at `moment`, and asked again at once.
+    static func closeCleanly(_ store: inout RuleStore, index: Int, at moment: Int64 = 0,
+                             sourceLocation: SourceLocation = #_sourceLocation) {
+        store.send(.liveStreamLost(index: index, .closedByServer, at: Given.at(moment)),
                    commands: [.reconnectLiveStream(index: index)], sourceLocation: sourceLocation) {
-            $0.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .closedCleanly,
+            $0.live?.settling = nil
+            $0.live?.reconnection = LiveReconnection(since: Given.at(moment), cause: .closedCleanly,
                                                      nextDelayMilliseconds: 1_000, phase: .connecting)
         }
     }
@@ -50,9 +59,9 @@ struct LiveNetworkRulesTests {
         store.send(.timerFired(at: Given.at(now)), commands: [.reconnectLiveStream(index: 0), .armTimer(at: nil)]) {
             $0.live?.reconnection?.phase = .connecting
         }
-        store.send(.liveStreamReconnected(index: 0), commands: []) { $0.live?.reconnection = nil }
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(now)), commands: []) { Self.answered(&$0, at: now) }
         // Reports of another track, or of no attempt under way, are stale (rule 15).
-        store.send(.liveStreamReconnected(index: 0), commands: [])
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(now)), commands: [])
         store.send(.liveStreamLost(index: 5, Self.refused, at: Given.at(now)), commands: [])
     }
 
@@ -127,9 +136,9 @@ struct LiveNetworkRulesTests {
         store.send(.timerFired(at: Given.at(1_000)), commands: [.reconnectLiveStream(index: 0), .armTimer(at: nil)]) {
             $0.live?.reconnection?.phase = .connecting
         }
-        store.send(.liveStreamReconnected(index: 0), commands: [.uncork]) {
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(1_100)), commands: [.uncork]) {
             $0.playback = .playing
-            $0.live?.reconnection = nil
+            Self.answered(&$0, at: 1_100)
         }
         // Connected, a decoder waiting for a slow station is no network loss.
         store.send(.liveStreamRanDry(index: 0), commands: [])
@@ -143,12 +152,15 @@ struct LiveNetworkRulesTests {
                                                     nextDelayMilliseconds: 2_000, phase: .connecting, ranDry: true)
         var store = RuleStore(state)
         store.send(.userToggle, commands: []) { $0.playback = .paused(.user) }
-        store.send(.liveStreamReconnected(index: 0), commands: []) { $0.live?.reconnection = nil }
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(500)), commands: []) { Self.answered(&$0, at: 500) }
         store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
         // Stopped while reconnecting: stopped it stays.
         var stop = RuleStore(state)
-        stop.send(.userStop, commands: []) { $0.playback = .stopped }
-        stop.send(.liveStreamReconnected(index: 0), commands: []) { $0.live?.reconnection = nil }
+        stop.send(.userStop, commands: []) {
+            $0.playback = .stopped
+            $0.live?.reconnection?.phase = .gaveUp
+        }
+        stop.send(.liveStreamReconnected(index: 0, at: Given.at(500)), commands: []) { Self.answered(&$0, at: 500) }
     }
 
     @Test("Row 40: a call while quiet holds it as any call; its end waits for the network; a next plays on")
@@ -198,8 +210,9 @@ struct LiveNetworkRulesTests {
             $0.live?.reconnection = Self.waiting(since: 200_000, until: 201_000, next: 2_000, ranDry: true)
         }
         // The station opened afresh meanwhile (its fetch connected): the wait is over, and the show plays on.
-        store.send(.liveStreamReconnected(index: 0), commands: [.uncork, .armTimer(at: nil)]) {
-            $0.live?.reconnection = nil
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(201_500)),
+                   commands: [.uncork, .armTimer(at: nil)]) {
+            Self.answered(&$0, at: 201_500)
             $0.playback = .playing
         }
         // Given up while the buffer still plays: playing on, and a resume after a pause tries again too.
@@ -213,5 +226,146 @@ struct LiveNetworkRulesTests {
             $0.live?.reconnection = LiveReconnection(since: nil, cause: .networkFailed, nextDelayMilliseconds: 1_000,
                                                      phase: .connecting)
         }
+    }
+}
+
+extension LiveNetworkRulesTests {
+    /// Quiet on a dry station, an attempt under way.
+    static var quietForTheNetwork: PlayerState {
+        var state = LiveStreamRulesTests.playingLive
+        state.playback = .paused(.networkLost)
+        state.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .networkFailed,
+                                                    nextDelayMilliseconds: 2_000, phase: .connecting, ranDry: true)
+        return state
+    }
+
+    @Test("Rule 19 over row 40: the session left while quiet for the network; the network back starts nothing")
+    func row40SessionLeftTakesOver() {
+        var state = Self.quietForTheNetwork
+        state.policy.pauseOnLock = true
+        var store = RuleStore(state)
+        store.send(.sessionLeft(.locked), commands: []) { $0.playback = .paused(.sessionLeft(.locked)) }
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(500)), commands: []) { Self.answered(&$0, at: 500) }
+        // Only the user plays again.
+        store.send(.userPlay, commands: [.uncork]) { $0.playback = .playing }
+    }
+
+    @Test("Rule 21 over row 40: an outside sender's Pause while quiet for the network holds; its Play undoes it")
+    func row40ExternalPauseHolds() {
+        var store = RuleStore(Self.quietForTheNetwork)
+        store.send(.externalPause(.phoneBridge), commands: []) {
+            $0.playback = .paused(.external(.phoneBridge))
+            $0.unansweredExternalPauses = [.phoneBridge]
+        }
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(500)), commands: []) { Self.answered(&$0, at: 500) }
+        store.send(.externalPlay(.phoneBridge), commands: [.uncork]) {
+            $0.playback = .playing
+            $0.unansweredExternalPauses = []
+        }
+        // The call ends before the network is back: the player waits for it again, quiet.
+        var early = RuleStore(Self.quietForTheNetwork)
+        early.send(.externalPause(.phoneBridge), commands: []) {
+            $0.playback = .paused(.external(.phoneBridge))
+            $0.unansweredExternalPauses = [.phoneBridge]
+        }
+        early.send(.externalPlay(.phoneBridge), commands: []) {
+            $0.playback = .paused(.networkLost)
+            $0.unansweredExternalPauses = []
+        }
+    }
+}
+
+extension LiveNetworkRulesTests {
+    @Test("Row 38: an attempt finding nothing open ends the reconnection; quiet on the station, it gives up")
+    func row38NothingOpenToReconnect() {
+        // The cursor moved to a file: the station's decoder was let go, and its attempt finds nothing to fetch into.
+        var state = LiveStreamRulesTests.playingLive
+        state.queue.index = 1
+        state.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .networkFailed,
+                                                    nextDelayMilliseconds: 2_000, phase: .connecting)
+        var store = RuleStore(state)
+        store.send(.liveStreamNotOpen(index: 0), commands: []) { $0.live?.reconnection = nil }
+        // No wait, no further attempt: the timer finds nothing to do.
+        store.send(.timerFired(at: Given.at(5_000)), commands: [])
+        // Quiet for the network on the station itself: given up, and the user's play asks again.
+        var quiet = RuleStore(Self.quietForTheNetwork)
+        quiet.send(.liveStreamNotOpen(index: 0), commands: []) { $0.live?.reconnection?.phase = .gaveUp }
+        quiet.send(.liveStreamNotOpen(index: 0), commands: [])
+    }
+}
+
+extension LiveNetworkRulesTests {
+    @Test("Row 41 after a stop: no more attempts; a play tries again, waits for the network, and starts at live")
+    func row41StopEndsTheAttempts() {
+        var state = LiveStreamRulesTests.playingLive
+        state.live?.reconnection = Self.waiting(since: 0, until: 1_000, next: 2_000, ranDry: true)
+        state.playback = .paused(.networkLost)
+        var store = RuleStore(state)
+        store.send(.userStop, commands: [.armTimer(at: nil)]) {
+            $0.playback = .stopped
+            $0.live?.reconnection?.phase = .gaveUp
+        }
+        store.send(.timerFired(at: Given.at(60_000)), commands: [])
+        // Row 34: the stopped station starts again at live, and row 41's play asks the network again.
+        store.send(.userPlay, commands: [.reconnectLiveStream(index: 0), .rejoinLive(.restarted)]) {
+            $0.playback = .paused(.networkLost)
+            $0.live?.reconnection = LiveReconnection(since: nil, cause: .networkFailed, nextDelayMilliseconds: 1_000,
+                                                     phase: .connecting, ranDry: true)
+        }
+    }
+}
+
+extension LiveNetworkRulesTests {
+    @Test("Row 38: a connection answered and lost again before it settled keeps its backoff and its give-up window")
+    func row38UnsettledKeepsBackoff() {
+        var state = LiveStreamRulesTests.playingLive
+        state.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .networkFailed,
+                                                    nextDelayMilliseconds: 8_000, phase: .connecting)
+        var store = RuleStore(state)
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(10_000)), commands: []) {
+            Self.answered(&$0, at: 10_000)
+        }
+        // The server accepts and closes at once: no attempt at once, the wait goes on from 8 s, counted from 0.
+        store.send(.liveStreamLost(index: 0, .closedByServer, at: Given.at(10_100)),
+                   commands: [.armTimer(at: Given.at(18_100))]) {
+            $0.live?.settling = nil
+            $0.live?.reconnection = Self.waiting(since: 0, until: 18_100, next: 16_000)
+        }
+        // Connected for the settle time (30 s), a loss is a new one: asked again at once.
+        store.send(.timerFired(at: Given.at(18_100)), commands: [.reconnectLiveStream(index: 0), .armTimer(at: nil)]) {
+            $0.live?.reconnection?.phase = .connecting
+        }
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(18_200)), commands: []) {
+            Self.answered(&$0, at: 18_200)
+        }
+        Self.closeCleanly(&store, index: 0, at: 48_200)
+    }
+
+    @Test("Row 39: a clean close again soon after a clean close's reconnection was answered is the end")
+    func row39FileWithoutLengthEnds() {
+        var store = RuleStore(LiveStreamRulesTests.playingLive)
+        Self.closeCleanly(&store, index: 0)
+        // A file served without a length: the server sends it again, and closes again at its end.
+        store.send(.liveStreamReconnected(index: 0, at: Given.at(20)), commands: []) { Self.answered(&$0, at: 20) }
+        store.send(.liveStreamLost(index: 0, .closedByServer, at: Given.at(5_000)),
+                   commands: [.endLiveStream(index: 0)]) {
+            $0.live?.settling = nil
+            $0.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .closedCleanly,
+                                                     nextDelayMilliseconds: 1_000, phase: .ended)
+        }
+    }
+}
+
+extension LiveNetworkRulesTests {
+    @Test("Row 41 while stopped: a failed attempt or a loss gives up at once instead of waiting for another")
+    func row41StoppedGivesUp() {
+        var state = LiveStreamRulesTests.playingLive
+        state.playback = .stopped
+        var store = RuleStore(state)
+        store.send(.liveStreamLost(index: 0, Self.refused, at: Given.at(0)), commands: []) {
+            $0.live?.reconnection = LiveReconnection(since: Given.at(0), cause: .networkFailed,
+                                                     nextDelayMilliseconds: 1_000, phase: .gaveUp)
+        }
+        store.send(.timerFired(at: Given.at(5_000)), commands: [])
     }
 }
