@@ -119,7 +119,7 @@ let package = Package(
             name: "EarshotService",
             dependencies: [
                 "EarshotCore", "TrackPaths", "AudioPipeline", "PulseOutput", "EarshotMPRIS", "RealtimeScheduling",
-                "SystemSupport", "EarshotJSON", "NetworkStream",
+                "SystemSupport", "EarshotJSON",
             ]
         ),
 

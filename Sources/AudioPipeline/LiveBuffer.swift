@@ -100,11 +100,53 @@ public final class LiveBufferLink: Sendable {
 /// What happens to a live stream's connection, as the link reports it (the player makes the rules' events of it).
 public enum LiveNetworkNotice: Equatable, Sendable {
     /// The connection was lost, or an attempt to reconnect failed, for this reason.
-    case lost(StreamEnd)
+    case lost(LiveConnectionEnd)
     /// The fetch was answered with the stream: at the open, or an attempt to reconnect.
     case connected
     /// The decoder found nothing to decode while the connection is lost.
     case ranDry
+}
+
+/// How a live stream's connection ended, as the fetch said it: the server's and the network's facts, in the kinds the
+/// player hands the rules (which decide what each means: EarshotCore's LiveNetwork.swift). The fetch's own types stay
+/// here, off the owner's module.
+public enum LiveConnectionEnd: String, Equatable, Sendable, CaseIterable {
+    /// The server closed the stream cleanly (or the fetch was stopped).
+    case serverClosed
+    /// The server answered 404 or 410: the mount is gone.
+    case mountGone
+    /// Any other refusal: another HTTP status (a proxy's 502 or 503 while its origin restarts), or no audio.
+    case refused
+    /// Nobody listened at the address.
+    case connectionRefused
+    /// The connection broke while receiving.
+    case connectionLost
+    /// Nothing came for the fetch's silence limit.
+    case timedOut
+    /// The host's name did not resolve.
+    case unresolvedHost
+    /// The certificate was not trusted, or TLS failed.
+    case tls
+    /// Anything else (too many redirects, a malformed address, libcurl missing).
+    case other
+
+    /// The kind of the fetch's `end`.
+    public init(_ end: StreamEnd) {
+        switch end {
+        case .serverClosed, .completed, .stopped: self = .serverClosed
+        case .refused(.httpStatus(404)), .refused(.httpStatus(410)): self = .mountGone
+        case .refused: self = .refused
+        case .failed(let failure):
+            switch failure {
+            case .connectionRefused: self = .connectionRefused
+            case .connectionLost: self = .connectionLost
+            case .timedOut: self = .timedOut
+            case .unresolvedHost: self = .unresolvedHost
+            case .certificateNotTrusted, .tlsFailed: self = .tls
+            case .tooManyRedirects, .unsupportedScheme, .malformedURL, .libraryMissing, .other: self = .other
+            }
+        }
+    }
 }
 
 /// What asking to reconnect a live stream did.

@@ -128,7 +128,7 @@ final class StreamConnection: @unchecked Sendable {
                     state.attempting = false
                     state.down = true
                     state.dryReported = false
-                    if end != .completed { report(.lost(end)) }
+                    if end != .completed { report(.lost(LiveConnectionEnd(end))) }
                     return true
                 }
                 // Before the stream started (its open fails), stopped, or a file sent whole (an announced length): the

@@ -3,7 +3,6 @@
 // owner never waits for the network: a reconnection starts a fetch thread and returns.
 import AudioPipeline
 import EarshotCore
-import NetworkStream
 
 extension Player {
     /// The live stream at `index` lost its connection, was answered again, or ran dry: the rules decide.
@@ -64,24 +63,20 @@ extension Player {
         worker.liveBuffer.end(index: index)
     }
 
-    /// What the fetch's end is in the rules' terms (a kind, never an address or a server's text).
-    static func loss(of end: StreamEnd) -> LiveStreamLoss {
+    /// What the fetch's end is in the rules' terms (a kind, never an address or a server's text). Only a 404 or a 410
+    /// says the mount is gone; a proxy's 502 or 503 while its origin restarts, a 500, a page where audio was expected
+    /// are the network's failures, waited out with the backoff.
+    static func loss(of end: LiveConnectionEnd) -> LiveStreamLoss {
         switch end {
-        case .serverClosed, .completed, .stopped: return .closedByServer
-        // Only a 404 or a 410 says the mount is gone; a proxy's 502 or 503 while its origin restarts, a 500, a page
-        // where audio was expected are the network's failures, waited out with the backoff.
-        case .refused(.httpStatus(404)), .refused(.httpStatus(410)): return .mountGone
+        case .serverClosed: return .closedByServer
+        case .mountGone: return .mountGone
         case .refused: return .networkFailed(.refused)
-        case .failed(let failure):
-            switch failure {
-            case .connectionRefused: return .networkFailed(.connectionRefused)
-            case .connectionLost: return .networkFailed(.connectionLost)
-            case .timedOut: return .networkFailed(.timedOut)
-            case .unresolvedHost: return .networkFailed(.unresolvedHost)
-            case .certificateNotTrusted, .tlsFailed: return .networkFailed(.tls)
-            case .tooManyRedirects, .unsupportedScheme, .malformedURL, .libraryMissing, .other:
-                return .networkFailed(.other)
-            }
+        case .connectionRefused: return .networkFailed(.connectionRefused)
+        case .connectionLost: return .networkFailed(.connectionLost)
+        case .timedOut: return .networkFailed(.timedOut)
+        case .unresolvedHost: return .networkFailed(.unresolvedHost)
+        case .tls: return .networkFailed(.tls)
+        case .other: return .networkFailed(.other)
         }
     }
 }

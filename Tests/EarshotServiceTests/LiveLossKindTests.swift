@@ -3,6 +3,7 @@
 // restarts first of all, is a failure of the network, waited out with the backoff.
 @testable import EarshotService
 import EarshotCore
+import AudioPipeline
 import NetworkStream
 import Testing
 
@@ -10,12 +11,13 @@ import Testing
 struct LiveLossKindTests {
     @Test("404 and 410 are the mount gone; 500, 502, 503 and a page are the network's failures")
     func onlyGoneStatusesEndTheStream() {
-        #expect(Player.loss(of: .refused(.httpStatus(404))) == .mountGone)
-        #expect(Player.loss(of: .refused(.httpStatus(410))) == .mountGone)
+        func loss(_ end: StreamEnd) -> LiveStreamLoss { Player.loss(of: LiveConnectionEnd(end)) }
+        #expect(loss(.refused(.httpStatus(404))) == .mountGone)
+        #expect(loss(.refused(.httpStatus(410))) == .mountGone)
         for status in [500, 502, 503] {
-            #expect(Player.loss(of: .refused(.httpStatus(status))) == .networkFailed(.refused))
+            #expect(loss(.refused(.httpStatus(status))) == .networkFailed(.refused))
         }
-        #expect(Player.loss(of: .refused(.notAudio)) == .networkFailed(.refused))
-        #expect(Player.loss(of: .serverClosed) == .closedByServer)
+        #expect(loss(.refused(.notAudio)) == .networkFailed(.refused))
+        #expect(loss(.serverClosed) == .closedByServer)
     }
 }
