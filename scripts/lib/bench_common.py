@@ -123,16 +123,21 @@ def earshot_status(bench, env):
     return reply.get("status", reply)
 
 
-def rss_kib(pid):
-    """The process's resident set now (VmRSS) in KiB; 0 once it has exited."""
+def status_kib(pid, field):
+    """FIELD of the process's /proc status (VmRSS, VmHWM) in KiB, or None once it has exited."""
     try:
         with open(f"/proc/{pid}/status") as handle:
             for line in handle:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1])
     except OSError:
         pass
-    return 0
+    return None
+
+
+def rss_kib(pid):
+    """The process's resident set now (VmRSS) in KiB; 0 once it has exited."""
+    return status_kib(pid, "VmRSS") or 0
 
 
 def pactl(*arguments):

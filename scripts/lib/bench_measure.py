@@ -515,14 +515,7 @@ def measure_wakeups(bench, tracks, seconds=10):
 
 def peak_rss_kib(pid):
     """The process's peak resident set (VmHWM) in KiB, or None once it has exited."""
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+    return status_kib(pid, "VmHWM")
 
 
 # ---------------------------------------------------------------------------------------------------------------
