@@ -10,7 +10,7 @@ import Testing
 
 @Suite("The stall watchdog around a refill", .serialized)
 struct RefillWatchdogTests {
-    @Test("a flushed stream held back for its refill counts the server's silence from the refill on")
+    @Test("a stream held back for its refill, or run out at the end of its data, counts silence from when it is fed")
     func silenceCountsFromTheRefill() async throws {
         let connection = try connectToTestServer()
         let playing = try await PlayingStream(connection: connection, sinkName: "headphones")
@@ -36,5 +36,18 @@ struct RefillWatchdogTests {
                             interval: .milliseconds(5)) {
             stream.requestSilence() != nil
         }
+
+        // The same for a stream that ran out at the end of its data and is given more (a track added at the queue's
+        // end): the server asked for nothing more, rightly, and its silence until then was ours.
+        stream.setEndOfData(true)
+        let endedAt = PlaybackStream.uptimeNanoseconds()
+        try await waitUntil("the server asks at the end of the data", timeout: .seconds(10),
+                            interval: .milliseconds(5)) {
+            stream.lastRequestUptimeNanoseconds > endedAt
+        }
+        let resumedAt = PlaybackStream.uptimeNanoseconds()
+        stream.setEndOfData(false)
+        let atResume = stream.requestSilence(atUptimeNanoseconds: resumedAt)
+        #expect(atResume == nil || atResume == .zero, "silence counted at the resume: \(String(describing: atResume))")
     }
 }
