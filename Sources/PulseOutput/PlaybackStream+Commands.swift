@@ -30,8 +30,9 @@ extension PlaybackStream {
         try connection.withLock { () throws(PulseError) in
             guard isReadyLocked else { throw PulseError(code: .badState, step: "uncork") }
             desiredCorked = false
-            // The owner uncorks once the ring holds audio: a refill a flush waited for is over.
-            awaitingRefill.store(false, ordering: .releasing)
+            // The owner uncorks once the ring holds audio: a refill a flush waited for is over, and a running stream
+            // starts again from here (`refilled()`).
+            if awaitingRefill.exchange(false, ordering: .acquiringAndReleasing) { restartSilenceCountLocked() }
             topUpLocked()
             try sendCork(false)
         }
@@ -59,7 +60,7 @@ extension PlaybackStream {
             draining = false
             // An emptied stream restarts like a new one (prebuffer, a sink that may pause): the stall watchdog
             // waits for its first request again.
-            if playingSinceNanoseconds > 0 { playingSinceNanoseconds = PlaybackStream.uptimeNanoseconds() }
+            restartSilenceCountLocked()
             guard let stream, isReadyLocked else { return }
             let sent = pa_stream_flush(stream, { _, success, userdata in
                 PlaybackStream.owner(userdata)?.acknowledged(.flush, success != 0)
@@ -92,22 +93,37 @@ extension PlaybackStream {
 
     /// The ring holds audio again after `flush(refillFirst: true)`: the server's buffer is filled now, and the write
     /// callback pads silence again when the decoder is late.
+    ///
+    /// The stream starts again here, not at the flush: the server's request after the flush found nothing (we held
+    /// the audio back) and it asked for nothing more until this top-up, so its silence since then was ours, not the
+    /// server's. A station whose prebuffer comes at the stream's own pace holds it back for seconds (48 KiB at
+    /// 64 kbit/s: 6 s), and measured from that request the stall watchdog took the wait for a stalled output.
     public func refilled() {
         guard awaitingRefill.exchange(false, ordering: .acquiringAndReleasing) else { return }
         connection.withLock {
+            restartSilenceCountLocked()
             if !desiredCorked { topUpLocked() }
         }
+    }
+
+    /// A running stream starts again (a flush, the audio given after a refill or after the end of the data was
+    /// withdrawn): the stall watchdog counts no silence until the server's first request from here, as after an
+    /// uncork. Lock held.
+    func restartSilenceCountLocked() {
+        if playingSinceNanoseconds > 0 { playingSinceNanoseconds = PlaybackStream.uptimeNanoseconds() }
     }
 
     /// Declares (true) or withdraws (false) the end of the data: at the end the write callback writes only what the
     /// ring holds, with no silence, so the stream can run out and drain. Withdrawing it also ends a drain and tops
     /// the server's buffer up when playing, because the server asks no more after it ran out.
     public func setEndOfData(_ isAtEnd: Bool) {
-        endOfData.store(isAtEnd, ordering: .releasing)
+        let wasAtEnd = endOfData.exchange(isAtEnd, ordering: .acquiringAndReleasing)
         guard !isAtEnd else { return }
         connection.withLock {
             cancelDrainLocked()
             draining = false
+            // A stream that ran out was asked for nothing more, rightly: its silence until now was ours.
+            if wasAtEnd { restartSilenceCountLocked() }
             if !desiredCorked {
                 topUpLocked()
             }

@@ -5,7 +5,7 @@
 // that does not exist and a gigabyte ICY metadata claim are each a track given up with its reason while the service
 // plays on; the server killed mid-show is reconnected to, quiet with its reason once the buffer ran dry, and given up
 // when it stays away (`reconnects`: back, the show resumes by itself); a station with no burst on connecting plays
-// from the live edge, and the stall when it is started over a playing file is recorded as a known issue. A page
+// from the live edge, also when started over a playing file (its prebuffer is no stall). A page
 // instead of audio and a server that sends nothing are RadioTests'.
 // Only loopback addresses; each wait is bounded.
 import EarshotTestSupport
@@ -196,7 +196,7 @@ struct IcecastTests {
         }
     }
 
-    @Test("a station with no burst on connecting plays from the live edge (over a playing file: a known stall)")
+    @Test("a station with no burst on connecting plays from the live edge, also started over a playing file")
     func liveEdgeStation() async throws {
         // icecast2's burst turned off, as some stations have it: the listener gets the show at its own pace only.
         let icecast = try await IcecastServer.start(burstBytes: 0)
@@ -222,16 +222,16 @@ struct IcecastTests {
                 $0.playback == "playing" && $0.positionMs >= 1000
             }
             try harness.earshotChecked(["play", url])
-            // Known today: the output hears nothing for the 6 s of the prebuffer, and its watchdog pauses the stream
-            // as stalled after 3.5 s (issue 40's network rules, on another branch, are to decide this case).
-            await withKnownIssue("a station started while the output runs: its prebuffer outlasts the watchdog") {
-                let switched = try await harness.waitForStatus(of: service, "5 s of the station after the file",
-                                                               timeout: .seconds(20)) {
-                    $0.trackIndex == 0 && $0.positionMs >= 5000 || $0.playback != "playing"
-                }
-                print("[icecast] a station with no burst, played over a playing file: \(switched)")
-                #expect(switched.playback == "playing" && switched.positionMs >= 5000, "\(switched)")
+            // The output hears nothing for the 6 s of the prebuffer: the flushed stream waits for its refill, and
+            // the stall watchdog counts the server's silence only from there (it used to count it from the request
+            // left unanswered at the flush, and paused the station as `outputLost (stalled)`).
+            let switched = try await harness.waitForStatus(of: service, "5 s of the station after the file",
+                                                           timeout: .seconds(30)) {
+                $0.trackIndex == 0 && $0.positionMs >= 5000 || $0.playback != "playing"
             }
+            #expect(switched.playback == "playing" && switched.positionMs >= 5000 && switched.lastError == nil,
+                    "\(switched)")
+            #expect(!service.standardError().contains("watchdog=stalled"), "\(service.standardError())")
             #expect(service.isRunning)
             #expect(await harness.stopService(service) == 0)
         }

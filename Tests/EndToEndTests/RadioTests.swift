@@ -1,6 +1,7 @@
 // Internet radio end to end (issue 40): `earshot serve` plays an http:// stream from a loopback server the test runs
 // (MP3 with ICY titles, at its bit rate), shows the station's titles on MPRIS as they change, moves to the next track
-// when the server ends the stream, and skips a station that answers with a page or a 404 with its reason.
+// when the server ends the stream, skips a station that answers with a page or a 404 with its reason, and plays on
+// through a station that sends slower than it plays.
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -88,6 +89,37 @@ struct RadioTests {
             // The log counts and names kinds: never the station's title or address.
             let log = service.standardError()
             #expect(!log.contains("Loopback") && !log.contains("127.0.0.1:\(server.port)"), "\(log)")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("a station slower than it plays, started over a playing file, runs short while playing, never stalled")
+    func slowStation() async throws {
+        try await ServiceHarness.run { harness in
+            let mp3 = try [UInt8](Data(contentsOf: Fixtures.tone(.mp3, frequency: 440, seconds: 8)))
+            // Half the MP3's bit rate with the connection up: the prebuffer (48 KiB) takes 4 s, and after it the
+            // decoder runs dry again and again; the output pads the shortfall, so the server keeps asking.
+            let server = try Self.station(mp3, bytesPerSecond: Fixtures.mp3BitRate * 1000 / 8 / 2)
+            defer { server.stop() }
+            let file = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
+            let service = try await harness.startService()
+            try harness.earshotChecked(["play", file.path])
+            try await harness.waitForStatus(of: service, "the file heard") {
+                $0.playback == "playing" && $0.positionMs >= 1000
+            }
+            // The flush of the running stream waits for the station's prebuffer: our silence, not a stall.
+            try harness.earshotChecked(["play", server.baseURL + "/radio", file.path])
+            let short = try await harness.waitForStatus(of: service, "the station heard, running short",
+                                                        timeout: .seconds(30)) {
+                $0.trackIndex == 0 && $0.positionMs > 0 && $0.underruns > 0 || $0.playback != "playing"
+            }
+            #expect(short.playback == "playing" && short.lastError == nil, "\(short)")
+            let next = try await harness.waitForStatus(of: service, "the next track after the slow station ends",
+                                                       timeout: .seconds(40)) {
+                $0.trackIndex == 1 || $0.playback != "playing"
+            }
+            #expect(next.trackIndex == 1 && next.playback == "playing" && next.lastError == nil, "\(next)")
+            #expect(!service.standardError().contains("watchdog=stalled"), "\(service.standardError())")
             #expect(await harness.stopService(service) == 0)
         }
     }

@@ -148,8 +148,8 @@ final class IcecastServer: @unchecked Sendable {
 
     /// How long a source has been on air when `feed` returns (with a burst on connecting): icecast2's burst (64 KiB,
     /// 4 s at 128 kbit/s) is full then, as on a station that has been on air for a while. A listener joining a source
-    /// that went on air a moment ago gets less than the decoder's prebuffer, and while the output runs (a track was
-    /// playing) the wait for the rest outlasts the output watchdog (IcecastTests.liveEdgeStation, a known issue).
+    /// that went on air a moment ago gets less than the decoder's prebuffer and waits for the rest at the stream's own
+    /// pace (IcecastTests.liveEdgeStation hears a station with no burst at all).
     static let onAirBeforeListeners = Duration.milliseconds(4500)
 
     /// Feeds `mount` from the MP3 `file` at its own bit rate with shout2send, as station `name` with the first title
