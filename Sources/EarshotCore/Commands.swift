@@ -85,6 +85,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// reports it with `timerFired`. The rules ask for it while something waits out a bound (a microphone probe, a
     /// Bluetooth profile switch settling, CallSignals.swift; a station's next reconnection, LiveNetwork.swift).
     case armTimer(at: Moment?)
+    /// Make one attempt to connect to the sound server, off the owner (row 42): reported by `serverConnected` or
+    /// `serverConnectFailed`. The rules ask for one at a time, and for the next only after that one's answer.
+    case connectServer
 
     /// The command's name, e.g. `cork` or `playTrack(2)`.
     public var description: String {
@@ -118,6 +121,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .releaseIdleInhibitor: return "releaseIdleInhibitor"
         case .exitForeground(let reason): return "exitForeground(\(reason))"
         case .armTimer(let moment): return moment.map { "armTimer(\($0))" } ?? "armTimer(off)"
+        case .connectServer: return "connectServer"
         }
     }
 }

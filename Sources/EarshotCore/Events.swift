@@ -240,9 +240,16 @@ public enum Event: Hashable, Sendable {
     /// What the server said about a call's signals at `at` (CallSignals.swift): the rules judge whether it is a
     /// call, an unplug or a probe, and when it ends whether the music may resume.
     case callSignal(CallSignal, at: Moment)
-    /// An attempt to connect to the sound server failed; `firstAttempt`: it was the first since the player started
-    /// (no connection has been made yet). The executor goes on retrying unless the rules say otherwise.
-    case connectionFailed(firstAttempt: Bool)
+    /// The player started at `at`, with no connection to the sound server yet: the rules ask for the first (row 42).
+    case playerStarted(at: Moment)
+    /// The connection to the sound server was lost at `at` (the server died or restarted): rule 10 for the server,
+    /// and the rules' reconnection (row 42).
+    case serverDisconnected(at: Moment)
+    /// The connection attempt the rules asked for (`connectServer`) connected.
+    case serverConnected
+    /// The connection attempt the rules asked for found no server, at `at`. The executor tries again only when the
+    /// rules say so.
+    case serverConnectFailed(at: Moment)
     /// The rules' timer, armed by `armTimer`, went off at `at` (the executor's clock, read when it fired).
     case timerFired(at: Moment)
 
@@ -384,7 +391,10 @@ extension Event: CustomStringConvertible {
         case .sessionReturned(let departure): return "sessionReturned(\(departure))"
         case .callSignal(let signal, _): return "callSignal(\(signal))"
         case .timerFired: return "timerFired"
-        case .connectionFailed(let first): return first ? "connectionFailed(first)" : "connectionFailed"
+        case .playerStarted: return "playerStarted"
+        case .serverDisconnected: return "serverDisconnected"
+        case .serverConnected: return "serverConnected"
+        case .serverConnectFailed: return "serverConnectFailed"
         case .duckBegan(let stream): return "duckBegan(stream#\(stream))"
         case .duckEnded(let stream): return "duckEnded(stream#\(stream))"
         case .userPlay: return "userPlay"

@@ -34,31 +34,39 @@ extension PlayerState {
         }
         if decisions.isEmpty { decisions = [Decision(event: event, commands: [], playback: playback)] }
         var trailing: [Command] = []
-        // Row 38: the same timer ends a reconnection's wait.
+        // Rows 38 and 42: the same timer ends a station's and the sound server's reconnection waits.
         if case .timerFired(let moment) = event {
             trailing += reconnectionTimerFired(at: moment)
+            trailing += serverTimerFired(at: moment)
         }
         // Row 32: whichever event moved the cursor off the live stream, its decoder is let go (a return opens it afresh,
         // at live): what its buffer lost while paused concerns no resume any more.
         forgetOverflowOffTheLiveStream()
         // Row 40: off the live stream, or once it ended, a player quiet for want of its audio plays on.
         trailing += resumeOffTheLostNetwork(heardBefore: liveStreamHeard)
+        decisions[decisions.count - 1].commands += trailing
+        // Row 42: whichever decision asked for a stream while the server is away, it waits for the connection.
+        for index in decisions.indices {
+            decisions[index].commands = holdStreamUntilConnected(decisions[index].commands)
+        }
+        var closing: [Command] = []
         let timerSpent = if case .timerFired = event { true } else { false }
         if timerDeadline != deadline || (timerSpent && timerDeadline != nil) {
-            trailing.append(.armTimer(at: timerDeadline))
+            closing.append(.armTimer(at: timerDeadline))
         }
         // Rule 23: the idle-suspend inhibitor follows the playback, whichever event moved it.
-        if let inhibitor = idleInhibitorFollowingPlayback() { trailing.append(inhibitor) }
+        if let inhibitor = idleInhibitorFollowingPlayback() { closing.append(inhibitor) }
         // Rule 19: whichever event makes the player quiet (a cork acknowledged, a stream gone), an announced sleep
         // may go ahead then; the sleep's release stays last.
-        if let release = releaseSleepDelayWhenQuiet() { trailing.append(release) }
-        decisions[decisions.count - 1].commands += trailing
+        if let release = releaseSleepDelayWhenQuiet() { closing.append(release) }
+        decisions[decisions.count - 1].commands += closing
         return decisions
     }
 
-    /// The moment the rules' one timer is armed for: the earliest of what the calls and a reconnection wait for.
+    /// The moment the rules' one timer is armed for: the earliest of what the calls and the reconnections (a
+    /// station's, the sound server's) wait for.
     var timerDeadline: Moment? {
-        [calls.deadline, reconnectionDeadline].compactMap { $0 }.min()
+        [calls.deadline, reconnectionDeadline, serverAttemptDeadline].compactMap { $0 }.min()
     }
 
     /// The rules' decision about `event`, before an announced sleep is let go (`apply`).
@@ -78,10 +86,16 @@ extension PlayerState {
             return duckBegan(stream)
         case .duckEnded(let stream):
             return duckEnded(stream)
-        case .connectionFailed(let first):
-            // Row 29: a foreground player with no server at its first attempt has nothing to wait for; a service
-            // waits (and plays nothing by itself when one comes, rule 12).
-            return first && policy.frontEnd == .foreground ? [.exitForeground(.noServer)] : []
+        case .playerStarted(let moment):
+            return startConnecting(at: moment)
+        case .serverDisconnected(let moment):
+            return serverDisconnected(at: moment)
+        case .serverConnected:
+            return serverConnected()
+        case .serverConnectFailed(let moment):
+            // Row 29 within: a foreground player with no server at its first attempt has nothing to wait for; a
+            // service waits (and plays nothing by itself when one comes, rule 12).
+            return serverConnectFailed(at: moment)
         case .callSignal, .timerFired:
             // Judged into other events before this (`apply`).
             return []

@@ -142,6 +142,8 @@ public struct ResumePolicy: Hashable, Sendable {
     public var frontEnd: FrontEnd = .service
     /// The live stream's reconnection: its backoff and when it gives up (`radioReconnectMinutes`, LiveNetwork.swift).
     public var liveReconnect: LiveReconnectTiming = .standard
+    /// The sound server's reconnection: its backoff (ServerLink.swift).
+    public var serverReconnect: ServerReconnectTiming = .standard
 
     /// A policy; the defaults are to resume, within 30 minutes, to play on through a screen lock, and to leave the
     /// idle suspend alone.
@@ -228,6 +230,8 @@ public struct PlayerState: Hashable, Sendable {
     public var calls = CallJudge()
     /// The live stream (internet radio) the decoder opened last, and what the rules know of its buffer (rows 30-33).
     public var live: LiveStream?
+    /// The connection to the sound server, and the attempts while it is away (row 42, ServerLink.swift).
+    public var server = ServerLink()
 
     /// A state; by default an idle player with no queue and a fresh, corked stream.
     public init(

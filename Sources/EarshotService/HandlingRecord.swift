@@ -112,7 +112,6 @@ extension Player.Input {
         case .inventory: return "inventory"
         case .connected: return "connected"
         case .connectFailed: return "connectFailed"
-        case .reconnectDue: return "reconnectDue"
         case .tick: return "tick"
         case .rulesTimerDue: return "rulesTimerDue"
         case .request(let request, _): return "request " + request.name

@@ -1,13 +1,14 @@
-// The player's link to the sound server: the connection and its generation, the reconnection while the server is
-// away (and when its timer is armed), the stream and its generation, and what the streams closed so far counted.
+// The player's link to the sound server: the connection and its generation, the stream and its generation, and what
+// the streams closed so far counted.
 //
 // Every connection is made on a thread of its own (`Player.attemptConnection`), never on the owner: libpulse's connect
-// waits for the server. This type keeps the bookkeeping of those attempts; their outcomes come back as inputs.
+// waits for the server. Its outcome comes back as an input, tagged with the generation it was begun in.
 //
-// It holds lifetime and mechanics only. What to do when the server goes or the stream dies (pause, flush, resume)
-// is the rulebook's; the player asks this type to connect, forget, open and close, and feeds the outcomes to the
-// rules. It lives inside the player's actor and is used only there. Generations tag every notice a connection or
-// stream sends to the inbox, so a notice from one that was replaced since is told apart and dropped.
+// It holds lifetime and mechanics only. What to do when the server goes or the stream dies (pause, flush, resume),
+// when to connect again and what waits for the connection are the rulebook's (row 42, EarshotCore's ServerLink.swift);
+// the player asks this type to connect, forget, open and close, and feeds the outcomes to the rules. It lives inside
+// the player's actor and is used only there. Generations tag every notice a connection or stream sends to the inbox,
+// so a notice from one that was replaced since is told apart and dropped.
 import AudioPipeline
 import PulseOutput
 import RealtimeScheduling
@@ -27,19 +28,11 @@ struct StreamOpening {
 
 /// The connection and the stream the player plays through, and how they are replaced.
 struct OutputLink {
-    /// The reconnection's timer, armed only while the server is away and no attempt is under way.
-    let reconnectTimer: TickTimer
-
     private(set) var connection: PulseConnection?
     /// The scheduling of the connection's mainloop thread (the one that feeds the server), and its thread id.
     private(set) var realtime: (outcome: RealtimeOutcome, threadID: Int32?)?
     /// Tags the current connection's notices; moves on with every connection made and every one lost.
     private(set) var connectionGeneration = 0
-    /// While there is no connection (at start-up, or since the server went away): the attempts under way (nil while
-    /// connected).
-    private(set) var reconnection: Reconnection?
-    /// The rules asked for a stream (`openStream`) while there was no connection: the attempt under way decides it.
-    private(set) var streamAwaitsConnection = false
     /// The server's name, as its answer to `requestServerInfo` gave it.
     var serverName: String?
 
@@ -51,10 +44,6 @@ struct OutputLink {
     private var underrunsOfClosedStreams = 0
     private var serverUnderflowsOfClosedStreams = 0
 
-    init(reconnectTimer: TickTimer) {
-        self.reconnectTimer = reconnectTimer
-    }
-
     // MARK: The connection
 
     /// Whether a notice tagged `generation` comes from the current connection.
@@ -62,16 +51,14 @@ struct OutputLink {
         generation == connectionGeneration && connection != nil
     }
 
-    /// A connection attempt's connection: when it is for the current generation and the reconnection is still under
-    /// way, it becomes the current connection and the finished reconnection is returned; otherwise (the server was
-    /// lost again meanwhile) nil, and the attempt's connection is dropped with its result.
-    mutating func connected(_ server: ConnectedServer, generation: Int) -> Reconnection? {
-        guard generation == connectionGeneration, let finished = reconnection else { return nil }
-        reconnection = nil
-        reconnectTimer.disarm()
+    /// A connection attempt's connection: when it is for the current generation and there is no connection, it
+    /// becomes the current connection (true); otherwise (a stale attempt) false, and the attempt's connection is
+    /// dropped with its result.
+    mutating func connected(_ server: ConnectedServer, generation: Int) -> Bool {
+        guard generation == connectionGeneration, connection == nil else { return false }
         connection = server.connection
         realtime = (server.realtime, server.threadID)
-        return finished
+        return true
     }
 
     /// The server went away: the connection and what was known of it are forgotten, and notices still on their way
@@ -83,48 +70,8 @@ struct OutputLink {
         connectionGeneration += 1
     }
 
-    /// Starts reconnecting, unless a reconnection is under way: the first attempt after `Reconnection.firstDelay`
-    /// (or sooner, begun with `beginAttempt`). `afterLoss`: the server went away (not a first connection).
-    mutating func startReconnecting(afterLoss: Bool = true) {
-        guard reconnection == nil else { return }
-        reconnection = Reconnection(since: .now, afterLoss: afterLoss)
-        reconnectTimer.arm(after: Reconnection.firstDelay)
-    }
-
-    /// Starts an attempt now, due or not (the timer is disarmed), and returns the generation its outcome is tagged
-    /// with; nil when there is no reconnection or an attempt is already under way (one at a time).
-    mutating func beginAttempt() -> Int? {
-        guard var attempt = reconnection, !attempt.isUnderWay else { return nil }
-        reconnectTimer.disarm()
-        attempt.isUnderWay = true
-        attempt.attempts += 1
-        reconnection = attempt
-        return connectionGeneration
-    }
-
-    /// The attempt under way found no server: the next one waits longer (doubling, up to `Reconnection.longestDelay`).
-    mutating func attemptFailed() {
-        guard var attempt = reconnection, attempt.isUnderWay else { return }
-        attempt.isUnderWay = false
-        attempt.delay = min(attempt.delay * 2, Reconnection.longestDelay)
-        reconnection = attempt
-        reconnectTimer.arm(after: attempt.delay)
-    }
-
-    /// Notes that the rules' `openStream` waits for the connection attempt under way.
-    mutating func awaitConnectionForStream() {
-        streamAwaitsConnection = true
-    }
-
-    /// Whether an `openStream` waited for the attempt that just ended; it waits no more.
-    mutating func takeStreamAwaitingConnection() -> Bool {
-        defer { streamAwaitsConnection = false }
-        return streamAwaitsConnection
-    }
-
     /// Ends the connection for good (the service stops). The stream is closed first (`closeStream`).
     mutating func disconnect() {
-        reconnectTimer.disarm()
         connection?.disconnect()
         connection = nil
     }

@@ -10,16 +10,14 @@ import TrackPaths
 extension Player {
     // MARK: Output
 
-    /// Starts connecting to the sound server, the first attempt at once (see `attemptConnection`).
+    /// Starts connecting to the sound server: the rules ask for the first attempt (row 42, `attemptConnection`).
     func startConnecting() {
-        link.startReconnecting(afterLoss: false)
-        attemptConnection()
+        dispatch(.playerStarted(at: monotonicMoment()))
     }
 
-    /// A connection attempt's connection is the current one now (`OutputLink.connected`). After a loss the rules hear
-    /// that the output appeared (they never resume by themselves on that); a stream the rules asked for meanwhile is
-    /// opened now.
-    func connected(_ server: ConnectedServer, after finished: Reconnection) {
+    /// A connection attempt's connection is the current one now (`OutputLink.connected`). The rules hear of it: after a
+    /// loss it is an output appearing, which never resumes by itself, and a stream they asked for meanwhile is opened.
+    func connected(_ server: ConnectedServer) {
         noteRealtime(of: server)
         // Not waited for: the answer arrives as `.serverInfoChanged`.
         do {
@@ -29,24 +27,19 @@ extension Player {
             // its own notice tells the rules so.
             log.record("server", ["query": "serverInfo", "error": "\(error.code.rawValue)"])
         }
-        let waited = (ContinuousClock.now - finished.since).components
-        log.record("server", ["state": "connected", "attempts": "\(finished.attempts)",
-                              "afterMs": "\(waited.seconds * 1000 + waited.attoseconds / 1_000_000_000_000_000)"])
-        if finished.afterLoss { dispatch(.outputAppeared) }
-        if link.takeStreamAwaitingConnection() { ensureStream() }
+        let awaySince = rules.server.awaySince
+        let waited = awaySince.map { monotonicMoment().milliseconds(since: $0) }
+        log.record("server", ["state": "connected", "afterMs": waited.map { "\($0)" } ?? "-"])
+        dispatch(.serverConnected)
     }
 
-    /// A connection attempt found no server: the rules hear of it (`connectionFailed`; a foreground player's first
-    /// ends it, row 29). The next one waits for the timer; a stream the rules asked for is not there, for that reason
-    /// (the output is lost: the server).
+    /// A connection attempt found no server: the rules hear of it, and decide when the next one is made (row 42), and
+    /// whether a foreground player ends (row 29).
     func connectionAttemptFailed() {
-        let first = link.reconnection.map { !$0.afterLoss && $0.attempts == 1 } ?? false
-        link.attemptFailed()
-        dispatch(.connectionFailed(firstAttempt: first))
-        // The rules ended the player (`exitForeground(.noServer)`): nothing is left to tell them.
-        guard exitCode == nil else { return }
-        if first { log.record("server", ["state": "unavailable", "action": "waiting"]) }
-        if link.takeStreamAwaitingConnection() { dispatch(.outputLost(.serverLost)) }
+        // Logged once each time the server is away, not at every attempt; not when the rules ended the player.
+        let firstFailure = !rules.server.attemptFailed
+        dispatch(.serverConnectFailed(at: monotonicMoment()))
+        if firstFailure && exitCode == nil { log.record("server", ["state": "unavailable", "action": "waiting"]) }
     }
 
     /// Logs how the new connection's mainloop thread is scheduled (the link keeps it for status).
@@ -554,21 +547,20 @@ extension Player {
         // A stream asked for on the dead connection is asked for again by the rules' next play (rule 8).
         streamAwaitsFormat = nil
         // What the dead stream held died with it: the rules flush (decoding continues from the frame heard), a paused
-        // player's too.
-        dispatch(.outputLost(.serverLost))
+        // player's too; and they say when to connect again (row 42).
+        dispatch(.serverDisconnected(at: now))
         // Interruptions reported by the dead server can never end by themselves (the rules end its cork request at
-        // `outputLost(.serverLost)`).
+        // `serverDisconnected`).
         dispatchAll(translator.ourStreamIsGone(at: now))
-        link.startReconnecting()
     }
 
-    /// Makes one connection attempt now, unless one is under way. libpulse's connect waits until the context is ready
+    /// Makes one connection attempt now, as the rules ask (`connectServer`: at start-up, after a loss's wait, and when
+    /// they want a stream while there is none; one at a time). libpulse's connect waits until the context is ready
     /// or has failed (up to the connection's timeout), subscribing waits for the server's reply, and raising the
     /// mainloop thread's priority may wait for rtkit: the attempt runs on a thread of its own, so the owner does not
-    /// wait, and its outcome comes back through the inbox (`.connected`, `.connectFailed`). Every connection is made
-    /// here: at start-up, after a loss, and when the rules want a stream while there is none.
+    /// wait, and its outcome comes back through the inbox (`.connected`, `.connectFailed`).
     func attemptConnection() {
-        guard let generation = link.beginAttempt() else { return }
+        let generation = link.connectionGeneration
         let inbox = self.inbox
         SystemThread.start(named: "earshot-connect") {
             if let server = Player.makeConnection(generation: generation, inbox: inbox) {

@@ -111,8 +111,8 @@ actor Player {
     /// The ReplayGain settings: the configuration's, until a client's `replaygain` changes the mode.
     var replayGain: ReplayGainSettings
     /// The rules' timer (`armTimer`): armed only while a capture waits to have run long enough to count as a call, a
-    /// Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls), or a station's next
-    /// reconnection waits its backoff (Player+Network).
+    /// Bluetooth profile switch waits for our stream to reach the headset again (Player+Calls), or a station's or the
+    /// sound server's next reconnection waits its backoff (Player+Network, Player+Output).
     let rulesTimer: TickTimer
     /// The fade and duck gains under the user's volume (Player+Edges), and the timer of their steps, armed only while
     /// a ramp is under way.
@@ -171,8 +171,7 @@ actor Player {
             fadeMilliseconds: configuration.fadeMilliseconds, duckGain: configuration.duckGain,
             duckRampMilliseconds: configuration.duckRampMilliseconds)
         edgeTimer = TickTimer(on: ownerThread) { arming in inbox.yield(.edgeDue(arming: arming)) }
-        link = OutputLink(
-            reconnectTimer: TickTimer(on: ownerThread) { arming in inbox.yield(.reconnectDue(arming: arming)) })
+        link = OutputLink()
         decisions = DecisionLoop(
             rules: PlayerState(policy: configuration.policy.startedAs(mode),
                                stream: StreamCondition(isOpen: false, isCorked: true)))
@@ -232,16 +231,11 @@ actor Player {
             inventoryArrived(inventory, for: purpose)
         case .connected(let server, let generation):
             // A result for an older generation (the server was lost again meanwhile) is dropped with its connection.
-            guard let finished = link.connected(server, generation: generation) else { return }
-            connected(server, after: finished)
+            guard link.connected(server, generation: generation) else { return }
+            connected(server)
         case .connectFailed(let generation):
-            guard generation == link.connectionGeneration else { return }
+            guard generation == link.connectionGeneration, connection == nil else { return }
             connectionAttemptFailed()
-        case .reconnectDue(let arming):
-            // A stale delivery (the timer was disarmed as it went off: the server is back) has no work.
-            guard link.reconnectTimer.wentOff(arming: arming) else { return }
-            attemptConnection()
-            return
         case .rulesTimerDue(let arming):
             // A stale delivery (the timer was re-armed or disarmed as it went off) has no work.
             guard rulesTimer.wentOff(arming: arming) else { return }
@@ -351,17 +345,19 @@ actor Player {
                 dispatch(.outputSettingFailed(.unmute))
             }
         case .openStream, .openStreamOnDefaultSink:
+            // The rules hold a stream back while the server is away (row 42): without a connection here the command
+            // cannot be carried out.
             guard connection != nil else {
-                // Not connected here: an attempt is made now (or the one under way awaited), and its outcome opens the
-                // stream or tells the rules the output is lost (`connected`, `connectionAttemptFailed`).
-                link.awaitConnectionForStream()
-                attemptConnection()
+                log.record("output", ["command": "openStream", "error": "noConnection"])
+                dispatch(.outputCommandFailed)
                 return
             }
             // The rules uncork it when it opens (`streamOpened`), if the player is playing.
             ensureStream(on: command == .openStream ? .configured : .serverDefault)
         case .armTimer(let moment):
             armRulesTimer(for: moment)
+        case .connectServer:
+            attemptConnection()
         case .exitForeground(let reason):
             // The first exit asked for stands (a queue's end right after a failed connection changes nothing).
             guard exitCode == nil else { return }

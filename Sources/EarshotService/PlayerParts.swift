@@ -31,13 +31,11 @@ extension Player {
         case inventory(ServerInventory, purpose: InventoryPurpose, generation: Int)
         /// A connection attempt (`attemptConnection`, on a thread of its own) connected.
         case connected(ConnectedServer, generation: Int)
-        /// A connection attempt found no server; the next one waits for the timer.
+        /// A connection attempt found no server; the rules say when the next one is made.
         case connectFailed(generation: Int)
-        /// The reconnection's timer went off: time for the next connection attempt.
-        case reconnectDue(arming: Int)
         case tick(arming: Int)
-        /// The rules' timer went off (`armTimer`): a capture may have run long enough to count as a call, or a
-        /// profile switch has waited long enough for our stream.
+        /// The rules' timer went off (`armTimer`): a capture may have run long enough to count as a call, a profile
+        /// switch has waited long enough for our stream, or a reconnection's wait is over.
         case rulesTimerDue(arming: Int)
         case request(ControlRequest, any ReplyReceiver<String>)
         case mpris(MPRISCommand, any ReplyReceiver<MPRISReply>)
@@ -81,25 +79,6 @@ extension ResumePolicy {
         if case .foreground = mode { policy.frontEnd = .foreground } else { policy.frontEnd = .service }
         return policy
     }
-}
-
-/// Connecting to the sound server while there is no connection, at start-up or after it went away: one attempt at a
-/// time, each after a wait that doubles (or at once, when the rules want a stream).
-struct Reconnection {
-    /// The wait before the first attempt: a server killed and started again is usually back by then.
-    static let firstDelay = Duration.milliseconds(200)
-    /// The longest wait between two attempts.
-    static let longestDelay = Duration.seconds(1)
-    /// When the server was found away (or connecting began).
-    let since: ContinuousClock.Instant
-    /// The server went away: connected again, the output appeared. False for the first connection.
-    let afterLoss: Bool
-    /// The wait before the attempt that is due or under way.
-    var delay = Reconnection.firstDelay
-    /// Whether an attempt is under way (its outcome not yet in the inbox).
-    var isUnderWay = false
-    /// How many attempts were made.
-    var attempts = 0
 }
 
 /// Which sink the rules asked a stream to be opened on (`openStream`, `openStreamOnDefaultSink`).

@@ -1,8 +1,8 @@
 // The player's timers, one per purpose. Timers are events: the tick's timer puts `.tick` into the player's inbox
 // once, at the moment it was armed for, and the player arms it again only while it has work for it (while playing:
 // the heard position, the track boundaries and drains it predicts, the stall watchdog, the save and the progress
-// line). The reconnection's timer puts `.reconnectDue` there while the server is away, once per connection attempt.
-// A paused, stopped or idle player that is connected arms nothing, so it wakes for nothing.
+// line). The rules' timer puts `.rulesTimerDue` there while something waits out a bound (a call's probe, a
+// reconnection's backoff). A paused, stopped or idle player that is connected arms nothing, so it wakes for nothing.
 //
 // Threading: the deadlines are kept by the owner's thread itself (`OwnerThread` is a `TimerHost`), which sleeps until
 // its next job or its earliest deadline: a tick costs that one thread one wake-up, where a timer thread of its own

@@ -61,27 +61,14 @@ struct ExhaustiveLiveRulesTests {
 
     @Test("Every reachable state keeps the live invariants")
     func everyReachableStateKeepsTheLiveInvariants() {
-        var seen = Set(Self.starts)
-        var frontier = Self.starts
-        var transitions = 0
-        var violations: [String] = []
-        while !frontier.isEmpty && violations.count < 5 {
-            var next: [PlayerState] = []
-            for state in frontier {
-                for event in Self.events {
-                    transitions += 1
-                    var after = state
-                    let commands = after.apply(event)
-                    violations += Self.problems(event, commands, before: state, after: after)
-                        .map { "\($0) after \(event) from \(state)" }
-                    if seen.insert(after).inserted { next.append(after) }
-                }
-            }
-            frontier = next
+        let search = BoundedSearch(from: Self.starts, events: Self.events) { state, event in
+            var after = state
+            let commands = after.apply(event)
+            return (after, Self.problems(event, commands, before: state, after: after))
         }
-        print("Exhaustive live rules check: \(seen.count) states, \(transitions) transitions")
-        #expect(violations.isEmpty, "\(violations.prefix(5).map { String($0.prefix(1_500)) }.joined(separator: "\n"))")
-        #expect(seen.count > 1_000, "the search should reach a large state space")
+        print("Exhaustive live rules check: \(search.states) states, \(search.transitions) transitions")
+        #expect(search.violations.isEmpty, "\(search.report)")
+        #expect(search.states > 1_000, "the search should reach a large state space")
     }
 
     /// The live invariants of one transition.

@@ -7,7 +7,7 @@ extension ExhaustiveRulesTests {
     static func uncorked(_ before: Bool, after event: Event, _ commands: [Command]) -> Bool {
         var uncorked = before
         switch event {
-        case .streamClosed, .outputLost(.serverLost), .outputLost(.streamFailed): uncorked = false
+        case .streamClosed, .outputLost(.serverLost), .outputLost(.streamFailed), .serverDisconnected: uncorked = false
         default: break
         }
         for command in commands {

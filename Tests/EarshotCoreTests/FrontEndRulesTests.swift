@@ -1,6 +1,6 @@
 // RULES.md row 29: a foreground `earshot play` with no sound server at its first connection gives up; a service
-// waits. The front-end is part of the rules' configuration (`ResumePolicy.frontEnd`), so the executor never asks
-// itself which one it is.
+// waits (row 42's reconnection, ServerLinkRulesTests). The front-end is part of the rules' configuration
+// (`ResumePolicy.frontEnd`), so the executor never asks itself which one it is.
 import EarshotCore
 import Testing
 
@@ -16,9 +16,27 @@ struct FrontEndRulesTests {
     @Test("Row 29: a foreground player's first connection fails -> it exits without a server; later ones do not")
     func row29ForegroundGivesUp() {
         var store = RuleStore(Self.foreground)
-        store.send(.connectionFailed(firstAttempt: true), commands: [.exitForeground(.noServer)])
+        store.send(.playerStarted(at: Given.at(0)), commands: [.connectServer]) {
+            $0.server.phase = .connecting
+            $0.server.awaySince = Given.at(0)
+            $0.server.nextDelayMilliseconds = 400
+        }
+        store.send(.serverConnectFailed(at: Given.at(10)),
+                   commands: [.exitForeground(.noServer), .armTimer(at: Given.at(410))]) {
+            $0.server.phase = .waiting(until: Given.at(410))
+            $0.server.attemptFailed = true
+            $0.server.nextDelayMilliseconds = 800
+        }
         // A failure after the server was there once (it went away) is an output loss the player waits out.
-        store.send(.connectionFailed(firstAttempt: false), commands: [])
+        var lost = Self.foreground
+        lost.server.phase = .connecting
+        lost.server.afterLoss = true
+        var afterLoss = RuleStore(lost)
+        afterLoss.send(.serverConnectFailed(at: Given.at(10)), commands: [.armTimer(at: Given.at(210))]) {
+            $0.server.phase = .waiting(until: Given.at(210))
+            $0.server.attemptFailed = true
+            $0.server.nextDelayMilliseconds = 400
+        }
     }
 
     @Test("Row 29: a service waits for a server, whatever attempt failed, and plays nothing when one comes")
@@ -26,9 +44,20 @@ struct FrontEndRulesTests {
         var state = Self.foreground
         state.policy.frontEnd = .service
         var store = RuleStore(state)
-        store.send(.connectionFailed(firstAttempt: true), commands: [])
-        store.send(.connectionFailed(firstAttempt: false), commands: [])
-        store.send(.outputAppeared, commands: [])
+        store.send(.playerStarted(at: Given.at(0)), commands: [.connectServer]) {
+            $0.server.phase = .connecting
+            $0.server.awaySince = Given.at(0)
+            $0.server.nextDelayMilliseconds = 400
+        }
+        store.send(.serverConnectFailed(at: Given.at(10)), commands: [.armTimer(at: Given.at(410))]) {
+            $0.server.phase = .waiting(until: Given.at(410))
+            $0.server.attemptFailed = true
+            $0.server.nextDelayMilliseconds = 800
+        }
+        store.send(.timerFired(at: Given.at(410)), commands: [.connectServer, .armTimer(at: nil)]) {
+            $0.server.phase = .connecting
+        }
+        store.send(.serverConnected, commands: []) { $0.server = ServerLink() }
     }
 
     @Test("Rules 13 and 14: a foreground player exits at its queue's end, with failure when every track failed")
