@@ -8,7 +8,11 @@ import AudioPipeline
 /// - after a reposition (a seek, a jump, a flush), frames written before it were dropped unheard, yet the stream's
 ///   clock may still name one of them until new audio is heard: until then the position is the reposition's target
 ///   (the floor). Where the new audio starts in the ring is known only once the decoder has answered the reposition
-///   (`.restarted`, whose ring frame the ring's consumer skips to); until then every ring frame is below the floor;
+///   (`.restarted`, whose ring frame the ring's consumer skips to); until then every ring frame is below the floor.
+///   Once heard past, the floor's frame stays a bound: the stream's clock can step back below it (a timing reading
+///   that corrects a run ahead, or the frame kept at the flush), and a dropped frame is never placed by the decoder's
+///   markers, which name the tracks by their places in the queue of before (a queue edit's reposition would
+///   otherwise hear a boundary into the track that held the current one's old place);
 /// - a track boundary is reported once, when the listener crosses it (`heardTrack`), not when the decoder does.
 struct HeardPosition: Sendable, Equatable {
     /// The last position the listener heard; nil before anything was heard or positioned.
@@ -24,10 +28,12 @@ struct HeardPosition: Sendable, Equatable {
     /// The track the listener was last reported to hear.
     private var reportedTrack: Int?
 
-    /// A reposition's target and the ring frame where its audio starts (nil until the decoder has said).
+    /// A reposition's target and the ring frame where its audio starts (nil until the decoder has said); `passed`
+    /// once a frame from that start on was heard.
     private struct Floor: Sendable, Equatable {
         var ringFrame: Int?
         var position: TrackPosition
+        var passed = false
 
         /// Whether `ringFrame` was written before the reposition's audio (or the start is not known yet).
         func isAbove(_ ringFrame: Int) -> Bool {
@@ -43,7 +49,7 @@ struct HeardPosition: Sendable, Equatable {
     /// mapping `locate`; the last known position when the frame cannot be placed. Changes nothing.
     func position(atRingFrame ringFrame: Int?, locate: (Int) -> TrackPosition?) -> TrackPosition? {
         guard let ringFrame else { return current }
-        if let floor, floor.isAbove(ringFrame) { return floor.position }
+        if let floor, floor.isAbove(ringFrame) { return floor.passed ? current : floor.position }
         return locate(ringFrame) ?? current
     }
 
@@ -53,9 +59,11 @@ struct HeardPosition: Sendable, Equatable {
         lastRingFrame = ringFrame
         let position: TrackPosition?
         if let floor, floor.isAbove(ringFrame) {
+            // Heard past the floor already: the clock stepped back into dropped audio, and nothing new was heard.
+            if floor.passed { return nil }
             position = floor.position
         } else {
-            floor = nil
+            floor?.passed = true
             position = locate(ringFrame)
         }
         guard let position else { return nil }

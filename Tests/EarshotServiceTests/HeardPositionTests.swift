@@ -74,8 +74,39 @@ struct HeardPositionTests {
         }
         #expect(book.observe(ringFrame: 120_480, locate: past) == nil)
         #expect(book.current == TrackPosition(trackIndex: 1, frame: 24_480, sampleRate: 48_000))
-        // The floor is gone: an earlier frame is the decoder's again, not the target.
-        #expect(book.position(atRingFrame: 100_000, locate: past)?.frame == 4_000)
+        // A frame below the floor was dropped unheard: once heard past it, the clock stepping back there leaves the
+        // last heard position (not the target, not what the decoder's markers say of the dropped audio).
+        #expect(book.position(atRingFrame: 100_000, locate: past) == book.current)
+    }
+
+    @Test("after a queue edit's reposition is heard, the clock stepping back into dropped audio hears no boundary")
+    func steppingBackBelowThePassedFloorHearsNoBoundary() {
+        // MPD's `moveid` then `swap` of the playing track (MPDQueueTests, PipeWire 1.6.9 under load): the move put the
+        // playing track, heard at index 1 of the queue of before, at index 0. Its dropped audio is still marked as
+        // track 1 in the decoder's markers; the stream's clock ran past the new audio's start, then a timing reading
+        // (or the frame kept at the flush) put it back before it. Reported as a boundary into track 1, the rules moved
+        // the cursor there, and the swap that followed played the other track from its start.
+        var book = HeardPosition()
+        let beforeEdit = { (ringFrame: Int) -> TrackPosition? in
+            TrackPosition(trackIndex: ringFrame < 200_000 ? 1 : 0, frame: ringFrame % 200_000, sampleRate: 48_000)
+        }
+        #expect(book.observe(ringFrame: 11_000, locate: beforeEdit) == 1)
+        let target = TrackPosition(trackIndex: 0, frame: 11_000, sampleRate: 48_000)
+        book.repositioned(to: target, floorRingFrame: nil)
+        book.newAudioStarts(atRingFrame: 200_000)
+        let afterEdit = { (ringFrame: Int) -> TrackPosition? in
+            ringFrame < 200_000 ? beforeEdit(ringFrame)
+                : TrackPosition(trackIndex: 0, frame: 11_000 + ringFrame - 200_000, sampleRate: 48_000)
+        }
+        #expect(book.observe(ringFrame: 200_480, locate: afterEdit) == nil)
+        let heard = TrackPosition(trackIndex: 0, frame: 11_480, sampleRate: 48_000)
+        #expect(book.current == heard)
+        #expect(book.observe(ringFrame: 12_000, locate: afterEdit) == nil, "the dropped audio was taken as heard")
+        #expect(book.current == heard)
+        #expect(book.position(atRingFrame: 12_000, locate: afterEdit) == heard)
+        // From the new audio on, the decoder's markers count again.
+        #expect(book.observe(ringFrame: 201_000, locate: afterEdit) == nil)
+        #expect(book.current == TrackPosition(trackIndex: 0, frame: 12_000, sampleRate: 48_000))
     }
 
     @Test("until the decoder says where the reposition's audio starts, every ring frame is below the floor")
@@ -102,9 +133,13 @@ struct HeardPositionTests {
     func repositionSetsTheReportedTrack() {
         var book = HeardPosition()
         _ = book.observe(ringFrame: 10, locate: Self.locate)
-        book.repositioned(to: TrackPosition(trackIndex: 1, frame: 0, sampleRate: 48_000), floorRingFrame: 200)
+        book.repositioned(to: TrackPosition(trackIndex: 1, frame: 0, sampleRate: 48_000), floorRingFrame: 96_000)
         #expect(book.observe(ringFrame: 96_200, locate: Self.locate) == nil)
-        #expect(book.observe(ringFrame: 50, locate: Self.locate) == 0)
+        // Track 0 again after it (as `previous` would lay it out): a change, reported.
+        let thenFirst = { (ringFrame: Int) -> TrackPosition? in
+            TrackPosition(trackIndex: ringFrame < 100_000 ? 1 : 0, frame: ringFrame % 4_000, sampleRate: 48_000)
+        }
+        #expect(book.observe(ringFrame: 100_050, locate: thenFirst) == 0)
     }
 
     @Test("without a stream, or for a frame the decoder cannot place, the last known position stands")

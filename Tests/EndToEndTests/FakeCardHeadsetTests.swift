@@ -159,8 +159,6 @@ struct FakeCardHeadsetTests {
         // a call (someone picks the headset profile in the desktop's sound settings, or a session manager switches
         // before the call's capture is linked). 3 s of audio.
         try await scenario { card, player, _ in
-            // A choice made with pactl is kept by WirePlumber for the card's next appearance: leave it on A2DP.
-            defer { _ = try? ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, card.a2dpProfile]) }
             let before = try await MonitorRecorder.start(sink: card.sink)
             // The monitor's first data is silence: record 300 ms of the track before the switch, by the recording's
             // own length (a 300 ms sleep left 50 ms recorded, all silence, on PulseAudio under load).
@@ -219,8 +217,6 @@ struct FakeCardHeadsetTests {
         // Issue 25's bad input: the card stays and leaves A2DP for a profile with no sink, which is not a call
         // (RULES.md "output lost": nothing to follow our stream to). About 3 s of audio.
         try await scenario { card, player, _ in
-            // A choice made with pactl is kept by WirePlumber for the card's next appearance: leave it on A2DP.
-            defer { _ = try? ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, card.a2dpProfile]) }
             try ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, "off"])
             // Read once the cork is acknowledged: until then the server still plays what it had, and the position
             // (the last frame heard) runs on up to the cork (a status read in between said 1529 ms, then 1536).

@@ -46,10 +46,6 @@ struct FakeCardSessionManagerTests {
             let call = capture
                 ? try card.startCall(recordingTo: "/dev/null") : nil
             defer { call?.kill() }
-            // WirePlumber keeps a profile chosen with pactl for the card's next appearance: leave it on A2DP.
-            defer {
-                if !capture { _ = try? ServerControl.pactl(["set-card-profile", FakeCard.headsetCard, card.a2dpProfile]) }
-            }
             func switchProfile(to profile: String) async throws {
                 if capture {
                     try await card.send("profile \(profile)")

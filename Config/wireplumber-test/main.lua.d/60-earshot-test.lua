@@ -14,3 +14,15 @@ libcamera_monitor.enabled = false
 -- start the next Earshot stream on `speakers`, or muted). Relinking after a device removal does not depend on it.
 stream_defaults.properties["restore-target"] = false
 stream_defaults.properties["restore-props"] = false
+
+-- Nor the profile an earlier test chose for a card with pactl (which asks for it to be kept): the fake headset is the
+-- same device in every test, and a stored `off` brings the next test's headset up with no sink (issue 41; see
+-- Config/wireplumber-0.5-test, whose `device.restore-profile = false` says the same to WirePlumber 0.5). 0.4 keeps
+-- profiles in its default-profile module, which device_defaults.enable() adds with the other device choices; it is
+-- taken out again here, and policy-device-profile.lua then chooses each card's best profile, as on its first
+-- appearance.
+local enable_device_defaults = device_defaults.enable
+function device_defaults.enable()
+  enable_device_defaults()
+  components["default-profile"] = nil
+end
