@@ -4,7 +4,8 @@
 // and MPRIS as the station's admin changes them; the source leaving ends the stream and the queue goes on; a mount
 // that does not exist and a gigabyte ICY metadata claim are each a track given up with its reason while the service
 // plays on; the server killed mid-show is reconnected to, quiet with its reason once the buffer ran dry, and given up
-// when it stays away (`reconnects`: back, the show resumes by itself); a station with no burst on connecting plays
+// when it stays away (`reconnects`, with an MP3 and an Ogg Vorbis mount: back, the show resumes by itself, the Ogg
+// stream's decoder opened afresh on the new connection's stream); a station with no burst on connecting plays
 // from the live edge, and the stall when it is started over a playing file is recorded as a known issue. A page
 // instead of audio and a server that sends nothing are RadioTests'.
 // Only loopback addresses; each wait is bounded.
@@ -155,17 +156,23 @@ struct IcecastTests {
         }
     }
 
-    @Test("the server killed and back a few seconds later: quiet with the reason, then the show resumes by itself")
-    func reconnects() async throws {
+    @Test("the server killed and back a few seconds later: quiet with the reason, then the show resumes by itself",
+          arguments: [Fixtures.Format.mp3, .vorbis])
+    func reconnects(format: Fixtures.Format) async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
         try await ServiceHarness.run { harness in
-            let show = try IcecastServer.positionShow(seconds: Self.showSeconds)
-            var source = try await icecast.feed("/show.mp3", from: show, name: Self.station, artist: "Loopback",
+            // The restarted source sends the show from its start: in Ogg, a new stream with its own headers, which
+            // the decoder opens afresh where the new connection's bytes begin.
+            let show = format == .mp3 ? try IcecastServer.positionShow(seconds: Self.showSeconds)
+                : try Fixtures.positionTrack(seconds: Self.showSeconds, format: format)
+            let mount = "/show." + format.fileExtension
+            var source = try await icecast.feed(mount, from: show, name: Self.station, artist: "Loopback",
                                                 title: "Show One")
             defer { source.kill() }
             let service = try await harness.startService()
-            try harness.earshotChecked(["play", icecast.baseURL + "/show.mp3"])
+            let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
+            try harness.earshotChecked(["play", icecast.baseURL + mount])
             try await harness.waitForStatus(of: service, "2 s of the mount heard") {
                 $0.trackIndex == 0 && $0.playback == "playing" && $0.positionMs >= 2000
             }
@@ -180,7 +187,7 @@ struct IcecastTests {
             #expect(text.contains("paused (networkLost)") && text.contains("network: connection lost"), "\(text)")
             // The server comes back and its source with it: the next attempt (at most 30 s later) finds the show.
             try await icecast.restart()
-            source = try await icecast.feed("/show.mp3", from: show, name: Self.station, artist: "Loopback",
+            source = try await icecast.feed(mount, from: show, name: Self.station, artist: "Loopback",
                                             title: "Show One")
             let resumed = try await harness.waitForStatus(of: service, "the show resumed by itself",
                                                           timeout: .seconds(90)) {
@@ -189,6 +196,21 @@ struct IcecastTests {
                     || $0.trackIndex != 0
             }
             #expect(resumed.trackIndex == 0 && resumed.lastError == nil, "\(resumed)")
+            // What is heard after the resume is the new connection's show, moving on at one second a second.
+            try await harness.waitForStatus(of: service, "2.5 s more of the show") {
+                $0.positionMs >= resumed.positionMs + 2500 || $0.playback != "playing"
+            }
+            let heardUntil = ContinuousClock.now
+            try await recorder.waitUntilRecorded(past: heardUntil)
+            let recording = try await recorder.stop()
+            let end = recording.time(of: heardUntil)
+            let positions = [end - 2.0, end - 1.0].map { recording.trackPosition(atTime: $0, window: 0.05) }
+            print("[icecast] \(format) show positions heard 2 s and 1 s before the last check: \(positions)")
+            if let first = positions[0], let second = positions[1] {
+                #expect(abs(second - first - 1.0) < 0.1, "the show did not advance 1 s in 1 s: \(positions)")
+            } else {
+                Issue.record("the show was not heard after the resume: \(positions)")
+            }
             let log = service.standardError()
             #expect(log.contains("connection=lost") && log.contains("connection=reconnected"), "\(log)")
             #expect(!log.contains("127.0.0.1:\(icecast.port)"), "\(log)")
