@@ -67,7 +67,7 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
             return .frames(0)
         }
         finished = true
-        if let end = reader.end, end != .serverClosed, end != .completed, end != .stopped {
+        if let end = reader.end, !end.isClean {
             throw DecodeError(kind: .decodeFailed, message: end.description)
         }
         if let status = stream.errorMessage {
@@ -123,7 +123,7 @@ private final class OpenedStream {
         let context = Unmanaged.passUnretained(reader).toOpaque()
         guard let opened = sf_open_virtual(&io, Int32(SFM_READ), &info, context) else {
             if reader.gaveUp { throw StreamConnection.cancelled }
-            if let end = reader.end, end != .serverClosed, end != .completed {
+            if let end = reader.end, !end.isClean || end == .stopped {
                 throw DecodeError(kind: .cannotOpen, message: end.description)
             }
             throw DecodeError(kind: .badHeaders, message:

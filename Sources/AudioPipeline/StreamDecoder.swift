@@ -136,10 +136,9 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
                 throw DecodeError(kind: .libraryFailure, message: MP3Decoder.handleMessage(handle))
             }
             return true
-        case .ended(.serverClosed), .ended(.completed), .ended(.stopped):
-            return false
         case .ended(let end):
-            throw DecodeError(kind: .decodeFailed, message: end.description)
+            guard end.isClean else { throw DecodeError(kind: .decodeFailed, message: end.description) }
+            return false
         }
     }
 

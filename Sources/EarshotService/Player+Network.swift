@@ -69,6 +69,7 @@ extension Player {
     static func loss(of end: LiveConnectionEnd) -> LiveStreamLoss {
         switch end {
         case .serverClosed: return .closedByServer
+        case .plainResponseClosed: return .plainResponseClosed
         case .mountGone: return .mountGone
         case .refused: return .networkFailed(.refused)
         case .connectionRefused: return .networkFailed(.connectionRefused)
