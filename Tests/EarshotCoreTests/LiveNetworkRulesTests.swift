@@ -369,7 +369,7 @@ extension LiveNetworkRulesTests {
         store.send(.timerFired(at: Given.at(5_000)), commands: [])
     }
 
-    @Test("Row 39: a plain web server closing a response of no length has sent a whole file: the end, never asked again")
+    @Test("Row 39: a plain web server closing a response of no length sent a whole file: the end, not asked again")
     func row39PlainResponseEnds() {
         // Long after the start (past the settle time): a file longer than 30 s ends at its close too.
         var store = RuleStore(LiveStreamRulesTests.playingLive)
