@@ -20,6 +20,25 @@ struct IcecastTests {
     /// The station's name, as the source sends it (icy-name).
     static let station = "Earshot Loopback Icecast"
 
+    /// Stops `recorder` once it has recorded the present, and checks that the show heard 2 s and 1 s before now moved
+    /// on by one second; returns those two positions (nil, recorded as an issue, when the sweep was not heard).
+    private static func expectShowAdvancing(_ recorder: MonitorRecorder, _ label: String) async throws
+        -> (Double, Double)?
+    {
+        let heardUntil = ContinuousClock.now
+        try await recorder.waitUntilRecorded(past: heardUntil)
+        let recording = try await recorder.stop()
+        let end = recording.time(of: heardUntil)
+        let positions = [end - 2.0, end - 1.0].map { recording.trackPosition(atTime: $0, window: 0.05) }
+        print("[icecast] show positions heard 2 s and 1 s before now, \(label): \(positions)")
+        guard let first = positions[0], let second = positions[1] else {
+            Issue.record("the sweep was not heard on the monitor, \(label): \(positions)")
+            return nil
+        }
+        #expect(abs(second - first - 1.0) < 0.1, "the show did not advance 1 s in 1 s, \(label): \(positions)")
+        return (first, second)
+    }
+
     @Test("an Icecast mount is heard, its name and titles reach status and MPRIS, and the source leaving moves on")
     func playsMount() async throws {
         let icecast = try await IcecastServer.start()
@@ -53,17 +72,8 @@ struct IcecastTests {
             #expect(text.contains("station: \(Self.station)") && text.contains("now: Loopback - Show Two"), "\(text)")
 
             // What was heard is the show: the sweep, moving on at one second a second.
-            let heardUntil = ContinuousClock.now
-            try await recorder.waitUntilRecorded(past: heardUntil)
-            let recording = try await recorder.stop()
-            let end = recording.time(of: heardUntil)
-            let positions = [end - 2.0, end - 1.0].map { recording.trackPosition(atTime: $0, window: 0.05) }
-            print("[icecast] show positions heard 2 s and 1 s before the title check: \(positions)")
-            if let first = positions[0], let second = positions[1] {
-                #expect(abs(second - first - 1.0) < 0.1, "the show did not advance 1 s in 1 s: \(positions)")
-                #expect(first > 0 && second < Self.showSeconds, "\(positions)")
-            } else {
-                Issue.record("the sweep was not heard on the monitor: \(positions)")
+            if let (first, second) = try await Self.expectShowAdvancing(recorder, "before the title check") {
+                #expect(first > 0 && second < Self.showSeconds, "\(first), \(second)")
             }
 
             // The source leaves: icecast2 closes the mount, the buffered rest plays, and the next track follows.
@@ -200,17 +210,7 @@ struct IcecastTests {
             try await harness.waitForStatus(of: service, "2.5 s more of the show") {
                 $0.positionMs >= resumed.positionMs + 2500 || $0.playback != "playing"
             }
-            let heardUntil = ContinuousClock.now
-            try await recorder.waitUntilRecorded(past: heardUntil)
-            let recording = try await recorder.stop()
-            let end = recording.time(of: heardUntil)
-            let positions = [end - 2.0, end - 1.0].map { recording.trackPosition(atTime: $0, window: 0.05) }
-            print("[icecast] \(format) show positions heard 2 s and 1 s before the last check: \(positions)")
-            if let first = positions[0], let second = positions[1] {
-                #expect(abs(second - first - 1.0) < 0.1, "the show did not advance 1 s in 1 s: \(positions)")
-            } else {
-                Issue.record("the show was not heard after the resume: \(positions)")
-            }
+            _ = try await Self.expectShowAdvancing(recorder, "\(format) after the resume")
             let log = service.standardError()
             #expect(log.contains("connection=lost") && log.contains("connection=reconnected"), "\(log)")
             #expect(!log.contains("127.0.0.1:\(icecast.port)"), "\(log)")
