@@ -113,6 +113,8 @@ public enum LiveNetworkNotice: Equatable, Sendable {
 public enum LiveConnectionEnd: String, Equatable, Sendable, CaseIterable {
     /// The server closed the stream cleanly (or the fetch was stopped).
     case serverClosed
+    /// A plain web server (no ICY header) closed cleanly a response that announced no length.
+    case plainResponseClosed
     /// The server answered 404 or 410: the mount is gone.
     case mountGone
     /// Any other refusal: another HTTP status (a proxy's 502 or 503 while its origin restarts), or no audio.
@@ -134,6 +136,7 @@ public enum LiveConnectionEnd: String, Equatable, Sendable, CaseIterable {
     public init(_ end: StreamEnd) {
         switch end {
         case .serverClosed, .completed, .stopped: self = .serverClosed
+        case .plainResponseClosed: self = .plainResponseClosed
         case .refused(.httpStatus(404)), .refused(.httpStatus(410)): self = .mountGone
         case .refused: self = .refused
         case .failed(let failure):

@@ -9,22 +9,26 @@
 //   for the end.
 // Checked with libsndfile 1.2.0 (Debian 12): FLAC, Ogg Vorbis and Ogg Opus decode whole from a forward-only source.
 // A chained Ogg stream (a new logical stream at each title, as some Icecast sources send) is not followed past its
-// first link by libsndfile: that link's end is the track's end.
+// first link by libsndfile: that link's end is the track's end. A reconnection's new stream is followed: the buffer
+// marks where it begins, and libsndfile is opened afresh there.
 import CSndfile
 import NetworkStream
 import SystemSupport
 
 /// Decodes one Ogg Vorbis, Ogg Opus or FLAC internet stream to 16-bit stereo PCM. Not seekable, no length.
+///
+/// A reconnection (RULES row 38) makes the server start the stream over: a new Ogg stream with its own headers, or a
+/// new FLAC stream header, after the last bytes of the connection lost. libsndfile cannot go on across that, so the
+/// buffer marks where the new connection's bytes begin (a seam): the decoder decodes everything before it, then opens
+/// libsndfile afresh on the bytes after it and counts its frames on, so only what the network lost is missing.
 final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
-    let format: AudioFormat
+    private(set) var format: AudioFormat
     let lengthFrames: Int? = nil
     var metadata: TrackMetadata { connection.metadata }
     private(set) var positionFrame = 0
 
     private let connection: StreamConnection
-    private let reader: ForwardReader
-    private let handle: OpaquePointer
-    private let fileChannels: Int
+    private var stream: OpenedStream
     private var finished = false
     // Decoding waits for the prebuffer (StreamConnection.prebufferBytes) at the start and after each flush.
     private var prebuffering = true
@@ -32,36 +36,8 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
     /// Opens `connection`'s stream with libsndfile; waits for its headers (at most the fetch's silence limit).
     init(connection: StreamConnection) throws(DecodeError) {
         self.connection = connection
-        reader = ForwardReader(connection: connection)
-        var io = SF_VIRTUAL_IO(
-            get_filelen: { _ in ForwardReader.claimedLength },
-            seek: { offset, whence, context in ForwardReader.from(context).seek(Int(offset), whence) },
-            read: { destination, count, context in ForwardReader.from(context).read(destination, Int(count)) },
-            write: { _, _, _ in 0 },
-            tell: { context in sf_count_t(ForwardReader.from(context).position) })
-        var info = SF_INFO()
-        let context = Unmanaged.passUnretained(reader).toOpaque()
-        guard let opened = sf_open_virtual(&io, Int32(SFM_READ), &info, context) else {
-            if reader.gaveUp { throw StreamConnection.cancelled }
-            if let end = reader.end, end != .serverClosed, end != .completed {
-                throw DecodeError(kind: .cannotOpen, message: end.description)
-            }
-            throw DecodeError(kind: .badHeaders, message:
-                "libsndfile cannot read the stream's headers: \(String(cString: sf_strerror(nil)))")
-        }
-        handle = opened
-        reader.opened = true
-        fileChannels = Int(info.channels)
-        format = AudioFormat(sampleRate: Int(info.samplerate))
-        // Every stored property is set: a throw from here runs deinit, which closes the handle.
-        guard fileChannels == 1 || fileChannels == 2 else {
-            throw DecodeError(kind: .unsupportedFormat, message: "The stream has \(fileChannels) channels")
-        }
-        sf_command(opened, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
-    }
-
-    deinit {
-        sf_close(handle)
+        stream = try Self.open(connection, reopening: false)
+        format = stream.format
     }
 
     func takeMetadataChange() -> TrackMetadata? {
@@ -74,24 +50,28 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
             guard connection.prebuffered() else { return .frames(0) }
             prebuffering = false
         }
-        let got = Int(sf_readf_short(handle, base, sf_count_t(buffer.count / FrameRing.samplesPerFrame)))
+        let got = stream.read(into: base, frames: buffer.count / FrameRing.samplesPerFrame)
         if got > 0 {
-            if fileChannels == 1 {
-                for index in stride(from: got - 1, through: 0, by: -1) {
-                    base[2 * index + 1] = base[index]
-                    base[2 * index] = base[index]
-                }
-            }
             positionFrame += got
             return .frames(got)
         }
+        let reader = stream.reader
+        if reader.atSeam {
+            // What came before the reconnection is decoded (its cut last packet, and libsndfile's complaint about
+            // it, are what the network lost): the new connection's stream is opened from its first byte.
+            stream = try Self.open(connection, reopening: true)
+            guard stream.format == format else {
+                format = stream.format
+                return .formatChanged(format)
+            }
+            return .frames(0)
+        }
         finished = true
-        if let end = reader.end, end != .serverClosed, end != .completed, end != .stopped {
+        if let end = reader.end, !end.isClean {
             throw DecodeError(kind: .decodeFailed, message: end.description)
         }
-        let status = sf_error(handle)
-        if status != Int32(SF_ERR_NO_ERROR) {
-            throw DecodeError(kind: .decodeFailed, message: String(cString: sf_error_number(status)))
+        if let status = stream.errorMessage {
+            throw DecodeError(kind: .decodeFailed, message: status)
         }
         return .finished
     }
@@ -107,6 +87,80 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
         positionFrame = max(0, frame)
         prebuffering = true
     }
+
+    // Opens libsndfile on the connection's bytes from where the buffer is read now: the stream's first byte, or a
+    // seam's. A seam reached before the headers were read whole (the new connection lost again at once) starts it
+    // over at the next connection's bytes.
+    private static func open(_ connection: StreamConnection, reopening: Bool) throws(DecodeError) -> OpenedStream {
+        while true {
+            let reader = ForwardReader(connection: connection, givesUpWhenSuperseded: !reopening)
+            do throws(DecodeError) {
+                return try OpenedStream(reader: reader)
+            } catch {
+                guard reader.atSeam else { throw error }
+            }
+        }
+    }
+}
+
+/// libsndfile open on one connection's stream: its handle, closed when it goes, and what its headers said.
+private final class OpenedStream {
+    let reader: ForwardReader
+    let format: AudioFormat
+    private let handle: OpaquePointer
+    private let channels: Int
+
+    /// Opens `reader`'s stream; waits for its headers (at most the fetch's silence limit).
+    init(reader: ForwardReader) throws(DecodeError) {
+        self.reader = reader
+        var io = SF_VIRTUAL_IO(
+            get_filelen: { _ in ForwardReader.claimedLength },
+            seek: { offset, whence, context in ForwardReader.from(context).seek(Int(offset), whence) },
+            read: { destination, count, context in ForwardReader.from(context).read(destination, Int(count)) },
+            write: { _, _, _ in 0 },
+            tell: { context in sf_count_t(ForwardReader.from(context).position) })
+        var info = SF_INFO()
+        let context = Unmanaged.passUnretained(reader).toOpaque()
+        guard let opened = sf_open_virtual(&io, Int32(SFM_READ), &info, context) else {
+            if reader.gaveUp { throw StreamConnection.cancelled }
+            if let end = reader.end, !end.isClean || end == .stopped {
+                throw DecodeError(kind: .cannotOpen, message: end.description)
+            }
+            throw DecodeError(kind: .badHeaders, message:
+                "libsndfile cannot read the stream's headers: \(String(cString: sf_strerror(nil)))")
+        }
+        handle = opened
+        reader.opened = true
+        channels = Int(info.channels)
+        format = AudioFormat(sampleRate: Int(info.samplerate))
+        // Every stored property is set: a throw from here runs deinit, which closes the handle.
+        guard channels == 1 || channels == 2 else {
+            throw DecodeError(kind: .unsupportedFormat, message: "The stream has \(channels) channels")
+        }
+        sf_command(opened, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+    }
+
+    deinit {
+        sf_close(handle)
+    }
+
+    /// Decodes up to `frames` stereo frames into `base` (a mono stream's samples doubled); 0 at its end.
+    func read(into base: UnsafeMutablePointer<Int16>, frames: Int) -> Int {
+        let got = Int(sf_readf_short(handle, base, sf_count_t(frames)))
+        if channels == 1, got > 0 {
+            for index in stride(from: got - 1, through: 0, by: -1) {
+                base[2 * index + 1] = base[index]
+                base[2 * index] = base[index]
+            }
+        }
+        return got
+    }
+
+    /// libsndfile's error, when it has one.
+    var errorMessage: String? {
+        let status = sf_error(handle)
+        return status == Int32(SF_ERR_NO_ERROR) ? nil : String(cString: sf_error_number(status))
+    }
 }
 
 /// libsndfile's view of a stream: forward reads that wait for the network, and seeks within the kept head.
@@ -118,8 +172,13 @@ private final class ForwardReader {
 
     let connection: StreamConnection
     let cancellation: StreamCancellation
+    /// Whether a new start point ends a wait before libsndfile has opened the stream: at the track's open (the start
+    /// point takes its place), not at a reopen after a seam (the track plays on).
+    let givesUpWhenSuperseded: Bool
     /// Set once libsndfile has opened the stream: from then on only a stop ends a wait.
     var opened = false
+    /// The reads reached a seam: every byte of this stream was read, and the bytes after it are another stream's.
+    private(set) var atSeam = false
     /// A wait ended for a stop or a new start point, with a short read.
     private(set) var gaveUp = false
     private var head: [UInt8] = []
@@ -128,8 +187,9 @@ private final class ForwardReader {
     /// How the stream ended, once it did.
     private(set) var end: StreamEnd?
 
-    init(connection: StreamConnection) {
+    init(connection: StreamConnection, givesUpWhenSuperseded: Bool) {
         self.connection = connection
+        self.givesUpWhenSuperseded = givesUpWhenSuperseded
         cancellation = connection.cancellation
     }
 
@@ -153,7 +213,7 @@ private final class ForwardReader {
 
     /// Copies `count` bytes to `destination`, waiting for the network as needed; fewer only at the stream's end.
     func read(_ destination: UnsafeMutableRawPointer?, _ count: Int) -> sf_count_t {
-        guard let destination else { return 0 }
+        guard let destination, !atSeam else { return 0 }
         var done = 0
         while done < count {
             if position < received {
@@ -181,12 +241,18 @@ private final class ForwardReader {
             case .empty:
                 // A short read is libsndfile's end of file: only a stop (or a new start point while opening) ends
                 // the wait, never a pause in the network (the fetch itself fails after its silence limit).
-                if cancellation.stopping() || (!opened && cancellation.superseded()) {
+                if cancellation.stopping() || (!opened && givesUpWhenSuperseded && cancellation.superseded()) {
                     gaveUp = true
                     return sf_count_t(done)
                 }
             case .ended(let reason):
                 end = reason
+                return sf_count_t(done)
+            case .seam:
+                // A seam before this stream's first byte (the reconnection came before any byte was read) starts
+                // nothing: the stream begins after it. Past that, it is this stream's end for libsndfile.
+                guard received > 0 else { continue }
+                atSeam = true
                 return sf_count_t(done)
             }
         }

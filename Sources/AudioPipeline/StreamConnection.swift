@@ -104,14 +104,18 @@ final class StreamConnection: @unchecked Sendable {
                                     finishesBuffer: report == nil) { [report] notice in
             switch notice {
             case .started(let format, let station):
-                shared.withLock { state in
+                let reconnected = shared.withLock { state -> Bool in
                     state.down = false
                     state.attempting = false
-                    guard state.format == nil else { return }
+                    guard state.format == nil else { return true }
                     state.format = format
                     state.metadata.album = station
                     state.changed = true
+                    return false
                 }
+                // A reconnection's bytes start a new stream (an Ogg stream's headers, a FLAC stream's, or an MP3 frame
+                // cut anywhere): its decoder starts over there. This notice comes before the connection's first byte.
+                if reconnected { buffer.markSeam() }
                 // Every start, the first too: a station opened afresh ends whatever reconnection the rules kept.
                 report?(.connected)
             case .title(let title):

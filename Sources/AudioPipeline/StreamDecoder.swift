@@ -129,10 +129,16 @@ public final class StreamDecoder: AudioDecoder, LiveMetadataSource {
             return true
         case .empty:
             return true
-        case .ended(.serverClosed), .ended(.completed), .ended(.stopped):
-            return false
+        case .seam:
+            // A reconnection's bytes (RULES row 38): libmpg123 starts over on them, rather than decode a frame made
+            // of the lost connection's cut end and the new one's start. The format found again is the same.
+            guard mpg123_open_feed(handle) == MPG123_OK.rawValue else {
+                throw DecodeError(kind: .libraryFailure, message: MP3Decoder.handleMessage(handle))
+            }
+            return true
         case .ended(let end):
-            throw DecodeError(kind: .decodeFailed, message: end.description)
+            guard end.isClean else { throw DecodeError(kind: .decodeFailed, message: end.description) }
+            return false
         }
     }
 

@@ -4,7 +4,7 @@
 /// A point on a monotonic clock, in milliseconds. The core never reads a clock: whoever creates an
 /// event stamps it, so the reducer stays a pure function of its input.
 public struct Moment: Comparable, Hashable, Sendable, CustomStringConvertible {
-    /// Milliseconds since an arbitrary, fixed origin (the service uses its monotonic clock).
+    /// Milliseconds since an arbitrary, fixed origin (the service uses CLOCK_BOOTTIME: monotonic, sleep counted).
     public var milliseconds: Int64
 
     /// A moment `milliseconds` after the clock's origin.

@@ -11,12 +11,17 @@
 // while its origin restarts must not end the station). A refused connection, a reset, an unresolved name, a
 // TLS failure or 10 s of nothing is a network failure from the start: the rules try again after 1 s, then 2, 4, ...
 // up to 30 s, and give up once the connection has been lost for the configured time (`radioReconnectMinutes`). After
-// a network failure a refusal is no end: a restarted Icecast answers 404 until its source is back.
+// a network failure a refusal is no end: a restarted Icecast answers 404 until its source is back. A plain web server
+// (no ICY header) closing cleanly a response of no announced length has sent a whole file: the stream ended, and
+// asking again would fetch the file from its start.
 
 /// How the fetch of a live stream lost its connection, as the fetch reports it (a kind, never an address).
 public enum LiveStreamLoss: Hashable, Sendable, CustomStringConvertible {
     /// The server closed the stream cleanly: ended, or died (row 38 asks again to tell).
     case closedByServer
+    /// A plain web server (no ICY header: not a station's server) closed cleanly a response that announced no length:
+    /// a file read to its end, as HTTP/1.0 ends a body (row 39).
+    case plainResponseClosed
     /// A reconnection was answered, but not with the stream: the mount is gone (an HTTP 404 or 410).
     case mountGone
     /// The network failed: the connection refused, reset, the name unresolved, TLS failing, or nothing for 10 s.
@@ -26,6 +31,7 @@ public enum LiveStreamLoss: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .closedByServer: return "closedByServer"
+        case .plainResponseClosed: return "plainResponseClosed"
         case .mountGone: return "mountGone"
         case .networkFailed(let failure): return "networkFailed(\(failure))"
         }
@@ -173,6 +179,13 @@ extension PlayerState {
         if live?.index != index { _ = liveStreamStarted(index) }
         guard playback != .idle, let stream = live, stream.index == index else { return [] }
         let timing = policy.liveReconnect
+        if loss == .plainResponseClosed, (stream.reconnection?.phase ?? .connecting) == .connecting {
+            // Row 39: a file served without its length ends so; asked again, it would be sent from its start.
+            live?.settling = nil
+            live?.reconnection = LiveReconnection(since: stream.reconnection?.since ?? moment, cause: .closedCleanly,
+                                                  nextDelayMilliseconds: timing.firstDelayMilliseconds, phase: .ended)
+            return endStream(index)
+        }
         guard var reconnection = stream.reconnection else {
             if let settling = stream.settling,
                moment.milliseconds(since: settling.connectedAt) < timing.settleMilliseconds {
@@ -181,7 +194,7 @@ extension PlayerState {
             // The first loss of a connection that played.
             live?.settling = nil
             switch loss {
-            case .closedByServer, .mountGone:
+            case .closedByServer, .mountGone, .plainResponseClosed:
                 live?.reconnection = LiveReconnection(since: moment, cause: .closedCleanly,
                                                       nextDelayMilliseconds: timing.firstDelayMilliseconds,
                                                       phase: .connecting)

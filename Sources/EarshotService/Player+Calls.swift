@@ -30,7 +30,7 @@ extension Player {
             return
         }
         // Set to exactly this moment: `arm` alone keeps an earlier deadline, and the rules' deadline can move later.
-        let wait = max(moment.milliseconds(since: monotonicMoment()), 0)
+        let wait = max(moment.milliseconds(since: eventMoment()), 0)
         rulesTimer.disarm()
         rulesTimer.arm(after: .milliseconds(wait))
     }

@@ -11,14 +11,14 @@ extension Player {
         case .lost(let end):
             let loss = Self.loss(of: end)
             log.record("live", ["connection": "lost", "kind": loss.description])
-            dispatch(.liveStreamLost(index: index, loss, at: monotonicMoment()))
+            dispatch(.liveStreamLost(index: index, loss, at: eventMoment()))
         case .connected:
             dryLiveStream = nil
             // The log names a connection back; a first one is the station's start, logged with it.
             if rules.live?.index == index, rules.live?.reconnection != nil {
                 log.record("live", ["connection": "reconnected"])
             }
-            dispatch(.liveStreamReconnected(index: index, at: monotonicMoment()))
+            dispatch(.liveStreamReconnected(index: index, at: eventMoment()))
         case .ranDry:
             // The ring still holds what was decoded before: the rules hear of it once the output has read it all.
             dryLiveStream = (index, ring.totalFramesWritten)
@@ -69,6 +69,7 @@ extension Player {
     static func loss(of end: LiveConnectionEnd) -> LiveStreamLoss {
         switch end {
         case .serverClosed: return .closedByServer
+        case .plainResponseClosed: return .plainResponseClosed
         case .mountGone: return .mountGone
         case .refused: return .networkFailed(.refused)
         case .connectionRefused: return .networkFailed(.connectionRefused)

@@ -145,12 +145,12 @@ extension Player {
         guard streamOpening != nil else { return }
         ourSinkListed(inventory.sinks)
         for sink in inventory.sinks { dispatchAll(translator.sinkChanged(sink)) }
-        for input in inventory.sinkInputs { dispatchAll(translator.sinkInputChanged(input, at: monotonicMoment())) }
-        let now = monotonicMoment()
+        for input in inventory.sinkInputs { dispatchAll(translator.sinkInputChanged(input, at: eventMoment())) }
+        let now = eventMoment()
         for source in inventory.sources { dispatchCalls(translator.sourceChanged(source, at: now)) }
         // Captures running before our stream count at once: a call under way holds the music before the uncork.
         for capture in inventory.sourceOutputs { dispatchCalls(translator.sourceOutputListed(capture, at: now)) }
-        for card in inventory.cards { dispatchAll(translator.cardChanged(card, at: monotonicMoment())) }
+        for card in inventory.cards { dispatchAll(translator.cardChanged(card, at: eventMoment())) }
         link.openingFinished()
         // A playing player's stream is uncorked next (`uncorkWhenDecoded`).
         dispatch(.streamOpened)
@@ -263,7 +263,7 @@ extension Player {
     func ourSinkListed(_ sinks: [SinkSnapshot]) {
         guard let stream, let sinkIndex = stream.sinkIndex, let sink = sinks.first(where: { $0.index == sinkIndex })
         else { return }
-        dispatchAll(translator.ourStreamIsOn(sink, sinkInputIndex: stream.sinkInputIndex, at: monotonicMoment()))
+        dispatchAll(translator.ourStreamIsOn(sink, sinkInputIndex: stream.sinkInputIndex, at: eventMoment()))
     }
 
     func dispatchAll(_ events: [Event]) {
@@ -434,7 +434,7 @@ extension Player {
     }
 
     func streamNoticed(_ notice: StreamNotice) {
-        let now = monotonicMoment()
+        let now = eventMoment()
         switch notice {
         case .requestsStopped:
             // The stream's silence alarm: the stall watchdog measures now (`tick`), and the rules judge. One that
@@ -507,7 +507,7 @@ extension Player {
     }
 
     func connectionNoticed(_ notice: ConnectionNotice) {
-        let now = monotonicMoment()
+        let now = eventMoment()
         switch notice {
         case .ready, .serverChange:
             // Port changes are classified by the translator from whole sink snapshots (`sinkChanged`).

@@ -239,7 +239,7 @@ actor Player {
         case .rulesTimerDue(let arming):
             // A stale delivery (the timer was re-armed or disarmed as it went off) has no work.
             guard rulesTimer.wentOff(arming: arming) else { return }
-            dispatch(.timerFired(at: monotonicMoment()))
+            dispatch(.timerFired(at: eventMoment()))
         case .edgeDue(let arming):
             guard edgeTimer.wentOff(arming: arming) else { return }
             stepEdges()
@@ -366,7 +366,7 @@ actor Player {
         case .closeStream:
             // Refused a cork or an uncork (`outputCommandFailed`): the rules count it as closed already.
             closeStream()
-            dispatchAll(translator.ourStreamIsGone(at: monotonicMoment()))
+            dispatchAll(translator.ourStreamIsGone(at: eventMoment()))
         case .playTrack(let index):
             reposition(to: TrackPosition(trackIndex: index, frame: 0, sampleRate: tracks[index]?.format.sampleRate
                                              ?? 44_100))

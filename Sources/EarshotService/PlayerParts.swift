@@ -107,10 +107,15 @@ struct SilenceAlarmSetting: Equatable {
     var alarm: Duration?
 }
 
-/// Milliseconds on the monotonic clock: the moments stamped on events.
-func monotonicMoment() -> Moment {
+/// Milliseconds on CLOCK_BOOTTIME: the moments stamped on events. Monotonic as CLOCK_MONOTONIC is, but it counts the
+/// time the machine slept, so that the rules' windows do too: a station lost before a suspend and still lost after it
+/// has been lost for the whole time (`radioReconnectMinutes`, the settle time). The owner's timers wait on
+/// CLOCK_MONOTONIC (libdispatch's clock; a pthread condition takes no other but the wall clock), so the rules' timer
+/// is armed with the wait from now on this clock (`armRulesTimer`): a wait that spans a sleep ends its remaining
+/// part after the wake, and the moment it fires at says how long it really was.
+func eventMoment() -> Moment {
     var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
+    clock_gettime(CLOCK_BOOTTIME, &now)
     return Moment(milliseconds: Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)
 }
 

@@ -59,6 +59,7 @@ final class FetchSession {
             _ = held.withUnsafeBytes { deliver($0) }
         }
         if result == CURLE_OK, head.announcesLength { return .completed }
+        if result == CURLE_OK, !head.speaksICY { return .plainResponseClosed }
         return Self.end(for: result)
     }
 

@@ -7,7 +7,9 @@ import SystemSupport
 /// by more than the buffer holds means rejoining live. With a time bound (`maximumAgeNanoseconds`) bytes that arrived
 /// longer ago than it are dropped too, as later bytes arrive: a station sends in real time, so the age of the oldest
 /// byte held is how far behind live the reader is. The first drop after the buffer was last emptied on purpose
-/// (`discardAll`) is reported to `overflowed`, once. The reader may wait for bytes; the writer never waits.
+/// (`discardAll`) is reported to `overflowed`, once. A seam (`markSeam`) marks where the bytes of a new connection
+/// begin: no read crosses it, and the reader is told when it reaches one. The reader may wait for bytes; the writer
+/// never waits.
 public final class StreamByteBuffer: @unchecked Sendable {
     /// The size of each chunk of storage.
     public static let chunkBytes = 65_536
@@ -20,6 +22,9 @@ public final class StreamByteBuffer: @unchecked Sendable {
         case empty
         /// Nothing, and nothing more will come: the stream ended for this reason.
         case ended(StreamEnd)
+        /// Nothing: every byte before a seam was read, and the bytes after it are a new connection's, which a decoder
+        /// that cannot resync in the middle of a stream (libsndfile) must start reading afresh. Said once per seam.
+        case seam
     }
 
     /// The most bytes the buffer holds.
@@ -32,6 +37,8 @@ public final class StreamByteBuffer: @unchecked Sendable {
     private var marks: [(end: UInt64, time: UInt64)] = []
     private var marksStart = 0
     private var overflowReported = false
+    // Where the seams not read past yet lie, oldest first, each as a count of `received`. One per reconnection.
+    private var seams: [UInt64] = []
     static let markNanoseconds: UInt64 = 50_000_000
     // Everything below is guarded by `condition`'s mutex.
     private let condition = Condition()
@@ -157,6 +164,16 @@ public final class StreamByteBuffer: @unchecked Sendable {
         }
     }
 
+    /// Marks the bytes written from now on as a new connection's (the writer's call, before its first write of that
+    /// connection): the reader gets every byte before it, then `.seam`, then the new bytes.
+    public func markSeam() {
+        condition.withLockHeld {
+            guard end == nil, seams.last != received else { return }
+            seams.append(received)
+            condition.signal()
+        }
+    }
+
     /// Drops everything held but the newest `keepingNewest` bytes (a jump to live), uncounted as drops: the next
     /// read gets those, then bytes written after this. A drop after this is reported again.
     public func discardAll(keepingNewest kept: Int = 0) {
@@ -173,15 +190,20 @@ public final class StreamByteBuffer: @unchecked Sendable {
     public func read(into destination: UnsafeMutableRawBufferPointer, waitingUntil deadline: UInt64 = 0) -> ReadResult {
         guard destination.count > 0 else { return .bytes(0) }
         return condition.withLockHeld {
-            while stored == 0 {
+            while true {
+                if reachedSeam() { return .seam }
+                if stored > 0 { break }
                 if let end { return .ended(end) }
                 if deadline == 0 || Condition.monotonicNanoseconds() >= deadline { return .empty }
                 condition.wait(untilMonotonicNanoseconds: deadline)
             }
+            // No read crosses a seam: it stops at the next one.
+            let wanted = seams.first.map { min(destination.count, Int($0 - (received - UInt64(stored)))) }
+                ?? destination.count
             var copied = 0
-            while copied < destination.count, stored > 0 {
+            while copied < wanted, stored > 0 {
                 let chunk = chunks[0]
-                let count = min(chunk.count - readOffset, destination.count - copied)
+                let count = min(chunk.count - readOffset, wanted - copied)
                 chunk.withUnsafeBytes { source in
                     UnsafeMutableRawBufferPointer(rebasing: destination[copied..<copied + count])
                         .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[readOffset..<readOffset + count]))
@@ -191,6 +213,15 @@ public final class StreamByteBuffer: @unchecked Sendable {
             }
             return .bytes(copied)
         }
+    }
+
+    // Mutex held: whether the reader is at a seam (or past seams whose bytes before them were dropped, said as one),
+    // forgetting it.
+    private func reachedSeam() -> Bool {
+        let gone = received - UInt64(stored)
+        guard let first = seams.first, first <= gone else { return false }
+        seams.removeAll { $0 <= gone }
+        return true
     }
 
     /// Waits until at least `count` bytes (at most the capacity) are held or the stream ended (true), or until

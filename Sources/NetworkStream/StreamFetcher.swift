@@ -43,6 +43,10 @@ public enum StreamEnd: Equatable, Sendable {
     case serverClosed
     /// The server sent the whole body of the length it announced: a file, not a stream, and it is over.
     case completed
+    /// The server closed normally a plain HTTP response (no ICY header: not a station's server) that announced no
+    /// length: a file sent as HTTP/1.0 does, ended by its close, or a plain server that went away (whoever gets it
+    /// decides which, RULES row 39).
+    case plainResponseClosed
     /// `stop()` ended it.
     case stopped
     /// The response is not one Earshot plays.
@@ -59,6 +63,17 @@ public enum StreamNotice: Equatable, Sendable {
     case title(String)
     /// The fetch is over, for this reason; the buffer holds what came before it.
     case ended(StreamEnd)
+}
+
+extension StreamEnd {
+    /// Whether the stream ended without a failure: closed by the server (a station's or a plain one), sent whole, or
+    /// stopped. A decoder plays what it received to its end.
+    public var isClean: Bool {
+        switch self {
+        case .serverClosed, .completed, .plainResponseClosed, .stopped: return true
+        case .refused, .failed: return false
+        }
+    }
 }
 
 /// The limits of one fetch.
@@ -190,6 +205,7 @@ extension StreamEnd: CustomStringConvertible {
         switch self {
         case .serverClosed: return "The server ended the stream"
         case .completed: return "The server sent the whole file"
+        case .plainResponseClosed: return "The server ended its response"
         case .stopped: return "The stream was stopped"
         case .refused(let refusal): return refusal.description
         case .failed(let failure): return failure.description

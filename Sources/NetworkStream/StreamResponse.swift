@@ -49,6 +49,9 @@ public struct ResponseHead: Equatable, Sendable {
     public private(set) var stationName: String?
     /// Whether the head announces the body's length (`content-length`): a file, which ends, not a stream.
     public private(set) var announcesLength = false
+    /// Whether the server speaks ICY, as stations' servers do (Icecast, SHOUTcast): an `ICY` status line, or any
+    /// `icy-` or `ice-` header. A plain web server's response has none.
+    public private(set) var speaksICY = false
     /// Whether the head is complete (its empty line came).
     public private(set) var isComplete = false
     /// Set when the head broke a limit; the response is refused.
@@ -67,6 +70,7 @@ public struct ResponseHead: Equatable, Sendable {
             // A new response (after a redirect or a 100 Continue): forget the previous one's headers.
             self = ResponseHead()
             status = Self.statusCode(line)
+            speaksICY = line.starts(with: Array("ICY ".utf8))
             lines = 1
             return
         }
@@ -76,6 +80,7 @@ public struct ResponseHead: Equatable, Sendable {
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
         let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
         let value = Self.trimmed(line[line.index(after: colon)...])
+        if name.hasPrefix("icy-") || name.hasPrefix("ice-") { speaksICY = true }
         switch name {
         case "content-type":
             let type = String(decoding: value, as: UTF8.self).lowercased()

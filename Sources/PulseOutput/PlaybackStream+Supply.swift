@@ -26,8 +26,7 @@ import Glibc
 extension PlaybackStream {
     // MARK: - Stall watchdog
 
-    /// CLOCK_MONOTONIC now, in nanoseconds: the clock of `lastRequestUptimeNanoseconds` (and of the service's
-    /// `monotonicMoment()`).
+    /// CLOCK_MONOTONIC now, in nanoseconds: the clock of `lastRequestUptimeNanoseconds`.
     public static func uptimeNanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)

@@ -368,4 +368,36 @@ extension LiveNetworkRulesTests {
         }
         store.send(.timerFired(at: Given.at(5_000)), commands: [])
     }
+
+    @Test("Row 39: a plain web server closing a response of no length sent a whole file: the end, not asked again")
+    func row39PlainResponseEnds() {
+        // Long after the start (past the settle time): a file longer than 30 s ends at its close too.
+        var store = RuleStore(LiveStreamRulesTests.playingLive)
+        store.send(.liveStreamLost(index: 0, .plainResponseClosed, at: Given.at(40_000)),
+                   commands: [.endLiveStream(index: 0)]) {
+            $0.live?.reconnection = LiveReconnection(since: Given.at(40_000), cause: .closedCleanly,
+                                                     nextDelayMilliseconds: 1_000, phase: .ended)
+        }
+        // After a network failure, an attempt answered by such a server ends the same way, with the loss's moment.
+        var reconnected = RuleStore(LiveStreamRulesTests.playingLive)
+        reconnected.send(.liveStreamLost(index: 0, Self.refused, at: Given.at(0)),
+                         commands: [.armTimer(at: Given.at(1_000))]) {
+            $0.live?.reconnection = Self.waiting(since: 0, until: 1_000, next: 2_000)
+        }
+        // Rule 15 while waiting: no fetch is under way to have closed.
+        reconnected.send(.liveStreamLost(index: 0, .plainResponseClosed, at: Given.at(500)), commands: [])
+        reconnected.send(.timerFired(at: Given.at(1_000)),
+                         commands: [.reconnectLiveStream(index: 0), .armTimer(at: nil)]) {
+            $0.live?.reconnection?.phase = .connecting
+        }
+        reconnected.send(.liveStreamReconnected(index: 0, at: Given.at(1_100)), commands: []) {
+            Self.answered(&$0, at: 1_100)
+        }
+        reconnected.send(.liveStreamLost(index: 0, .plainResponseClosed, at: Given.at(9_000)),
+                         commands: [.endLiveStream(index: 0)]) {
+            $0.live?.settling = nil
+            $0.live?.reconnection = LiveReconnection(since: Given.at(9_000), cause: .closedCleanly,
+                                                     nextDelayMilliseconds: 1_000, phase: .ended)
+        }
+    }
 }

@@ -19,5 +19,7 @@ struct LiveLossKindTests {
         }
         #expect(loss(.refused(.notAudio)) == .networkFailed(.refused))
         #expect(loss(.serverClosed) == .closedByServer)
+        // A plain web server's clean close of a response with no length: its own kind, which the rules end at once.
+        #expect(loss(.plainResponseClosed) == .plainResponseClosed)
     }
 }

@@ -4,7 +4,8 @@
 // and MPRIS as the station's admin changes them; the source leaving ends the stream and the queue goes on; a mount
 // that does not exist and a gigabyte ICY metadata claim are each a track given up with its reason while the service
 // plays on; the server killed mid-show is reconnected to, quiet with its reason once the buffer ran dry, and given up
-// when it stays away (`reconnects`: back, the show resumes by itself); a station with no burst on connecting plays
+// when it stays away (`reconnects`, with an MP3 and an Ogg Vorbis mount: back, the show resumes by itself, the Ogg
+// stream's decoder opened afresh on the new connection's stream); a station with no burst on connecting plays
 // from the live edge, also when started over a playing file (its prebuffer is no stall). A page
 // instead of audio and a server that sends nothing are RadioTests'.
 // Only loopback addresses; each wait is bounded.
@@ -18,6 +19,25 @@ struct IcecastTests {
     static let showSeconds = Fixtures.longestPositionTrack
     /// The station's name, as the source sends it (icy-name).
     static let station = "Earshot Loopback Icecast"
+
+    /// Stops `recorder` once it has recorded the present, and checks that the show heard 2 s and 1 s before now moved
+    /// on by one second; returns those two positions (nil, recorded as an issue, when the sweep was not heard).
+    private static func expectShowAdvancing(_ recorder: MonitorRecorder, _ label: String) async throws
+        -> (Double, Double)?
+    {
+        let heardUntil = ContinuousClock.now
+        try await recorder.waitUntilRecorded(past: heardUntil)
+        let recording = try await recorder.stop()
+        let end = recording.time(of: heardUntil)
+        let positions = [end - 2.0, end - 1.0].map { recording.trackPosition(atTime: $0, window: 0.05) }
+        print("[icecast] show positions heard 2 s and 1 s before now, \(label): \(positions)")
+        guard let first = positions[0], let second = positions[1] else {
+            Issue.record("the sweep was not heard on the monitor, \(label): \(positions)")
+            return nil
+        }
+        #expect(abs(second - first - 1.0) < 0.1, "the show did not advance 1 s in 1 s, \(label): \(positions)")
+        return (first, second)
+    }
 
     @Test("an Icecast mount is heard, its name and titles reach status and MPRIS, and the source leaving moves on")
     func playsMount() async throws {
@@ -52,17 +72,8 @@ struct IcecastTests {
             #expect(text.contains("station: \(Self.station)") && text.contains("now: Loopback - Show Two"), "\(text)")
 
             // What was heard is the show: the sweep, moving on at one second a second.
-            let heardUntil = ContinuousClock.now
-            try await recorder.waitUntilRecorded(past: heardUntil)
-            let recording = try await recorder.stop()
-            let end = recording.time(of: heardUntil)
-            let positions = [end - 2.0, end - 1.0].map { recording.trackPosition(atTime: $0, window: 0.05) }
-            print("[icecast] show positions heard 2 s and 1 s before the title check: \(positions)")
-            if let first = positions[0], let second = positions[1] {
-                #expect(abs(second - first - 1.0) < 0.1, "the show did not advance 1 s in 1 s: \(positions)")
-                #expect(first > 0 && second < Self.showSeconds, "\(positions)")
-            } else {
-                Issue.record("the sweep was not heard on the monitor: \(positions)")
+            if let (first, second) = try await Self.expectShowAdvancing(recorder, "before the title check") {
+                #expect(first > 0 && second < Self.showSeconds, "\(first), \(second)")
             }
 
             // The source leaves: icecast2 closes the mount, the buffered rest plays, and the next track follows.
@@ -155,17 +166,23 @@ struct IcecastTests {
         }
     }
 
-    @Test("the server killed and back a few seconds later: quiet with the reason, then the show resumes by itself")
-    func reconnects() async throws {
+    @Test("the server killed and back a few seconds later: quiet with the reason, then the show resumes by itself",
+          arguments: [Fixtures.Format.mp3, .vorbis])
+    func reconnects(format: Fixtures.Format) async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
         try await ServiceHarness.run { harness in
-            let show = try IcecastServer.positionShow(seconds: Self.showSeconds)
-            var source = try await icecast.feed("/show.mp3", from: show, name: Self.station, artist: "Loopback",
+            // The restarted source sends the show from its start: in Ogg, a new stream with its own headers, which
+            // the decoder opens afresh where the new connection's bytes begin.
+            let show = format == .mp3 ? try IcecastServer.positionShow(seconds: Self.showSeconds)
+                : try Fixtures.positionTrack(seconds: Self.showSeconds, format: format)
+            let mount = "/show." + format.fileExtension
+            var source = try await icecast.feed(mount, from: show, name: Self.station, artist: "Loopback",
                                                 title: "Show One")
             defer { source.kill() }
             let service = try await harness.startService()
-            try harness.earshotChecked(["play", icecast.baseURL + "/show.mp3"])
+            let recorder = try await MonitorRecorder.start(sink: TestEnvironment.headphones)
+            try harness.earshotChecked(["play", icecast.baseURL + mount])
             try await harness.waitForStatus(of: service, "2 s of the mount heard") {
                 $0.trackIndex == 0 && $0.playback == "playing" && $0.positionMs >= 2000
             }
@@ -180,7 +197,7 @@ struct IcecastTests {
             #expect(text.contains("paused (networkLost)") && text.contains("network: connection lost"), "\(text)")
             // The server comes back and its source with it: the next attempt (at most 30 s later) finds the show.
             try await icecast.restart()
-            source = try await icecast.feed("/show.mp3", from: show, name: Self.station, artist: "Loopback",
+            source = try await icecast.feed(mount, from: show, name: Self.station, artist: "Loopback",
                                             title: "Show One")
             let resumed = try await harness.waitForStatus(of: service, "the show resumed by itself",
                                                           timeout: .seconds(90)) {
@@ -189,6 +206,11 @@ struct IcecastTests {
                     || $0.trackIndex != 0
             }
             #expect(resumed.trackIndex == 0 && resumed.lastError == nil, "\(resumed)")
+            // What is heard after the resume is the new connection's show, moving on at one second a second.
+            try await harness.waitForStatus(of: service, "2.5 s more of the show") {
+                $0.positionMs >= resumed.positionMs + 2500 || $0.playback != "playing"
+            }
+            _ = try await Self.expectShowAdvancing(recorder, "\(format) after the resume")
             let log = service.standardError()
             #expect(log.contains("connection=lost") && log.contains("connection=reconnected"), "\(log)")
             #expect(!log.contains("127.0.0.1:\(icecast.port)"), "\(log)")

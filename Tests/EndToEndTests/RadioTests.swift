@@ -1,7 +1,8 @@
 // Internet radio end to end (issue 40): `earshot serve` plays an http:// stream from a loopback server the test runs
 // (MP3 with ICY titles, at its bit rate), shows the station's titles on MPRIS as they change, moves to the next track
-// when the server ends the stream, skips a station that answers with a page or a 404 with its reason, and plays on
-// through a station that sends slower than it plays.
+// when the server ends the stream, skips a station that answers with a page or a 404 with its reason, plays on
+// through a station that sends slower than it plays, and plays a file served by a plain web server without a length
+// once, its close taken for its end.
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -251,6 +252,37 @@ struct RadioTests {
             }
             #expect(skipped.playback == "playing", "\(skipped)")
             #expect(service.standardError().contains("Nothing came from the server"), "\(service.standardError())")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("a file served over plain HTTP without a length, longer than the settle time, plays once and moves on")
+    func fileWithoutLength() async throws {
+        try await ServiceHarness.run { harness in
+            // Longer than the rules' settle time (30 s), sent whole at once by a plain web server (HTTP/1.0: no length,
+            // no ICY header), which closes the connection at its end and would send it again if asked.
+            let seconds = 32.0
+            let mp3 = try [UInt8](Data(contentsOf: Fixtures.tone(.mp3, frequency: 440, seconds: seconds)))
+            let server = try LoopbackHTTPServer { connection in
+                connection.send("HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\n\r\n")
+                connection.send(mp3)
+            }
+            defer { server.stop() }
+            let after = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
+            let service = try await harness.startService()
+            try harness.earshotChecked(["play", server.baseURL + "/file.mp3", after.path])
+            var furthest = 0
+            let next = try await harness.waitForStatus(of: service, "the next track after the file",
+                                                       timeout: .seconds(Int(seconds) + 30)) {
+                if $0.trackIndex == 0 { furthest = max(furthest, $0.positionMs) }
+                return $0.trackIndex == 1 && $0.playback == "playing"
+            }
+            print("[radio] a \(seconds) s file without a length: heard until \(furthest) ms, then \(next)")
+            #expect(next.lastError == nil, "\(next)")
+            // Asked for once: its close was its end, not a loss to reconnect after (which fetched it from its start).
+            #expect(server.requests.count == 1, "\(server.requests.count) requests")
+            #expect(furthest <= Int(seconds * 1000) + 500, "heard until \(furthest) ms of a \(seconds) s file")
+            #expect(service.standardError().contains("connection=ended"), "\(service.standardError())")
             #expect(await harness.stopService(service) == 0)
         }
     }

@@ -15,7 +15,7 @@ struct ResponseReadingTests {
         let read = head(["HTTP/1.0 200 OK", "Content-Type: audio/mpeg; charset=x", "icy-metaint:16000",
                          "icy-name:  Radio Eins ", "Server: Icecast 2.4.4", ""])
         #expect(read.status == 200 && read.contentType == "audio/mpeg" && read.stationName == "Radio Eins")
-        #expect(read.metadataInterval == .success(16000) && read.isComplete)
+        #expect(read.metadataInterval == .success(16000) && read.isComplete && read.speaksICY)
         #expect(read.verdict(firstBytes: [0xFF, 0xFB, 0x90, 0x00]) == .success(.mp3))
     }
 
@@ -24,7 +24,7 @@ struct ResponseReadingTests {
         var read = ResponseHead()
         read.feed(line: Array("ICY 200 OK\r\n".utf8))
         read.feed(line: Array("icy-name:Caf".utf8) + [0xE9] + [13, 10])
-        #expect(read.status == 200 && read.stationName == "Café")
+        #expect(read.status == 200 && read.stationName == "Café" && read.speaksICY)
         #expect(read.verdict(firstBytes: Array("OggS".utf8)) == .success(.ogg))
     }
 
@@ -33,6 +33,10 @@ struct ResponseReadingTests {
         let read = head(["HTTP/1.1 302 Found", "Location: /b", "icy-name: old", "", "HTTP/1.1 200 OK",
                          "Content-Type: audio/flac"])
         #expect(read.status == 200 && read.stationName == nil && read.verdict(firstBytes: []) == .success(.flac))
+        // A plain web server's response speaks no ICY (the redirect's `icy-name` is forgotten with its head); any
+        // `icy-` or `ice-` header makes it a station's.
+        #expect(!read.speaksICY)
+        #expect(head(["HTTP/1.0 200 OK", "Content-Type: audio/ogg", "ice-audio-info: bitrate=128"]).speaksICY)
     }
 
     @Test("a page, a 404, a playlist, video and JSON are refused, each with its reason")

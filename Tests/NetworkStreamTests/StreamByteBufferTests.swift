@@ -103,4 +103,32 @@ struct StreamByteBufferTests {
         for _ in 0..<100 { write(buffer, [UInt8](repeating: 3, count: 1000)) }
         #expect(buffer.counts.dropped == 0 && buffer.counts.stored == 100_000 && reports.withLock { $0 } == 0)
     }
+
+    @Test("a read stops at a seam, which is said once before the new connection's bytes; seams dropped past are one")
+    func seams() {
+        let buffer = StreamByteBuffer(capacity: StreamByteBuffer.chunkBytes)
+        var scratch = [UInt8](repeating: 0, count: 100)
+        func read() -> StreamByteBuffer.ReadResult { scratch.withUnsafeMutableBytes { buffer.read(into: $0) } }
+        write(buffer, [1, 2, 3])
+        buffer.markSeam()
+        // Marked twice with nothing between: one seam.
+        buffer.markSeam()
+        write(buffer, [4, 5])
+        #expect(read() == .bytes(3) && scratch[..<3] == [1, 2, 3])
+        #expect(read() == .seam)
+        #expect(read() == .bytes(2) && scratch[..<2] == [4, 5])
+        #expect(read() == .empty)
+        // A seam reached before the new connection sent anything is said at once, with no wait.
+        buffer.markSeam()
+        #expect(read() == .seam && read() == .empty)
+        // Two seams whose bytes were dropped (a full buffer): the reader is past both, and hears of it once.
+        write(buffer, [6])
+        buffer.markSeam()
+        write(buffer, [7])
+        buffer.markSeam()
+        write(buffer, [UInt8](repeating: 8, count: StreamByteBuffer.chunkBytes))
+        #expect(read() == .seam && read() == .bytes(100))
+        buffer.finish(.serverClosed)
+        #expect(readAll(buffer).count == StreamByteBuffer.chunkBytes - 100 && read() == .ended(.serverClosed))
+    }
 }

@@ -84,12 +84,13 @@ struct StreamFetcherTests {
         #expect(server.requests.first?.lowercased().contains("icy-metadata: 1") == true)
     }
 
-    @Test("a file sent whole at the length its head announced is `completed`, not a stream the server closed")
+    @Test("a file sent whole at its announced length is `completed`; with none, from a plain server, its own kind")
     func fileSentWhole() throws {
         let audio = (0..<4096).map { UInt8($0 % 251) }
         let server = try LoopbackHTTPServer { connection in
-            connection.send("HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\nContent-Length: \(audio.count)\r\n"
-                + "Connection: close\r\n\r\n")
+            // `/plain`: HTTP/1.0's way, the body ended by the close, and no ICY header (no station's server).
+            let length = connection.path == "/plain" ? "" : "Content-Length: \(audio.count)\r\n"
+            connection.send("HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\n\(length)Connection: close\r\n\r\n")
             connection.send(audio)
         }
         defer { server.stop() }
@@ -97,6 +98,9 @@ struct StreamFetcherTests {
         #expect(log.all.first == .started(.mp3, stationName: nil))
         #expect(log.end == .completed)
         #expect(drain(buffer) == audio)
+        let (plain, plainBuffer) = try fetch(server.baseURL + "/plain")
+        #expect(plain.all == [.started(.mp3, stationName: nil), .ended(.plainResponseClosed)])
+        #expect(drain(plainBuffer) == audio)
     }
 
     @Test("redirects are followed up to the limit; a loop is a clear failure")
@@ -113,7 +117,7 @@ struct StreamFetcherTests {
         }
         defer { server.stop() }
         let (followed, buffer) = try fetch(server.baseURL + "/one")
-        #expect(followed.all == [.started(.ogg, stationName: nil), .ended(.serverClosed)])
+        #expect(followed.all == [.started(.ogg, stationName: nil), .ended(.plainResponseClosed)])
         #expect(drain(buffer) == Array("OggS0123456789abcdef".utf8))
         let limits = StreamLimits(silenceSeconds: 2, maximumRedirects: 3)
         let (looped, _) = try fetch(server.baseURL + "/loop", limits: limits)

@@ -1,10 +1,12 @@
 // A private Icecast2 for the internet-radio tests (IcecastTests, issue 40): Debian's icecast2 started as a child of the
 // test on a free loopback port, with its configuration, logs and pid file in a folder of its own under /tmp (never the
-// system's service, never /etc), fed by GStreamer's shout2send (libshout) from audio the tests make, and killed at the
-// end. A missing icecast2 or gst-launch-1.0 is a failure, never a skip (scripts/test installs both).
+// system's service, never /etc), fed by GStreamer's shout2send (libshout) from audio the tests make (MP3 or Ogg
+// Vorbis), and killed at the end. A missing icecast2 or gst-launch-1.0 is a failure, never a skip (scripts/test
+// installs both).
 //
 // Why shout2send: ices2 only sends Ogg Vorbis, and Debian 12's ffmpeg is not built with libshout; gstreamer's shout2
-// plugin (gstreamer1.0-plugins-good) sends an MP3 as it is, paced at its own bit rate by libshout, and takes a title.
+// plugin (gstreamer1.0-plugins-good) sends an MP3 or an Ogg file as it is, paced at its own bit rate by libshout, and
+// takes a title for an MP3.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,7 +51,7 @@ final class IcecastServer: @unchecked Sendable {
     static func start(burstBytes: Int = 65_536) async throws -> IcecastServer {
         let icecast = try ProcessRunner.requireTool("icecast2", package: "icecast2")
         _ = try ProcessRunner.requireTool("gst-launch-1.0", package: "gstreamer1.0-tools")
-        for element in ["shout2send", "mpegaudioparse", "taginject"]
+        for element in ["shout2send", "mpegaudioparse", "taginject", "oggparse"]
         where try ProcessRunner.run("gst-inspect-1.0", ["--exists", element]).status != 0 {
             throw ToolkitError("GStreamer's \(element) is missing: apt-get install gstreamer1.0-plugins-good")
         }
@@ -152,17 +154,19 @@ final class IcecastServer: @unchecked Sendable {
     /// pace (IcecastTests.liveEdgeStation hears a station with no burst at all).
     static let onAirBeforeListeners = Duration.milliseconds(4500)
 
-    /// Feeds `mount` from the MP3 `file` at its own bit rate with shout2send, as station `name` with the first title
-    /// `artist - title`, and returns once icecast2 lists the mount and, when the server has a burst on connecting,
-    /// it has been on air `onAirBeforeListeners`.
+    /// Feeds `mount` from the MP3 or Ogg `file` at its own bit rate with shout2send, as station `name` with the first
+    /// title `artist - title` (an MP3's only: an Ogg stream's titles are in its own headers), and returns once icecast2
+    /// lists the mount and, when the server has a burst on connecting, it has been on air `onAirBeforeListeners`.
     func feed(_ mount: String, from file: URL, name: String, artist: String, title: String) async throws
         -> ChildProcess
     {
         // gst-launch joins its arguments into one description: values with spaces are quoted inside it.
-        let source = try ChildProcess("gst-launch-1.0", [
-            "-q", "filesrc", "location=\(file.path)", "!", "mpegaudioparse", "!",
-            "taginject", "tags=\"artist=\\\"\(artist)\\\",title=\\\"\(title)\\\"\"", "!",
-            "shout2send", "ip=127.0.0.1", "port=\(port)", "password=\(Self.sourcePassword)", "mount=\(mount)",
+        let parse = file.pathExtension == "ogg" ? ["oggparse"] : [
+            "mpegaudioparse", "!",
+            "taginject", "tags=\"artist=\\\"\(artist)\\\",title=\\\"\(title)\\\"\"",
+        ]
+        let source = try ChildProcess("gst-launch-1.0", ["-q", "filesrc", "location=\(file.path)", "!"] + parse + [
+            "!", "shout2send", "ip=127.0.0.1", "port=\(port)", "password=\(Self.sourcePassword)", "mount=\(mount)",
             "streamname=\"\(name)\"",
         ])
         do {
