@@ -12,7 +12,7 @@ extension Player {
 
     /// Starts connecting to the sound server: the rules ask for the first attempt (row 42, `attemptConnection`).
     func startConnecting() {
-        dispatch(.playerStarted(at: monotonicMoment()))
+        dispatch(.playerStarted(at: eventMoment()))
     }
 
     /// A connection attempt's connection is the current one now (`OutputLink.connected`). The rules hear of it: after a
@@ -28,7 +28,7 @@ extension Player {
             log.record("server", ["query": "serverInfo", "error": "\(error.code.rawValue)"])
         }
         let awaySince = rules.server.awaySince
-        let waited = awaySince.map { monotonicMoment().milliseconds(since: $0) }
+        let waited = awaySince.map { eventMoment().milliseconds(since: $0) }
         log.record("server", ["state": "connected", "afterMs": waited.map { "\($0)" } ?? "-"])
         dispatch(.serverConnected)
     }
@@ -38,7 +38,7 @@ extension Player {
     func connectionAttemptFailed() {
         // Logged once each time the server is away, not at every attempt; not when the rules ended the player.
         let firstFailure = !rules.server.attemptFailed
-        dispatch(.serverConnectFailed(at: monotonicMoment()))
+        dispatch(.serverConnectFailed(at: eventMoment()))
         if firstFailure && exitCode == nil { log.record("server", ["state": "unavailable", "action": "waiting"]) }
     }
 
