@@ -103,6 +103,17 @@ struct TagSource {
         offset >= 0 && count >= 0 && offset <= size && count <= size - offset
     }
 
+    /// Up to `count` bytes at `offset`, fewer at the source's end or when a read fails: one read for a walk over
+    /// many small fields past the head (an MP3's frame headers).
+    func block(at offset: Int, count: Int) -> [UInt8] {
+        guard offset >= 0, offset < size, count > 0 else { return [] }
+        let wanted = min(count, size - offset)
+        if descriptor < 0 || wanted <= memory.count - offset { return Array(memory[offset..<offset + wanted]) }
+        return [UInt8](unsafeUninitializedCapacity: wanted) { buffer, initialized in
+            initialized = max(0, pread(descriptor, buffer.baseAddress!, wanted, off_t(offset)))
+        }
+    }
+
     /// Exactly `count` bytes at `offset`, or nil when they are not all there (or the read fails).
     func bytes(at offset: Int, count: Int) -> [UInt8]? {
         guard contains(offset: offset, count: count) else { return nil }

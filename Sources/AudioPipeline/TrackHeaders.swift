@@ -41,7 +41,7 @@ public enum TrackHeaders {
         if magic.elementsEqual("OggS".utf8) || magic.elementsEqual("RIFF".utf8) || magic.elementsEqual("FORM".utf8) {
             return nil
         }
-        return mp3(source, descriptor: descriptor)
+        return mp3(source)
     }
 
     // MARK: - FLAC
@@ -123,7 +123,7 @@ public enum TrackHeaders {
     /// The facts of an MPEG layer III file whose frames follow each other without a gap from the end of its ID3v2 tag
     /// (if any) to its ID3v1 tag (if any) or its end, all of one version, rate and channel count, and whose first
     /// frame is no Xing/Info/VBRI header.
-    static func mp3(_ source: TagSource, descriptor: Int32) -> TrackHeaderFacts? {
+    static func mp3(_ source: TagSource) -> TrackHeaderFacts? {
         var start = 0
         if let id3 = source.bytes(at: 0, count: 10), id3.prefix(3).elementsEqual("ID3".utf8) {
             guard id3[6..<10].allSatisfy({ $0 < 0x80 }) else { return nil }
@@ -135,7 +135,7 @@ public enum TrackHeaders {
         if hasVersion1 { end -= 128 }
         guard let first = source.bytes(at: start, count: 4), let header = MPEGFrameHeader(first),
               !hasInfoFrame(source, at: start, header: header),
-              let frames = countFrames(descriptor, from: start, to: end, like: header) else { return nil }
+              let frames = countFrames(source, from: start, to: end, like: header) else { return nil }
         var metadata = ID3v2Tags.read(source).metadata
         metadata.replayGain.fillMissing(from: LAMETag.replayGain(source))
         if hasVersion1, let version1 { ID3v1Tag.fill(&metadata, from: version1) }
@@ -156,19 +156,17 @@ public enum TrackHeaders {
     static let walkBlockBytes = 65_536
 
     /// The number of frames like `first` that fill `start..<end` of the file exactly, or nil when anything else is met.
-    static func countFrames(_ descriptor: Int32, from start: Int, to end: Int, like first: MPEGFrameHeader) -> Int? {
-        var block = [UInt8](repeating: 0, count: walkBlockBytes)
+    static func countFrames(_ source: TagSource, from start: Int, to end: Int, like first: MPEGFrameHeader) -> Int? {
+        var block: [UInt8] = []
         var blockStart = 0
-        var blockCount = 0
         var offset = start
         var frames = 0
         while offset < end {
             guard offset + 4 <= end else { return nil }
-            if offset + 4 > blockStart + blockCount {
+            if offset + 4 > blockStart + block.count {
                 blockStart = offset
-                let wanted = min(walkBlockBytes, end - offset)
-                blockCount = block.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, wanted, off_t(offset)) }
-                guard blockCount >= 4 else { return nil }
+                block = source.block(at: offset, count: min(walkBlockBytes, end - offset))
+                guard block.count >= 4 else { return nil }
             }
             let at = offset - blockStart
             guard let header = MPEGFrameHeader(block[at..<at + 4]), header.isLike(first) else { return nil }
