@@ -51,13 +51,19 @@ public struct CoverPicture: Equatable, Sendable {
 }
 
 /// Bytes a tag reader may read: a file through `pread` (which leaves the descriptor's offset alone) or an array.
+/// A file's first `headBytes` are read at once and served from memory: a tag is read a field at a time, and a pread
+/// a field made about 25 system calls of a FLAC file's comments (a third of a library scan's CPU went to the kernel).
 struct TagSource {
     /// The total length in bytes.
     let size: Int
     /// The file's path when reading a file: pictures found there are described by offset, not read.
     let path: TrackPath?
     private let descriptor: Int32
+    /// The whole source (an array), or a file's first bytes.
     private let memory: [UInt8]
+
+    /// How much of a file is read at once when the source is made: tags and the first audio frame usually lie there.
+    static let headBytes = 16_384
 
     /// A source reading the open file `descriptor` (not closed here); nil when its size cannot be read.
     init?(descriptor: Int32, path: TrackPath?) {
@@ -66,7 +72,22 @@ struct TagSource {
         self.size = Int(status.st_size)
         self.path = path
         self.descriptor = descriptor
-        self.memory = []
+        self.memory = Self.read(descriptor, upTo: min(size, Self.headBytes))
+    }
+
+    /// Up to `count` bytes from the start of the open file (fewer when a read fails or the file ends sooner).
+    private static func read(_ descriptor: Int32, upTo count: Int) -> [UInt8] {
+        var filled = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            while filled < count {
+                let got = pread(descriptor, buffer.baseAddress! + filled, count - filled, off_t(filled))
+                if got < 0 && errno == EINTR { continue }
+                guard got > 0 else { break }
+                filled += got
+            }
+            initialized = filled
+        }
+        return bytes
     }
 
     /// A source reading `bytes`.
@@ -82,10 +103,21 @@ struct TagSource {
         offset >= 0 && count >= 0 && offset <= size && count <= size - offset
     }
 
+    /// Up to `count` bytes at `offset`, fewer at the source's end or when a read fails: one read for a walk over
+    /// many small fields past the head (an MP3's frame headers).
+    func block(at offset: Int, count: Int) -> [UInt8] {
+        guard offset >= 0, offset < size, count > 0 else { return [] }
+        let wanted = min(count, size - offset)
+        if descriptor < 0 || wanted <= memory.count - offset { return Array(memory[offset..<offset + wanted]) }
+        return [UInt8](unsafeUninitializedCapacity: wanted) { buffer, initialized in
+            initialized = max(0, pread(descriptor, buffer.baseAddress!, wanted, off_t(offset)))
+        }
+    }
+
     /// Exactly `count` bytes at `offset`, or nil when they are not all there (or the read fails).
     func bytes(at offset: Int, count: Int) -> [UInt8]? {
         guard contains(offset: offset, count: count) else { return nil }
-        if descriptor < 0 { return Array(memory[offset..<offset + count]) }
+        if descriptor < 0 || count <= memory.count - offset { return Array(memory[offset..<offset + count]) }
         var result = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
@@ -221,7 +253,13 @@ enum TagText {
     static func trimmed(_ text: String) -> String? {
         // By index, not through reversed views of a dropped slice: those made a library scan spend 13% of its CPU
         // here, a character at a time through generic wrappers. Most values have nothing to trim and come back as
-        // they are.
+        // they are; most begin and end with a visible ASCII character (its first and last characters then are no
+        // white space), told by the two end bytes without breaking the text into characters (8% of a scan's reading
+        // went to that).
+        if let head = text.utf8.first, let tail = text.utf8.last, (0x21...0x7E).contains(head),
+           (0x21...0x7E).contains(tail) {
+            return text
+        }
         guard let first = text.firstIndex(where: { !$0.isWhitespace }),
               let last = text.lastIndex(where: { !$0.isWhitespace }) else { return nil }
         if first == text.startIndex && text.index(after: last) == text.endIndex { return text }

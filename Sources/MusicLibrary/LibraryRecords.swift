@@ -58,6 +58,7 @@ public struct LibraryEntry: Equatable, Sendable {
 
 /// What the scanner last recorded of a file.
 struct KnownFile {
+    var path: [UInt8]
     var id: Int
     var size: Int
     var modificationTime: Int
@@ -97,14 +98,16 @@ extension LibraryDatabase {
         }
     }
 
-    /// The files recorded under music folder `root`, by relative path, optionally only under `folder`.
-    func knownFiles(root: Int) throws(SQLiteError) -> [[UInt8]: KnownFile] {
-        let select = try connection.statement("SELECT id, path, size, mtime FROM files WHERE root = ?")
+    /// The files recorded under music folder `root`, in the order of their relative paths' bytes (as the scanner's
+    /// walk sorts what it finds: the two are merged, with no lookup by path). In (root, path) order, the UNIQUE
+    /// index's, so no sort is needed.
+    func knownFiles(root: Int) throws(SQLiteError) -> [KnownFile] {
+        let select = try connection.statement("SELECT id, path, size, mtime FROM files WHERE root = ? ORDER BY path")
             .bind([.integer(root)])
-        var files: [[UInt8]: KnownFile] = [:]
+        var files: [KnownFile] = []
         while try select.step() {
-            files[select.blob(1)] = KnownFile(id: select.integer(0), size: select.integer(2),
-                                              modificationTime: select.integer(3))
+            files.append(KnownFile(path: select.blob(1), id: select.integer(0), size: select.integer(2),
+                                   modificationTime: select.integer(3)))
         }
         return files
     }

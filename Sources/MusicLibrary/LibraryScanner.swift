@@ -69,7 +69,7 @@ public struct LibraryScanner {
         if below == nil {
             for (id, path) in try database.roots() where !roots.contains(path) { try database.removeRoot(id) }
         }
-        var work: [(root: TrackPath, id: Int, known: [[UInt8]: KnownFile], found: [Candidate], scope: [UInt8])] = []
+        var work: [(root: TrackPath, id: Int, files: [(Candidate, KnownFile?)], gone: [KnownFile])] = []
         for root in roots {
             guard let scope = Self.scope(of: below, in: root) else { continue }
             let id = try database.rootID(root)
@@ -82,18 +82,18 @@ public struct LibraryScanner {
             }
             var found: [Candidate] = []
             walk(root: root, from: scope, into: &found, counts: &counts)
-            work.append((root, id, known, found, scope))
+            let (files, gone) = Self.merge(found, known, scope: scope)
+            work.append((root, id, files, gone))
         }
-        let total = work.reduce(0) { sum, item in
-            sum + item.found.filter { candidate in
-                guard !rescan, let known = item.known[candidate.relativePath] else { return true }
-                return known.size != candidate.size || known.modificationTime != candidate.modificationTime
-            }.count
+        func unchanged(_ candidate: Candidate, _ known: KnownFile?) -> Bool {
+            guard !rescan, let known else { return false }
+            return known.size == candidate.size && known.modificationTime == candidate.modificationTime
         }
+        let total = work.reduce(0) { sum, item in sum + item.files.count(where: { !unchanged($0.0, $0.1) }) }
         progress(0, total)
         var done = 0
         for item in work {
-            var seen = Set<[UInt8]>()
+            var gone = item.gone
             var pending: [(LibraryEntry, Int?)] = []
             func flush() throws(SQLiteError) {
                 guard !pending.isEmpty else { return }
@@ -102,12 +102,9 @@ public struct LibraryScanner {
                 }
                 pending.removeAll(keepingCapacity: true)
             }
-            for candidate in item.found {
-                seen.insert(candidate.relativePath)
-                let known = item.known[candidate.relativePath]
+            for (candidate, known) in item.files {
                 if candidate.isPlaylist { counts.playlists += 1 }
-                if !rescan, let known, known.size == candidate.size,
-                   known.modificationTime == candidate.modificationTime {
+                if unchanged(candidate, known) {
                     counts.unchanged += 1
                     continue
                 }
@@ -117,7 +114,7 @@ public struct LibraryScanner {
                     // Gone between the walk and the read (deleted or moved mid-scan): counted, and forgotten as any
                     // file no longer there is (a move is seen where it went).
                     counts.skipped["vanished", default: 0] += 1
-                    seen.remove(candidate.relativePath)
+                    if let known { gone.append(known) }
                     done += 1
                     progress(done, total)
                     continue
@@ -134,18 +131,43 @@ public struct LibraryScanner {
             }
             try flush()
             guard !cancelled() else { break }
-            let prefix = item.scope.isEmpty ? [] : item.scope + [UInt8(ascii: "/")]
-            let gone = item.known.filter { path, _ in
-                !seen.contains(path) && (item.scope.isEmpty || path.starts(with: prefix) || path == item.scope)
-            }
             if !gone.isEmpty {
                 try database.inTransaction { () throws(SQLiteError) in
-                    for (_, file) in gone { try database.deleteFile(file.id) }
+                    for file in gone { try database.deleteFile(file.id) }
                 }
                 counts.removed += gone.count
             }
         }
         return counts
+    }
+
+    /// Pairs the files found (sorted by path) with the files recorded (sorted the same way) in one pass: each found
+    /// file with its record, if any, and the records of files no longer found inside `scope` (those outside it were
+    /// not looked for).
+    static func merge(_ found: [Candidate], _ known: [KnownFile], scope: [UInt8])
+        -> (files: [(Candidate, KnownFile?)], gone: [KnownFile]) {
+        let prefix = scope.isEmpty ? [] : scope + [UInt8(ascii: "/")]
+        var files: [(Candidate, KnownFile?)] = []
+        files.reserveCapacity(found.count)
+        var gone: [KnownFile] = []
+        var next = 0
+        for candidate in found {
+            while next < known.count, known[next].path.lexicographicallyPrecedes(candidate.relativePath) {
+                let file = known[next]
+                if scope.isEmpty || file.path.starts(with: prefix) || file.path == scope { gone.append(file) }
+                next += 1
+            }
+            if next < known.count, known[next].path == candidate.relativePath {
+                files.append((candidate, known[next]))
+                next += 1
+            } else {
+                files.append((candidate, nil))
+            }
+        }
+        for file in known[next...] where scope.isEmpty || file.path.starts(with: prefix) || file.path == scope {
+            gone.append(file)
+        }
+        return (files, gone)
     }
 
     /// Reads every track of the music folders as a scan does (the same walk, the same reading), without a database:
@@ -217,20 +239,19 @@ public struct LibraryScanner {
                 counts.skipped["loop", default: 0] += 1
                 continue
             }
-            guard let names = Self.names(in: path) else {
+            guard let entries = Self.entries(in: path) else {
                 counts.skipped[Self.reason(errno), default: 0] += 1
                 continue
             }
             var subfolders: [[UInt8]] = []
-            for name in names.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            for (name, status, error) in entries.sorted(by: { $0.name.lexicographicallyPrecedes($1.name) }) {
                 if name.first == UInt8(ascii: ".") {
                     counts.hidden += 1
                     continue
                 }
                 let relative = folder.isEmpty ? name : folder + [UInt8(ascii: "/")] + name
-                var entry = stat()
-                guard Self.status(Self.join(root.bytes, relative), &entry, follow: true) else {
-                    counts.skipped[errno == ENOENT || errno == ELOOP ? "brokenLink" : Self.reason(errno), default: 0]
+                guard let entry = status else {
+                    counts.skipped[error == ENOENT || error == ELOOP ? "brokenLink" : Self.reason(error), default: 0]
                         += 1
                     continue
                 }
@@ -260,8 +281,9 @@ public struct LibraryScanner {
         return AudioFileKind.fileExtensions.contains(ending) ? false : nil
     }
 
-    /// Reads one candidate: its kind by content, its tags, length and rate from the decoder's open. A file that
-    /// cannot be read becomes a `.failed` entry with its reason's kind (never shown with the path).
+    /// Reads one candidate: its kind by content, its tags, length and rate from its headers (TrackHeaders) where they
+    /// settle them, else from the decoder's open. A file that cannot be read becomes a `.failed` entry with its
+    /// reason's kind (never shown with the path).
     static func read(_ candidate: Candidate, root: TrackPath) -> LibraryEntry {
         var entry = LibraryEntry(root: root, relativePath: candidate.relativePath, kind: .failed,
                                  size: candidate.size, modificationTime: candidate.modificationTime)
@@ -270,6 +292,13 @@ public struct LibraryScanner {
             return entry
         }
         let path = entry.absolute
+        if let facts = TrackHeaders.read(path) {
+            entry.kind = LibraryEntry.Kind(rawValue: facts.kind.rawValue) ?? .failed
+            entry.take(facts.metadata)
+            entry.sampleRate = facts.sampleRate
+            entry.durationSeconds = facts.seconds
+            return entry
+        }
         do {
             // Identified once, and opened by kind (openDecoder would read the file's first bytes again).
             let kind = try AudioFileKind.identify(path)
@@ -278,11 +307,7 @@ public struct LibraryScanner {
             // The file's own rate: libmpg123 delivers an MP3 of another rate than 44.1 or 48 kHz converted to 44.1.
             let fileRate = (decoder as? MP3Decoder)?.nativeSampleRate ?? decoder.format.sampleRate
             entry.kind = LibraryEntry.Kind(rawValue: kind.rawValue) ?? .failed
-            var tags = decoder.metadata
-            entry.hasCover = tags.hasEmbeddedCover
-            tags.cover = nil
-            tags.coverProblem = nil
-            entry.tags = tags
+            entry.take(decoder.metadata)
             entry.sampleRate = fileRate
             // The length is in the frames delivered, so at their rate: as played, gapless trim applied when the file
             // has a LAME tag to say it (at any rate, converted or not).
@@ -321,6 +346,32 @@ public struct LibraryScanner {
         return (follow ? stat(cPath, &status) : lstat(cPath, &status)) == 0
     }
 
+    /// The names in the folder at `path` (as `names(in:)` gives them), each but the hidden ones with its status,
+    /// following links, or the errno of its failure. Each is looked up by name in the open folder (fstatat), which
+    /// spares the kernel walking the whole path again for every file of a scan. Nil with errno set when the folder
+    /// cannot be opened.
+    static func entries(in path: [UInt8]) -> [(name: [UInt8], status: stat?, error: Int32)]? {
+        let cPath = path.map { CChar(bitPattern: $0) } + [0]
+        guard let directory = opendir(cPath) else { return nil }
+        defer { closedir(directory) }
+        let folder = dirfd(directory)
+        var entries: [(name: [UInt8], status: stat?, error: Int32)] = []
+        while let entry = readdir(directory) {
+            let name = DirectoryListing.entryName(entry)
+            if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
+            if name.first == UInt8(ascii: ".") {
+                entries.append((name, nil, 0))
+                continue
+            }
+            var status = stat()
+            let found = (name.map { CChar(bitPattern: $0) } + [0]).withUnsafeBufferPointer {
+                fstatat(folder, $0.baseAddress!, &status, 0) == 0
+            }
+            entries.append(found ? (name, status, 0) : (name, nil, errno))
+        }
+        return entries
+    }
+
     /// The names in the folder at `path` as bytes (not necessarily UTF-8), without "." and ".."; nil with errno set
     /// when it cannot be opened.
     static func names(in path: [UInt8]) -> [[UInt8]]? {
@@ -333,6 +384,17 @@ public struct LibraryScanner {
             if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
         }
         return names
+    }
+}
+
+extension LibraryEntry {
+    /// Takes a track's tags, keeping of its cover only that it has one.
+    mutating func take(_ metadata: TrackMetadata) {
+        var tags = metadata
+        hasCover = tags.hasEmbeddedCover
+        tags.cover = nil
+        tags.coverProblem = nil
+        self.tags = tags
     }
 }
 

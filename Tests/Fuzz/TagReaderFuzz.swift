@@ -1,6 +1,7 @@
 // libFuzzer target for Earshot's own tag readers fed arbitrary bytes in memory: the ID3v2 reader (with its RVA2
 // frames), the LAME tag's gains, the FLAC metadata block reader and the Ogg comment-header reader (Vorbis and Opus
-// forms), each on every input, with the picture each finds loaded. Not a SwiftPM target: scripts/fuzz compiles it with Sources/AudioPipeline's sources.
+// forms), and TrackHeaders' MP3 frame walk and FLAC STREAMINFO and block checks, each on every input, with the
+// picture each finds loaded. Not a SwiftPM target: scripts/fuzz compiles it with Sources/AudioPipeline's sources.
 //
 // Besides "never crash or hang", it checks the readers' promises: a picture is never over the limit, its bytes are
 // exactly its length, and a problem is given only when no picture was taken; numbers are positive, and the library's
@@ -50,5 +51,11 @@ public func fuzzTagReaders(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     check(FLACTags.read(TagSource(bytes: Array("fLaC".utf8) + bytes)))
     check(OggTags.read(TagSource(bytes: bytes), opus: false))
     check(OggTags.read(TagSource(bytes: bytes), opus: true))
+    // The facts a library scan takes from headers instead of a decoder: a rate and a finite, positive length.
+    for facts in [TrackHeaders.mp3(TagSource(bytes: bytes)), TrackHeaders.flac(TagSource(bytes: bytes)),
+                  TrackHeaders.flac(TagSource(bytes: Array("fLaC".utf8) + bytes))].compactMap({ $0 }) {
+        check(facts.metadata)
+        require(facts.sampleRate > 0 && facts.seconds.isFinite && facts.seconds > 0, "a rate or length out of range")
+    }
     return 0
 }
