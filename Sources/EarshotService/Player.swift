@@ -293,6 +293,7 @@ actor Player {
     /// signal itself after it.
     func decided(_ decision: Decision, reported: Event) {
         followPlayOrder()
+        guard !isQuietRetry(decision) else { return }
         let commands = decision.commands
         let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
         let kind = decision.event.description, playback = decision.playback.description
@@ -300,6 +301,21 @@ actor Player {
             log.record("event", ["kind": kind, "playback": playback, "commands": named])
         } else {
             log.record("event", ["kind": kind, "playback": playback, "commands": named, "signal": reported.description])
+        }
+    }
+
+    /// Whether a decision is only the sound server's next attempt while it is away (row 42: the wait's end, an
+    /// attempt, its failure, the next wait), which the user neither hears nor sees: not logged, so that a server away
+    /// for a night does not write two lines a second. The `server` lines say when it went and when it came back.
+    private func isQuietRetry(_ decision: Decision) -> Bool {
+        guard !rules.server.isConnected else { return false }
+        switch decision.event {
+        case .timerFired, .serverConnectFailed: break
+        default: return false
+        }
+        return decision.commands.allSatisfy { command in
+            if case .armTimer = command { return true }
+            return command == .connectServer
         }
     }
 
