@@ -36,7 +36,11 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
     /// Opens `connection`'s stream with libsndfile; waits for its headers (at most the fetch's silence limit).
     init(connection: StreamConnection) throws(DecodeError) {
         self.connection = connection
-        stream = try Self.open(connection, reopening: false)
+        // (Never nil on a first open: only a reopening takes a clean end for the station's.)
+        guard let opened = try Self.open(connection, reopening: false) else {
+            throw DecodeError(kind: .cannotOpen, message: "the stream ended before its headers")
+        }
+        stream = opened
         format = stream.format
     }
 
@@ -59,7 +63,11 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
         if reader.atSeam {
             // What came before the reconnection is decoded (its cut last packet, and libsndfile's complaint about
             // it, are what the network lost): the new connection's stream is opened from its first byte.
-            stream = try Self.open(connection, reopening: true)
+            guard let reopened = try Self.open(connection, reopening: true) else {
+                finished = true
+                return .finished
+            }
+            stream = reopened
             guard stream.format == format else {
                 format = stream.format
                 return .formatChanged(format)
@@ -90,14 +98,18 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
 
     // Opens libsndfile on the connection's bytes from where the buffer is read now: the stream's first byte, or a
     // seam's. A seam reached before the headers were read whole (the new connection lost again at once) starts it
-    // over at the next connection's bytes.
-    private static func open(_ connection: StreamConnection, reopening: Bool) throws(DecodeError) -> OpenedStream {
+    // over at the next connection's bytes. Nil only when reopening: the stream ended cleanly before the new
+    // connection's headers were whole (it was lost again, and the rules then ended the station): the station's end,
+    // as for MP3, not a broken stream.
+    private static func open(_ connection: StreamConnection, reopening: Bool) throws(DecodeError) -> OpenedStream? {
         while true {
             let reader = ForwardReader(connection: connection, givesUpWhenSuperseded: !reopening)
             do throws(DecodeError) {
                 return try OpenedStream(reader: reader)
             } catch {
-                guard reader.atSeam else { throw error }
+                if reader.atSeam { continue }
+                if reopening, !reader.gaveUp, let end = reader.end, end.isClean, end != .stopped { return nil }
+                throw error
             }
         }
     }

@@ -82,6 +82,8 @@ actor Player {
     var streamAwaitsFormat: SinkChoice?
     /// The track whose title the stream's media name shows.
     var announcedTrack: Int?
+    /// The playback the last decision left (`decided`): what a quiet retry must leave unchanged to go unlogged.
+    var playbackDecided: Playback?
     var exitCode: Int32?
     var progressShown = false
     /// Bumped whenever the queue is replaced, so MPRIS track ids of a new queue differ from the old ones.
@@ -293,7 +295,9 @@ actor Player {
     /// signal itself after it.
     func decided(_ decision: Decision, reported: Event) {
         followPlayOrder()
-        guard !isQuietRetry(decision) else { return }
+        let before = playbackDecided
+        playbackDecided = decision.playback
+        guard !isQuietRetry(decision, before: before) else { return }
         let commands = decision.commands
         let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
         let kind = decision.event.description, playback = decision.playback.description
@@ -306,9 +310,10 @@ actor Player {
 
     /// Whether a decision is only the sound server's next attempt while it is away (row 42: the wait's end, an
     /// attempt, its failure, the next wait), which the user neither hears nor sees: not logged, so that a server away
-    /// for a night does not write two lines a second. The `server` lines say when it went and when it came back.
-    private func isQuietRetry(_ decision: Decision) -> Bool {
-        guard !rules.server.isConnected else { return false }
+    /// for a night does not write two lines a second. The `server` lines say when it went and when it came back. One
+    /// that changed the playback (the failure of an attempt a play was waiting for) is logged.
+    private func isQuietRetry(_ decision: Decision, before: Playback?) -> Bool {
+        guard !rules.server.isConnected, decision.playback == before else { return false }
         switch decision.event {
         case .timerFired, .serverConnectFailed: break
         default: return false

@@ -77,4 +77,23 @@ struct StreamReconnectionTests {
         #expect(beforeLoss > 0 && beforeLoss < whole, "\(beforeLoss) of \(whole)")
         #expect(across == beforeLoss + whole, "\(across) frames, not \(beforeLoss) + \(whole)")
     }
+
+    @Test("a reconnection lost again inside its headers, then ended: the frames before the loss, and a clean end",
+          arguments: [Fixtures.Format.vorbis, .opus, .flac, .mp3])
+    func reconnectionLostInItsHeaders(format: Fixtures.Format) async throws {
+        let before = try [UInt8](Data(contentsOf: Fixtures.tone(format, frequency: 660, seconds: 4)))
+        let file = try [UInt8](Data(contentsOf: Fixtures.tone(format, frequency: 880, seconds: 4)))
+        let cut = Array(before.prefix(before.count * 3 / 5 + 101))
+        let type = switch format {
+        case .mp3: "audio/mpeg"
+        case .flac: "audio/flac"
+        case .vorbis, .opus: "audio/ogg"
+        }
+        let beforeLoss = try await decodeLive(Station(contentType: type, first: cut, later: []), reconnecting: false)
+        // The new connection sends less than its stream's headers and is lost; the rules then end the station (its
+        // attempts ran out, or its mount went): the station's end, not a broken stream.
+        let across = try await decodeLive(Station(contentType: type, first: cut, later: Array(file.prefix(300))),
+                                          reconnecting: true)
+        #expect(across == beforeLoss, "\(across) frames, not the \(beforeLoss) before the loss")
+    }
 }
