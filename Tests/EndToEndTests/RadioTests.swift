@@ -259,17 +259,20 @@ struct RadioTests {
     @Test("a dry Ogg station: `next` leaves it at once, before its silence limit, although libsndfile waits for bytes")
     func dryOggStation() async throws {
         try await ServiceHarness.run { harness in
-            // Noise, so that the stream's first bytes hold more than the decoder's prebuffer (48 KiB, 4 s of it).
-            let ogg = try Fixtures.file(named: "noise-6s.ogg") { output in
+            // Noise, so that the audio sent holds more than the decoder's prebuffer (48 KiB, 4 s of it).
+            let ogg = try Fixtures.file(named: "noise-8s.ogg") { output in
                 let wav = output.deletingPathExtension().appendingPathExtension("wav")
                 defer { try? FileManager.default.removeItem(at: wav) }
                 try ProcessRunner.runChecked("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", "-e", "signed-integer",
-                                                     wav.path, "synth", "6", "whitenoise", "gain", "-10"],
+                                                     wav.path, "synth", "8", "whitenoise", "gain", "-10"],
                                              timeout: .seconds(120))
                 try Fixtures.encode(wav, as: .vorbis, into: output)
             }
-            let body = try [UInt8](Data(contentsOf: ogg))
-            // The head and 6 s of audio, then nothing, the connection kept open: a station whose source went quiet.
+            let file = try [UInt8](Data(contentsOf: ogg))
+            // The head and the audio but for the last page (whose end-of-stream flag would end the track), then
+            // nothing, the connection kept open: a station whose source went quiet.
+            let pages = Fixtures.oggPageRanges(file)
+            let body = Array(file[..<pages[pages.count - 1].lowerBound])
             let server = try LoopbackHTTPServer { connection in
                 connection.send("HTTP/1.0 200 OK\r\nContent-Type: audio/ogg\r\nicy-name: Dry FM\r\n\r\n")
                 guard connection.send(body) else { return }
@@ -279,13 +282,19 @@ struct RadioTests {
             let after = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
             let service = try await harness.startService()
             try harness.earshotChecked(["play", server.baseURL + "/dry", after.path])
-            // Everything received is decoded: libsndfile's read waits in the buffer for the next byte.
+            let started = try await harness.waitForStatus(of: service, "the station heard for 1 s") {
+                $0.trackIndex == 0 && $0.playback == "playing" && $0.positionMs >= 1000
+            }
+            // Everything received taken, and the output starved since: the decoder has nothing more to give, and
+            // libsndfile's read waits in the buffer for the next byte.
             try await harness.waitForStatus(of: service, "the station playing, its buffer dry") {
-                $0.trackIndex == 0 && $0.playback == "playing" && $0.positionMs >= 500 && $0.liveBufferBytes == 0
+                $0.trackIndex == 0 && $0.playback == "playing" && $0.liveBufferBytes == 0
+                    && $0.underruns > started.underruns
             }
             try harness.earshotChecked(["next"])
-            let moved = try await harness.waitForStatus(of: service, "the next track", timeout: .seconds(60)) {
-                $0.trackIndex == 1 && $0.playback == "playing"
+            // Heard, not only chosen: a second of the file played.
+            let moved = try await harness.waitForStatus(of: service, "the next track heard", timeout: .seconds(60)) {
+                $0.trackIndex == 1 && $0.playback == "playing" && $0.positionMs >= 1000
             }
             // Left by the command, not by the fetch's silence limit (10 s), whose loss the rules would have reported
             // and reconnected after: the station was asked for once, and nothing failed.
