@@ -167,7 +167,8 @@ extension DecodeWorker {
             // other formats come at their own rate, and a change is announced like any other (`.formatChange`).
             // The gain (ReplayGain.swift) is chosen here, at the track's start, and scales its every frame.
             let opened = try AudioFileKind.openDecoder(path: path, outputRate: work.ringFormat?.sampleRate,
-                                                       cancellation: streamCancellation,
+                                                       cancellation: streamCancellation(index: start.index,
+                                                                                        path: path),
                                                        live: (liveBuffer, start.index))
             work.live = (opened as? any LiveMetadataSource).map { (start.index, $0) }
             let decoder = replayGain.applied(to: opened, path: path)

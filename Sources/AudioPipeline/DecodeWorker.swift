@@ -331,10 +331,20 @@ public final class DecodeWorker: @unchecked Sendable {
         control.unlock()
     }
 
-    /// What ends an internet stream's waits for the network: a stop, or a new start point while it opens.
-    var streamCancellation: StreamCancellation {
-        StreamCancellation(stopping: { [self] in controlAnswer { $0.stopRequested } },
-                           superseded: { [self] in controlAnswer { $0.restart != nil } })
+    /// What ends the waits for the network of the internet stream opened as track `index` from `path`: a stop, a new
+    /// start point while it opens, and once it plays a new start point that does not take it up again (a `next`, a
+    /// `play N`, a queue edit that moves it), so that a dry station never holds the worker from the user's command.
+    func streamCancellation(index: Int, path: TrackPath) -> StreamCancellation {
+        StreamCancellation(
+            stopping: { [self] in controlAnswer { $0.stopRequested } },
+            superseded: { [self] in controlAnswer { $0.restart != nil } },
+            leaving: { [self] in
+                controlAnswer { state in
+                    guard let restart = state.restart else { return false }
+                    return restart.index != index || restart.index >= state.queue.count
+                        || state.queue[restart.index] != path
+                }
+            })
     }
 
     func controlAnswer(_ question: (ControlState) -> Bool) -> Bool {

@@ -5,8 +5,9 @@
 // - claims a length of 1 TiB, and refuses any seek past what has arrived: the Ogg reader then takes the length as
 //   unknown and reads on;
 // - waits (on the decode worker's thread) for bytes as a file read would, until the stream ends, the fetch fails
-//   (which it does after the silence limit, 10 s) or the worker stops: a read that returned nothing would be taken
-//   for the end.
+//   (which it does after the silence limit, 10 s), the worker stops or is given another track (a `next` while the
+//   station is dry): a read that returned nothing would be taken for the end. A wait given up leaves libsndfile
+//   holding a short read, which it may have taken for the end (libFLAC does): that decoder is never read again.
 // Checked with libsndfile 1.2.0 (Debian 12): FLAC, Ogg Vorbis and Ogg Opus decode whole from a forward-only source.
 // A chained Ogg stream (a new logical stream at each title, as some Icecast sources send) is not followed past its
 // first link by libsndfile: that link's end is the track's end. A reconnection's new stream is followed: the buffer
@@ -32,6 +33,9 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
     private var finished = false
     // Decoding waits for the prebuffer (StreamConnection.prebufferBytes) at the start and after each flush.
     private var prebuffering = true
+    // A wait for the network was given up (the worker stops or leaves the station): libsndfile's state cannot be
+    // trusted past that short read, so the decoder decodes nothing more and refuses a seek (the worker opens anew).
+    private var interrupted = false
 
     /// Opens `connection`'s stream with libsndfile; waits for its headers (at most the fetch's silence limit).
     init(connection: StreamConnection) throws(DecodeError) {
@@ -49,12 +53,19 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
     }
 
     func decode(into buffer: UnsafeMutableBufferPointer<Int16>) throws(DecodeError) -> DecodeStep {
+        guard !interrupted else { return .frames(0) }
         guard !finished, let base = buffer.baseAddress else { return .finished }
         if prebuffering {
             guard connection.prebuffered() else { return .frames(0) }
             prebuffering = false
         }
         let got = stream.read(into: base, frames: buffer.count / FrameRing.samplesPerFrame)
+        if stream.reader.gaveUp {
+            // The frames decoded before the wait are whole; what libsndfile made of the short read is not looked at.
+            interrupted = true
+            positionFrame += got
+            return .frames(got)
+        }
         if got > 0 {
             positionFrame += got
             return .frames(got)
@@ -63,7 +74,16 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
         if reader.atSeam {
             // What came before the reconnection is decoded (its cut last packet, and libsndfile's complaint about
             // it, are what the network lost): the new connection's stream is opened from its first byte.
-            guard let reopened = try Self.open(connection, reopening: true) else {
+            let opened: OpenedStream?
+            do throws(DecodeError) {
+                opened = try Self.open(connection, reopening: true)
+            } catch {
+                // A wait for the new headers given up (the worker leaves the station) is no failure of the station.
+                guard error == StreamConnection.cancelled else { throw error }
+                interrupted = true
+                return .frames(0)
+            }
+            guard let reopened = opened else {
                 finished = true
                 return .finished
             }
@@ -92,6 +112,7 @@ final class SndfileStreamDecoder: AudioDecoder, LiveMetadataSource {
     /// there (the worker asks for the frame last heard after a flush: an output lost, a reposition). Never throws,
     /// so a flush never costs the station itself.
     func seek(toFrame frame: Int) throws(DecodeError) {
+        if interrupted { throw StreamConnection.cancelled }
         positionFrame = max(0, frame)
         prebuffering = true
     }
@@ -184,10 +205,10 @@ private final class ForwardReader {
 
     let connection: StreamConnection
     let cancellation: StreamCancellation
-    /// Whether a new start point ends a wait before libsndfile has opened the stream: at the track's open (the start
-    /// point takes its place), not at a reopen after a seam (the track plays on).
+    /// Whether any new start point ends a wait before libsndfile has opened the stream: at the track's open (the start
+    /// point takes its place), not at a reopen after a seam (the track plays on, unless the worker leaves it).
     let givesUpWhenSuperseded: Bool
-    /// Set once libsndfile has opened the stream: from then on only a stop ends a wait.
+    /// Set once libsndfile has opened the stream: from then on a stop, or a start point elsewhere, ends a wait.
     var opened = false
     /// The reads reached a seam: every byte of this stream was read, and the bytes after it are another stream's.
     private(set) var atSeam = false
@@ -203,6 +224,13 @@ private final class ForwardReader {
         self.connection = connection
         self.givesUpWhenSuperseded = givesUpWhenSuperseded
         cancellation = connection.cancellation
+    }
+
+    // Whether the worker's commands end a wait for bytes: a stop; at the track's open any new start point; otherwise
+    // one that leaves this track (one that takes it up again, as a resume after a flush does, waits on with it).
+    private var waitEnds: Bool {
+        if cancellation.stopping() { return true }
+        return !opened && givesUpWhenSuperseded ? cancellation.superseded() : cancellation.leaving()
     }
 
     static func from(_ context: UnsafeMutableRawPointer?) -> ForwardReader {
@@ -251,9 +279,9 @@ private final class ForwardReader {
                 position += got
                 done += got
             case .empty:
-                // A short read is libsndfile's end of file: only a stop (or a new start point while opening) ends
-                // the wait, never a pause in the network (the fetch itself fails after its silence limit).
-                if cancellation.stopping() || (!opened && givesUpWhenSuperseded && cancellation.superseded()) {
+                // A short read is libsndfile's end of file: only the worker's own commands end the wait (its decoder
+                // is then let go), never a pause in the network (the fetch itself fails after its silence limit).
+                if waitEnds {
                     gaveUp = true
                     return sf_count_t(done)
                 }

@@ -17,22 +17,28 @@ public protocol LiveMetadataSource: AnyObject {
     func rejoinLive()
 }
 
-/// What may end a stream decoder's waits for the network early: the decode worker stopping, or (while the stream
-/// is still opening) a new start point taking the track's place. Read on the decode worker's thread.
+/// What may end a stream decoder's waits for the network early: the decode worker stopping, a new start point taking
+/// the track's place while the stream is still opening, or one elsewhere once it plays. Read on the decode worker's
+/// thread, at each of its waits (a tenth of a second at most).
 public struct StreamCancellation: Sendable {
     /// The worker is stopping: every wait ends.
     public var stopping: @Sendable () -> Bool
     /// A new start point is waiting: an open under way gives up (its failure is of a generation nobody hears).
     public var superseded: @Sendable () -> Bool
+    /// A new start point is waiting that will not take up this decoder again (another track, or another path at its
+    /// index): a wait of the open stream ends, and the decoder, let go, is never read again.
+    public var leaving: @Sendable () -> Bool
 
-    /// Creates a cancellation from the worker's two questions.
-    public init(stopping: @escaping @Sendable () -> Bool, superseded: @escaping @Sendable () -> Bool) {
+    /// Creates a cancellation from the worker's three questions.
+    public init(stopping: @escaping @Sendable () -> Bool, superseded: @escaping @Sendable () -> Bool,
+                leaving: @escaping @Sendable () -> Bool) {
         self.stopping = stopping
         self.superseded = superseded
+        self.leaving = leaving
     }
 
     /// Nothing cancels (a decoder opened outside the worker).
-    public static let never = StreamCancellation(stopping: { false }, superseded: { false })
+    public static let never = StreamCancellation(stopping: { false }, superseded: { false }, leaving: { false })
 
     /// Whether an open under way should give up.
     var abandonsOpen: Bool { stopping() || superseded() }

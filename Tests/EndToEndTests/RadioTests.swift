@@ -1,8 +1,8 @@
 // Internet radio end to end (issue 40): `earshot serve` plays an http:// stream from a loopback server the test runs
 // (MP3 with ICY titles, at its bit rate), shows the station's titles on MPRIS as they change, moves to the next track
 // when the server ends the stream, skips a station that answers with a page or a 404 with its reason, plays on
-// through a station that sends slower than it plays, and plays a file served by a plain web server without a length
-// once, its close taken for its end.
+// through a station that sends slower than it plays, leaves a dry Ogg station at `next`, and plays a file served by a
+// plain web server without a length once, its close taken for its end.
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -252,6 +252,54 @@ struct RadioTests {
             }
             #expect(skipped.playback == "playing", "\(skipped)")
             #expect(service.standardError().contains("Nothing came from the server"), "\(service.standardError())")
+            #expect(await harness.stopService(service) == 0)
+        }
+    }
+
+    @Test("a dry Ogg station: `next` leaves it at once, before its silence limit, although libsndfile waits for bytes")
+    func dryOggStation() async throws {
+        try await ServiceHarness.run { harness in
+            // Noise, so that the audio sent holds more than the decoder's prebuffer (48 KiB, 4 s of it).
+            let ogg = try Fixtures.file(named: "noise-8s.ogg") { output in
+                let wav = output.deletingPathExtension().appendingPathExtension("wav")
+                defer { try? FileManager.default.removeItem(at: wav) }
+                try ProcessRunner.runChecked("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", "-e", "signed-integer",
+                                                     wav.path, "synth", "8", "whitenoise", "gain", "-10"],
+                                             timeout: .seconds(120))
+                try Fixtures.encode(wav, as: .vorbis, into: output)
+            }
+            let file = try [UInt8](Data(contentsOf: ogg))
+            // The head and the audio but for the last page (whose end-of-stream flag would end the track), then
+            // nothing, the connection kept open: a station whose source went quiet.
+            let pages = Fixtures.oggPageRanges(file)
+            let body = Array(file[..<pages[pages.count - 1].lowerBound])
+            let server = try LoopbackHTTPServer { connection in
+                connection.send("HTTP/1.0 200 OK\r\nContent-Type: audio/ogg\r\nicy-name: Dry FM\r\n\r\n")
+                guard connection.send(body) else { return }
+                connection.holdSilently()
+            }
+            defer { server.stop() }
+            let after = try Fixtures.tone(.mp3, frequency: 660, seconds: 30)
+            let service = try await harness.startService()
+            try harness.earshotChecked(["play", server.baseURL + "/dry", after.path])
+            let started = try await harness.waitForStatus(of: service, "the station heard for 1 s") {
+                $0.trackIndex == 0 && $0.playback == "playing" && $0.positionMs >= 1000
+            }
+            // Everything received taken, and the output starved since: the decoder has nothing more to give, and
+            // libsndfile's read waits in the buffer for the next byte.
+            try await harness.waitForStatus(of: service, "the station playing, its buffer dry") {
+                $0.trackIndex == 0 && $0.playback == "playing" && $0.liveBufferBytes == 0
+                    && $0.underruns > started.underruns
+            }
+            try harness.earshotChecked(["next"])
+            // Heard, not only chosen: a second of the file played.
+            let moved = try await harness.waitForStatus(of: service, "the next track heard", timeout: .seconds(60)) {
+                $0.trackIndex == 1 && $0.playback == "playing" && $0.positionMs >= 1000
+            }
+            // Left by the command, not by the fetch's silence limit (10 s), whose loss the rules would have reported
+            // and reconnected after: the station was asked for once, and nothing failed.
+            #expect(moved.lastError == nil, "\(moved)")
+            #expect(server.requests.count == 1, "\(server.requests.count) requests")
             #expect(await harness.stopService(service) == 0)
         }
     }
