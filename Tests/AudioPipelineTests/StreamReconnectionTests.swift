@@ -57,18 +57,23 @@ struct StreamReconnectionTests {
         return try await decoding.value
     }
 
-    @Test("the frames before the loss, then the whole new stream", arguments: [Fixtures.Format.vorbis, .opus, .flac, .mp3])
-    func decodesAcrossReconnection(format: Fixtures.Format) async throws {
-        // The server's encoder starts again after its restart: another encoding (another Ogg serial number).
+    /// What the tests' station sends in `format`: the first connection's stream cut where the network would
+    /// (anywhere: here in the middle of an Ogg page or a FLAC frame), the whole stream the server starts over with
+    /// after its restart (another encoding, another Ogg serial number), and their content type.
+    private static func material(_ format: Fixtures.Format) throws -> (cut: [UInt8], file: [UInt8], type: String) {
         let before = try [UInt8](Data(contentsOf: Fixtures.tone(format, frequency: 660, seconds: 4)))
         let file = try [UInt8](Data(contentsOf: Fixtures.tone(format, frequency: 880, seconds: 4)))
-        // Cut where the network would: anywhere, here in the middle of an Ogg page or a FLAC frame.
-        let cut = Array(before.prefix(before.count * 3 / 5 + 101))
         let type = switch format {
         case .mp3: "audio/mpeg"
         case .flac: "audio/flac"
         case .vorbis, .opus: "audio/ogg"
         }
+        return (Array(before.prefix(before.count * 3 / 5 + 101)), file, type)
+    }
+
+    @Test("the frames before the loss, then the whole new stream", arguments: [Fixtures.Format.vorbis, .opus, .flac, .mp3])
+    func decodesAcrossReconnection(format: Fixtures.Format) async throws {
+        let (cut, file, type) = try Self.material(format)
         let beforeLoss = try await decodeLive(Station(contentType: type, first: cut, later: []), reconnecting: false)
         let whole = try await decodeLive(Station(contentType: type, first: file, later: []), reconnecting: false)
         let across = try await decodeLive(Station(contentType: type, first: cut, later: file), reconnecting: true)
@@ -81,14 +86,7 @@ struct StreamReconnectionTests {
     @Test("a reconnection lost again inside its headers, then ended: the frames before the loss, and a clean end",
           arguments: [Fixtures.Format.vorbis, .opus, .flac, .mp3])
     func reconnectionLostInItsHeaders(format: Fixtures.Format) async throws {
-        let before = try [UInt8](Data(contentsOf: Fixtures.tone(format, frequency: 660, seconds: 4)))
-        let file = try [UInt8](Data(contentsOf: Fixtures.tone(format, frequency: 880, seconds: 4)))
-        let cut = Array(before.prefix(before.count * 3 / 5 + 101))
-        let type = switch format {
-        case .mp3: "audio/mpeg"
-        case .flac: "audio/flac"
-        case .vorbis, .opus: "audio/ogg"
-        }
+        let (cut, file, type) = try Self.material(format)
         let beforeLoss = try await decodeLive(Station(contentType: type, first: cut, later: []), reconnecting: false)
         // The new connection sends less than its stream's headers and is lost; the rules then end the station (its
         // attempts ran out, or its mount went): the station's end, not a broken stream.
