@@ -29,7 +29,9 @@ public struct TrackHeaderFacts: Sendable {
 public enum TrackHeaders {
     /// The facts of the file at `path`, or nil when its headers do not settle them all (the decoder is then asked).
     public static func read(_ path: TrackPath) -> TrackHeaderFacts? {
-        let descriptor = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
+        // O_NONBLOCK: a file swapped for a FIFO since the walk saw it must not hold the scanner in open(2) (it is
+        // then no regular file, and left to the decoder's own checks); a regular file's reads are not affected.
+        let descriptor = path.withCString { open($0, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
