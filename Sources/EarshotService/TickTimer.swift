@@ -28,7 +28,9 @@ final class TickTimer {
     private let fire: @Sendable (Int) -> Void
     /// The timer thread's entry for the current arming, while it is armed.
     private var entry: Int?
-    private var due: ContinuousClock.Instant?
+    /// When the current arming goes off, on the host's clock (CLOCK_MONOTONIC, as DispatchTime: SuspendingClock on
+    /// Linux; ContinuousClock is CLOCK_BOOTTIME, and after a suspend an old deadline on it would look passed).
+    private var due: SuspendingClock.Instant?
     private var arming = 0
 
     /// A disarmed timer, kept by `host`, that calls `fire` (on the host's thread) with the arming's number when it
@@ -40,7 +42,7 @@ final class TickTimer {
 
     /// Arms the timer to go off after `delay`, unless it is already armed to go off sooner.
     func arm(after delay: Duration) {
-        let moment = ContinuousClock.now + delay
+        let moment = SuspendingClock.now + delay
         if entry != nil, let due, due <= moment { return }
         if let entry { host.cancel(entry) }
         due = moment
