@@ -59,11 +59,12 @@ import EarshotCore
 /// (whatever the card's last description says), not when such a sink merely appears: PulseAudio 16 moves our stream
 /// to the default sink (often the speakers) when the old one is unlinked, and back only once the new A2DP sink is
 /// the default again or our stream's preferred sink, so resuming on the sink's appearance could play out loud.
-/// A session manager may also never move it back (WirePlumber 0.4.13 under load left it on the sink it was rescued
-/// to), and a switch that never ended would hold every later `play` (rule 9). So a switch whose card is back in A2DP,
-/// or that is still pending, has a bound, after which it ends as an unplug would: our stream was taken off the
-/// headset by the server, not moved by the user, so it must not resume where it was left (not even when another call
-/// ends later with a resume), and the user's `play` plays where the stream is.
+/// Nothing promises that a session manager moves it back (the one time it seemed not to, WirePlumber 0.4.13 had
+/// switched the card `off` from a kept profile: docs/measured.md), and a switch that never ended would hold every
+/// later `play` (rule 9). So a switch whose card is back in A2DP, or that is still pending, has a bound, after which
+/// it ends as an unplug would: our stream was taken off the headset by the server, not moved by the user, so it must
+/// not resume where it was left (not even when another call ends later with a resume), and the user's `play` plays
+/// where the stream is.
 ///
 /// A deliberate move (off a sink that still exists, `ourStreamMovedOffExistingSink`) to a sink of another device is the
 /// user's choice, or the desktop's when its default changes: the call still pauses us, but its end no longer depends on

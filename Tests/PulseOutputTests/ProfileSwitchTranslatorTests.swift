@@ -428,7 +428,8 @@ struct ProfileSwitchTranslatorTests {
 
     @Test("A headset back on A2DP while the session manager leaves our stream elsewhere: an output loss, in time")
     func backOnA2DPWithoutOurStream() {
-        // WirePlumber 0.4.13 under load, seen on the fake headset: the call ends, the card is back on A2DP, and our
+        // No server was seen doing this (the report of WirePlumber 0.4.13 doing it was a card it had switched `off`,
+        // docs/measured.md), but nothing promises the move back: the call ends, the card is back on A2DP, and our
         // stream stays on the sink it was rescued to. Without an end the switch would hold every later play (rule 9);
         // ended as an unplug, nothing resumes on the sink the stream was left on.
         var translator = onWirePlumberHeadset()

@@ -7,7 +7,8 @@
 
 # Five: one bad moment of a server can fail every test of one scenario at once (on 2026-12-06, under the load of
 # two lanes and the sanitizer builds, WirePlumber 0.4.13 left the default sink on `headphones` after a fake headset's
-# profile switch in four tests of two fake-card suites; each passed alone and in the lane's order on a quiet machine).
+# profile switch in four tests of two fake-card suites; each passed alone and in the lane's order on a quiet machine;
+# the cause, found later, was a card profile `off` WirePlumber had kept from an earlier test: docs/measured.md).
 TESTRETRY_MAX=5
 # The tests the last successful testretry_again ran again ("Module.Type/function").
 TESTRETRY_NAMES=()
