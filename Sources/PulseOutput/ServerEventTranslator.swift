@@ -231,17 +231,14 @@ public struct ServerEventTranslator: Sendable {
         return sink.index == ourSink?.index ? [] : [.outputAppeared]
     }
 
-    /// A sink changed (or was listed); for our sink, its ports are compared with the last snapshot (wired jack).
+    /// A sink changed (or was listed); for our sink, a change of its ports is reported with the last description
+    /// (a wired jack: the sink stays and only its ports change), for the rules to judge (`PortJudge`).
     public mutating func sinkChanged(_ sink: SinkSnapshot) -> [Event] {
         chain.sinkDescribed(sink)
         guard let previous = ourSink, previous.index == sink.index else { return [] }
         ourSink = sink
-        switch PortClassifier.classify(previous: previous, current: sink) {
-        case .activePortUnavailable?, .switchedAwayFromHeadphones?: return [.outputLost(.portUnplugged)]
-        case .portBecameAvailable?: return [.outputAppeared]
-        case .activePortChosen?: return [.routeChanged]
-        case nil: return []
-        }
+        let before = previous.portFacts, after = sink.portFacts
+        return before == after ? [] : [.sinkPortsChanged(from: before, to: after)]
     }
 
     /// A sink was removed. Ours going away is a device removal, or a Bluetooth profile switch when its card stays
