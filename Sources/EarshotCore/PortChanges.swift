@@ -2,7 +2,7 @@
 // appeared"): a wired headphone unplug keeps the sink and only changes its ports (the server sends CARD CHANGE and SINK
 // CHANGE, nothing is removed and our stream is not moved), so the translator reports our sink's ports before and after
 // each change it sees, as facts (`Event.sinkPortsChanged`), and whether that is a loss, a deliberate port choice or a
-// replug is decided here (`PortJudge`), before the rules react to what it amounts to.
+// replug is decided here (`PortJudge`, through `OutputFactJudge`), before the rules react to what it amounts to.
 
 /// One port of our sink, in the translator's words: what the server said about it, never what to do about it.
 public struct SinkPort: Hashable, Sendable {
@@ -105,15 +105,9 @@ public enum PortChange: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The rules' judgement of our sink's port changes: stateless, since each report carries both descriptions.
+/// The rules' judgement of our sink's port changes: stateless, since each report carries both descriptions
+/// (`OutputFactJudge` applies it to the translator's `sinkPortsChanged`).
 public enum PortJudge {
-    /// The events `event` amounts to, as the rules go on to apply them: a port change judged into the loss, route
-    /// change or appearance it means (none when nothing that matters changed), any other event unchanged.
-    public static func judge(_ event: Event) -> [Event] {
-        guard case .sinkPortsChanged(let previous, let current) = event else { return [event] }
-        return judge(previous: previous, current: current).map { [$0.event] } ?? []
-    }
-
     /// The most important change between two descriptions of one sink's ports, or nil when nothing that matters
     /// changed. A loss wins over an appearance: a jack unplug can make one port unavailable and another available in
     /// the same update.

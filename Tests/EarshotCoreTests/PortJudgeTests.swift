@@ -129,9 +129,9 @@ struct PortJudgeTests {
         #expect(PortChange.switchedAwayFromHeadphones.event == .outputLost(.portUnplugged))
         #expect(PortChange.activePortChosen.event == .routeChanged)
         #expect(PortChange.portBecameAvailable.event == .outputAppeared)
-        #expect(PortJudge.judge(.userPlay) == [.userPlay])
+        #expect(OutputFactJudge.judge(.userPlay) == [.userPlay])
         let same = Self.laptop(active: Self.headphones, headphones: .plugged)
-        #expect(PortJudge.judge(.sinkPortsChanged(from: same, to: same)) == [])
+        #expect(OutputFactJudge.judge(.sinkPortsChanged(from: same, to: same)) == [])
     }
 
     @Test("The rules react to what the change amounts to, and log it as such")
