@@ -223,6 +223,12 @@ public enum Event: Hashable, Sendable {
     case routeChanged
     /// A sink or port became available (a replug), or the server came back.
     case outputAppeared
+    /// Our sink's ports changed, from one description of the server's to the next (PortChanges.swift): the rules judge
+    /// whether it is an output loss, a route change or an appearance (`PortJudge`).
+    case sinkPortsChanged(from: SinkPorts, to: SinkPorts)
+    /// Something changed behind our virtual sink (VirtualSinkSignals.swift): the rules judge whether it is an output
+    /// loss or a route change (`OutputFactJudge`).
+    case virtualSinkSignal(VirtualSinkSignal)
     /// A stream with a duck role (a screen reader speaking, a notification sound) started playing somewhere in the
     /// session, by its server index (rule 20).
     case duckBegan(stream: UInt32)
@@ -387,6 +393,8 @@ extension Event: CustomStringConvertible {
         case .outputLost(let reason): return "outputLost(\(reason))"
         case .routeChanged: return "routeChanged"
         case .outputAppeared: return "outputAppeared"
+        case .sinkPortsChanged(let previous, let current): return "sinkPortsChanged(\(previous) -> \(current))"
+        case .virtualSinkSignal(let signal): return "virtualSinkSignal(\(signal))"
         case .sessionLeft(let departure): return "sessionLeft(\(departure))"
         case .sessionReturned(let departure): return "sessionReturned(\(departure))"
         case .callSignal(let signal, _): return "callSignal(\(signal))"

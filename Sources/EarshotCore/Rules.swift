@@ -28,7 +28,10 @@ extension PlayerState {
         // (one armed for an earlier deadline that has since gone, a probe that stopped, would otherwise be the last).
         let deadline = timerDeadline
         let liveStreamHeard = isOnLiveStream ? live?.index : nil
-        var decisions = calls.judge(event, timing: policy.callTiming, interrupting: interruptions).map { judged in
+        // So are the facts about our output: a change of our sink's ports, of what carries a virtual sink's audio on.
+        var decisions = OutputFactJudge.judge(event).flatMap { outputJudged in
+            calls.judge(outputJudged, timing: policy.callTiming, interrupting: interruptions)
+        }.map { judged in
             let commands = decide(judged)
             return Decision(event: judged, commands: commands, playback: playback)
         }
@@ -96,7 +99,7 @@ extension PlayerState {
             // Row 29 within: a foreground player with no server at its first attempt has nothing to wait for; a
             // service waits (and plays nothing by itself when one comes, rule 12).
             return serverConnectFailed(at: moment)
-        case .callSignal, .timerFired:
+        case .callSignal, .timerFired, .sinkPortsChanged, .virtualSinkSignal:
             // Judged into other events before this (`apply`).
             return []
         case .routeChanged, .outputAppeared:

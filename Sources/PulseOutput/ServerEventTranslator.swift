@@ -103,12 +103,13 @@ import EarshotCore
 /// own stream never moves when the device goes: the server moves the loopback instead (to the default sink), and the
 /// music goes on out loud. So the translator follows the chain (VirtualSinkChain.swift: module-owned sink-inputs
 /// fed from our sink's monitor or owned by our sink's module, and the sinks they play on, in turn) and watches the
-/// sinks behind ours:
-/// - SINK REMOVE of a sink behind ours                                    -> outputLost(deviceRemoved)
-/// - a carrier then seen on another sink, its old sink's removal reported -> nothing (the server's move, decided)
-/// - a carrier seen on another sink while its old sink still exists       -> routeChanged (the user's move)
-/// - a carrier seen on another sink whose old sink is unknown             -> outputLost(deviceRemoved)
-/// - a carrier, capture stream or monitor coming or going                 -> nothing (the chain is followed again)
+/// sinks behind ours. It reports what it sees as `VirtualSinkSignal`s, and the rules decide (EarshotCore's
+/// VirtualSinkSignals.swift, `OutputFactJudge`), as below:
+/// - SINK REMOVE of a sink behind ours         -> sinkBehindRemoved             -> outputLost(deviceRemoved)
+/// - a carrier then seen on another sink       -> carrierMoved(removalReported) -> nothing (the server's move)
+/// - a carrier elsewhere, its old sink there   -> carrierMoved(exists)          -> routeChanged (the user's)
+/// - a carrier elsewhere, its old sink unknown -> carrierMoved(unknown)         -> outputLost(deviceRemoved)
+/// - a carrier, capture stream or monitor coming or going -> nothing (the chain is followed again)
 /// The sequences the servers send (measured with `module-loopback source=fx.monitor sink=headphones` and the
 /// headphones' module unloaded): PulseAudio 16.1 posts the loopback's SINK_INPUT CHANGE (moved to the default sink)
 /// before SINK REMOVE, but that change needs a query and the removal does not, so the removal reaches the translator
@@ -232,22 +233,19 @@ public struct ServerEventTranslator: Sendable {
         return sink.index == ourSink?.index ? [] : [.outputAppeared]
     }
 
-    /// A sink changed (or was listed); for our sink, its ports are compared with the last snapshot (wired jack).
+    /// A sink changed (or was listed); for our sink, a change of its ports is reported with the last description
+    /// (a wired jack: the sink stays and only its ports change), for the rules to judge (`PortJudge`).
     public mutating func sinkChanged(_ sink: SinkSnapshot) -> [Event] {
         chain.sinkDescribed(sink)
         guard let previous = ourSink, previous.index == sink.index else { return [] }
         ourSink = sink
-        switch PortClassifier.classify(previous: previous, current: sink) {
-        case .activePortUnavailable?, .switchedAwayFromHeadphones?: return [.outputLost(.portUnplugged)]
-        case .portBecameAvailable?: return [.outputAppeared]
-        case .activePortChosen?: return [.routeChanged]
-        case nil: return []
-        }
+        let before = previous.portFacts, after = sink.portFacts
+        return before == after ? [] : [.sinkPortsChanged(from: before, to: after)]
     }
 
     /// A sink was removed. Ours going away is a device removal, or a Bluetooth profile switch when its card stays
     /// (see the type's notes), whichever of this and `ourStreamLeftRemovedSink` comes first. A device behind our
-    /// virtual sink going away is a device removal too.
+    /// virtual sink going away is reported for the rules (`sinkBehindRemoved`, an output loss).
     public mutating func sinkRemoved(_ index: UInt32, at moment: Moment) -> [Event] {
         guard index == ourSink?.index else { return chain.sinkRemoved(index) }
         return ourSinkWentAway(at: moment)

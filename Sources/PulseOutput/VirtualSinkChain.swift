@@ -1,5 +1,5 @@
 // The devices behind a virtual sink, for the translator (ServerEventTranslator.swift). Pure, like it: snapshots in,
-// events out.
+// facts out (`VirtualSinkSignal`), which EarshotCore's `OutputFactJudge` judges (VirtualSinkSignals.swift).
 
 import EarshotCore
 
@@ -47,13 +47,13 @@ struct VirtualSinkChain: Sendable {
         (carriers, sinksBehind) = follow()
     }
 
-    /// A sink other than ours was removed: a device (or a virtual sink) behind ours is an output loss.
+    /// A sink other than ours was removed: a device (or a virtual sink) behind ours is reported.
     mutating func sinkRemoved(_ index: UInt32) -> [Event] {
         sinks[index] = nil
         guard sinksBehind.contains(index) else { return [] }
         // The carriers still name it until the server has moved them; `carrierMoved` then knows it is reported.
         reportedRemovals.insert(index)
-        return [.outputLost(.deviceRemoved)]
+        return [.virtualSinkSignal(.sinkBehindRemoved)]
     }
 
     /// A source appeared or changed: a monitor says which sink it records.
@@ -97,16 +97,17 @@ struct VirtualSinkChain: Sendable {
         (carriers, sinksBehind) = follow()
     }
 
-    /// A carrier left the sink `from`: the server's move after that sink's removal, or the user's.
+    /// A carrier left the sink `from`, reported with what is known of that sink: its removal reported before, still
+    /// there, or unknown (the rules tell the server's move after a removal from the user's).
     private mutating func carrierMoved(from: UInt32) -> [Event] {
+        let left: LeftSink
         if reportedRemovals.contains(from) {
-            // The removal was the loss; this is the server putting the carrier elsewhere (PulseAudio's default sink).
+            left = .removalReported
             if !carriers.values.contains(from) { reportedRemovals.remove(from) }
-            return []
+        } else {
+            left = sinks[from] != nil ? .exists : .unknown
         }
-        // The old sink still exists: a deliberate move (pavucontrol, `pactl move-sink-input`). Unknown origin is no
-        // permission to play.
-        return sinks[from] != nil ? [.routeChanged] : [.outputLost(.deviceRemoved)]
+        return [.virtualSinkSignal(.carrierMoved(left: left))]
     }
 
     /// Follows the carriers from our sink: every carrier reached, with its sink, and every sink reached.

@@ -1,7 +1,8 @@
-// The translator and the rules' judgement of call signals together, as the player joins them: the translator says what
-// the server said (`CallSignal`s among its events), EarshotCore's `CallJudge` says what that amounts to (a call, an
-// unplug, a probe) with the rules' timing, and the timer the rules would arm is run here by the test. The translator's
-// tests assert on the judged events, which are what the rules then apply.
+// The translator and the rules' judgement of its facts together, as the player joins them: the translator says what
+// the server said (`CallSignal`s, our sink's port changes, what happened behind a virtual sink), EarshotCore's
+// `OutputFactJudge` and `CallJudge` say what that amounts to (a call, an unplug, a probe, a port choice, a move) with
+// the rules' timing, and the timer the rules would arm is run here by the test. The translator's tests assert on the
+// judged events, which are what the rules then apply.
 import EarshotCore
 import PulseOutput
 
@@ -35,7 +36,7 @@ struct JudgedTranslator {
 
     private mutating func judged(_ events: [Event]) -> [Event] {
         var judged: [Event] = []
-        for reported in events {
+        for reported in events.flatMap(OutputFactJudge.judge) {
             for event in judge.judge(reported, timing: timing, interrupting: interrupting) {
                 switch event {
                 case .interruptionBegan(let source, _): interrupting.insert(source)

@@ -1,7 +1,7 @@
-// A bounded exhaustive check of the translator as a whole (ServerEventTranslator with VirtualSinkChain,
-// PortClassifier and CaptureCalls; issue 21): every order of the notices the owner hands it, up to a depth, in three
-// small servers that hold each family of its notices: a laptop sink with a headphone jack, a Bluetooth headset that
-// can switch to a call profile, and a virtual sink whose loopback carries our audio to a device. Each has a phone
+// A bounded exhaustive check of the translator as a whole (ServerEventTranslator with VirtualSinkChain, its port facts
+// judged by PortJudge, and CaptureCalls; issue 21): every order of the notices the owner hands it, up to a depth, in
+// three small servers that hold each family of its notices: a laptop sink with a headphone jack, a Bluetooth headset
+// that can switch to a call profile, and a virtual sink whose loopback carries our audio to a device. Each has a phone
 // stream and a second sink (the speakers) our stream can be moved to. A model of each server says what happened, kept
 // apart from the translator; on every notice the check holds the translator to three invariants:
 // (1) never an interruption without a trigger: a trigger-role stream begins only while it runs unmuted, a profile

@@ -1,11 +1,19 @@
 // The wired-jack path, which null sinks cannot exercise: snapshots shaped like what `pactl list sinks` shows on
-// real laptops (HDA Intel analog outputs with jack detection, Bluetooth, HDMI).
+// real laptops (HDA Intel analog outputs with jack detection, Bluetooth, HDMI), read as the translator reads them
+// (`portFacts`: a port's kind from its type, or from its name when the type is unknown) and judged by EarshotCore's
+// `PortJudge`, as the rules judge them. The judgement's own cases are in EarshotCoreTests' PortJudgeTests.
+import EarshotCore
 import PulseOutput
 import Testing
 
-/// The port classifier on recorded sink shapes.
-@Suite("Port classifier: wired jack, Bluetooth and HDMI port changes")
-struct PortClassifierTests {
+/// The translator's reading of sink snapshots, judged by the rules.
+@Suite("Sink port facts: wired jack, Bluetooth and HDMI port changes read and judged")
+struct SinkPortFactsTests {
+    /// What the rules make of a change from `previous` to `current`, as the translator reports it.
+    func classify(previous: SinkSnapshot, current: SinkSnapshot) -> PortChange? {
+        PortJudge.judge(previous: previous.portFacts, current: current.portFacts)
+    }
+
     // HDA Intel analog sink: speaker and headphones share no jack; headphones report availability through the
     // jack and sit in an availability group with the headset microphone.
     /// The built-in sink of a laptop with the given active port and jack states.
@@ -35,14 +43,14 @@ struct PortClassifierTests {
     func headphonesToSpeaker() {
         let before = laptop(active: "analog-output-headphones", headphones: .yes)
         let after = laptop(active: "analog-output-speaker", headphones: .no)
-        #expect(PortClassifier.classify(previous: before, current: after) == .switchedAwayFromHeadphones)
+        #expect(classify(previous: before, current: after) == .switchedAwayFromHeadphones)
     }
 
     @Test("Choosing the speaker while headphones stay plugged in is a chosen port (a route change), not a loss")
     func speakerChosen() {
         let before = laptop(active: "analog-output-headphones", headphones: .yes)
         let after = laptop(active: "analog-output-speaker", headphones: .yes)
-        #expect(PortClassifier.classify(previous: before, current: after) == .activePortChosen)
+        #expect(classify(previous: before, current: after) == .activePortChosen)
     }
 
     @Test("The active headphone port gone from the sink's ports, the speaker active: switched away (no permission)")
@@ -52,21 +60,21 @@ struct PortClassifierTests {
         let before = laptop(active: "analog-output-headphones", headphones: .yes)
         var after = laptop(active: "analog-output-speaker", headphones: .yes)
         after.ports.removeAll { $0.name == "analog-output-headphones" }
-        #expect(PortClassifier.classify(previous: before, current: after) == .switchedAwayFromHeadphones)
+        #expect(classify(previous: before, current: after) == .switchedAwayFromHeadphones)
     }
 
     @Test("The active headphone port becoming unavailable (no switch yet) is an unavailable active port")
     func activePortGoesUnavailable() {
         let before = laptop(active: "analog-output-headphones", headphones: .yes)
         let after = laptop(active: "analog-output-headphones", headphones: .no)
-        #expect(PortClassifier.classify(previous: before, current: after) == .activePortUnavailable)
+        #expect(classify(previous: before, current: after) == .activePortUnavailable)
     }
 
     @Test("A repeated report of an already unavailable active port is not a new loss")
     func alreadyUnavailable() {
         let before = laptop(active: "analog-output-headphones", headphones: .no)
         let after = laptop(active: "analog-output-headphones", headphones: .no)
-        #expect(PortClassifier.classify(previous: before, current: after) == nil)
+        #expect(classify(previous: before, current: after) == nil)
     }
 
     @Test("Plugging headphones back in (no to yes) is a port that became available, whichever port is active")
@@ -74,16 +82,16 @@ struct PortClassifierTests {
         let unplugged = laptop(active: "analog-output-speaker", headphones: .no)
         let stillOnSpeaker = laptop(active: "analog-output-speaker", headphones: .yes)
         let switchedBack = laptop(active: "analog-output-headphones", headphones: .yes)
-        #expect(PortClassifier.classify(previous: unplugged, current: stillOnSpeaker) == .portBecameAvailable)
-        #expect(PortClassifier.classify(previous: unplugged, current: switchedBack) == .portBecameAvailable)
+        #expect(classify(previous: unplugged, current: stillOnSpeaker) == .portBecameAvailable)
+        #expect(classify(previous: unplugged, current: switchedBack) == .portBecameAvailable)
     }
 
     @Test("Switching from the speaker to headphones is not a loss; an unchanged sink is nothing")
     func harmlessChanges() {
         let speaker = laptop(active: "analog-output-speaker", headphones: .yes)
         let headphones = laptop(active: "analog-output-headphones", headphones: .yes)
-        #expect(PortClassifier.classify(previous: speaker, current: headphones) == nil)
-        #expect(PortClassifier.classify(previous: headphones, current: headphones) == nil)
+        #expect(classify(previous: speaker, current: headphones) == nil)
+        #expect(classify(previous: headphones, current: headphones) == nil)
     }
 
     @Test("Unknown port types fall back to the port name")
@@ -99,11 +107,11 @@ struct PortClassifierTests {
                 activePortName: active)
         }
         #expect(
-            PortClassifier.classify(
+            classify(
                 previous: sink(active: "analog-output-headphones"), current: sink(active: "analog-output-lineout"))
                 == .switchedAwayFromHeadphones)
         #expect(
-            PortClassifier.classify(
+            classify(
                 previous: sink(active: "analog-output-lineout"), current: sink(active: "analog-output-headphones"))
                 == nil)
     }
@@ -124,8 +132,8 @@ struct PortClassifierTests {
             ],
             activePortName: "headset-output")
         // Still only the wearer hears it, and the new port that replaced the active one is not a replug.
-        #expect(PortClassifier.classify(previous: a2dp, current: headset) == nil)
-        #expect(PortClassifier.classify(previous: headset, current: a2dp) == nil)
+        #expect(classify(previous: a2dp, current: headset) == nil)
+        #expect(classify(previous: headset, current: a2dp) == nil)
     }
 
     @Test("Switching from a Bluetooth headset port to a speaker-type port is switched away")
@@ -138,7 +146,7 @@ struct PortClassifierTests {
             name: "bluez_output.00_1B_66_AA_BB_CC.1", index: 80,
             ports: [PortSnapshot(name: "speaker-output", type: .speaker, availability: .yes)],
             activePortName: "speaker-output")
-        #expect(PortClassifier.classify(previous: headset, current: speaker) == .switchedAwayFromHeadphones)
+        #expect(classify(previous: headset, current: speaker) == .switchedAwayFromHeadphones)
     }
 
     @Test("An HDMI port appearing plugged in is a port that became available")
@@ -154,11 +162,11 @@ struct PortClassifierTests {
                 PortSnapshot(name: "hdmi-output-1", type: .hdmi, availability: .yes, priority: 5800),
             ],
             activePortName: "hdmi-output-0")
-        #expect(PortClassifier.classify(previous: internalOnly, current: monitorPlugged) == .portBecameAvailable)
+        #expect(classify(previous: internalOnly, current: monitorPlugged) == .portBecameAvailable)
         // A new port of unknown availability says nothing about a replug.
         var unknown = monitorPlugged
         unknown.ports[1].availability = .unknown
-        #expect(PortClassifier.classify(previous: internalOnly, current: unknown) == nil)
+        #expect(classify(previous: internalOnly, current: unknown) == nil)
     }
 
     @Test("A loss wins over an appearance in the same update")
@@ -178,12 +186,28 @@ struct PortClassifierTests {
                 PortSnapshot(name: "analog-output-lineout", type: .lineOut, availability: .yes),
             ],
             activePortName: "analog-output-lineout")
-        #expect(PortClassifier.classify(previous: before, current: after) == .switchedAwayFromHeadphones)
+        #expect(classify(previous: before, current: after) == .switchedAwayFromHeadphones)
+    }
+
+    @Test("A port's kind is read from its type, or from its name when the server does not know the type")
+    func reading() {
+        #expect(PortSnapshot(name: "x", type: .headphones).isHeadphoneLike)
+        #expect(PortSnapshot(name: "x", type: .headset).isHeadphoneLike)
+        #expect(!PortSnapshot(name: "analog-output-headphones", type: .speaker).isHeadphoneLike)
+        #expect(PortSnapshot(name: "Analog-Output-Headphones").isHeadphoneLike)
+        #expect(PortSnapshot(name: "headset-output").isHeadphoneLike)
+        #expect(!PortSnapshot(name: "analog-output-lineout").isHeadphoneLike)
+        let sink = laptop(active: "analog-output-headphones", headphones: .no, speaker: .yes)
+        #expect(sink.portFacts == SinkPorts(ports: [
+            SinkPort(name: "analog-output-speaker", headphoneLike: false, availability: .plugged),
+            SinkPort(name: "analog-output-headphones", headphoneLike: true, availability: .unplugged),
+        ], activeName: "analog-output-headphones"))
+        #expect(PortSnapshot(name: "x").fact.availability == .unknown)
     }
 
     @Test("Sinks without ports (null sinks, network sinks) never classify")
     func noPorts() {
         let sink = SinkSnapshot(name: "headphones", index: 1, description: "Headphones")
-        #expect(PortClassifier.classify(previous: sink, current: sink) == nil)
+        #expect(classify(previous: sink, current: sink) == nil)
     }
 }
