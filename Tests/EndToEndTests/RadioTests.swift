@@ -304,12 +304,15 @@ struct RadioTests {
         }
     }
 
-    @Test("a file served over plain HTTP without a length, longer than the settle time, plays once and moves on")
+    @Test("a file served over plain HTTP without a length plays once and moves on")
     func fileWithoutLength() async throws {
         try await ServiceHarness.run { harness in
-            // Longer than the rules' settle time (30 s), sent whole at once by a plain web server (HTTP/1.0: no length,
-            // no ICY header), which closes the connection at its end and would send it again if asked.
-            let seconds = 32.0
+            // Sent whole at once by a plain web server (HTTP/1.0: no length, no ICY header), which closes the
+            // connection at its end and would send it again if asked. Its length does not matter to the rules: the
+            // settle time (30 s) only follows a reconnection, and a first connection's `plainResponseClosed` ends the
+            // stream at once, also 40 s in (LiveNetworkRulesTests.row39PlainResponseEnds); asked again, as before
+            // that rule, it would be fetched twice or more whatever its length. Five seconds: to hear it play and end.
+            let seconds = 5.0
             let mp3 = try [UInt8](Data(contentsOf: Fixtures.tone(.mp3, frequency: 440, seconds: seconds)))
             let server = try LoopbackHTTPServer { connection in
                 connection.send("HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\n\r\n")

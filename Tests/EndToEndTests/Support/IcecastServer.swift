@@ -198,12 +198,26 @@ final class IcecastServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    /// A constant bit-rate MP3 of the position sweep (`Fixtures.positionTrack`) at `bitRate` kbit/s (128 by
-    /// default, as stations usually send).
-    static func positionShow(seconds: Double, bitRate: Int = 128) throws -> URL {
+    /// The position sweep (`Fixtures.positionTrack`) as a station sends it: a constant bit-rate MP3, or an Ogg
+    /// Vorbis at a managed bit rate, at `bitRate` kbit/s (128 by default, as stations usually send). Not the quality
+    /// the fixtures' Vorbis files are made at: the sweep, one tone at a time, takes 22 kbit/s there, so icecast2's
+    /// 64 KiB burst held 23 s of the show, which a listener played out before it noticed a lost server (and the
+    /// reconnection's backoff had grown to 16-30 s by then: 61 s for IcecastTests.reconnects' Ogg case).
+    static func positionShow(seconds: Double, bitRate: Int = 128, format: Fixtures.Format = .mp3) throws -> URL {
         let wav = try Fixtures.positionTrackWAV(seconds: seconds)
-        return try Fixtures.file(named: "position-\(seconds)s-\(bitRate)k.mp3") { output in
-            try Fixtures.encode(wav, as: .mp3, into: output, bitRate: bitRate)
+        return try Fixtures.file(named: "position-\(seconds)s-\(bitRate)k.\(format.fileExtension)") { output in
+            switch format {
+            case .mp3:
+                try Fixtures.encode(wav, as: .mp3, into: output, bitRate: bitRate)
+            case .vorbis:
+                _ = try ProcessRunner.requireTool("oggenc", package: "vorbis-tools")
+                try ProcessRunner.runChecked("oggenc", [
+                    "-Q", "--managed", "-b", "\(bitRate)", "-m", "\(bitRate - 8)", "-M", "\(bitRate + 8)",
+                    "-o", output.path, wav.path,
+                ], timeout: .seconds(120))
+            default:
+                throw ToolkitError("a station's show is an MP3 or an Ogg Vorbis, not \(format)")
+            }
         }
     }
 }
