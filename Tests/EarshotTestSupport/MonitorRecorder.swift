@@ -99,6 +99,15 @@ public struct Recording: Sendable {
         startInstant + .seconds(time)
     }
 
+    /// How much of the time up to `instant` the recording lacks at its end, in seconds (0 when it reaches it).
+    ///
+    /// A recorder whose server is killed loses what the server had rendered but not yet sent it: one 10 ms block on
+    /// a quiet machine, hundreds of milliseconds when parec was not scheduled for a while. Audio the sink played up to
+    /// the kill is then missing from the recording, and a position measured against its end is that much early.
+    public func missingTail(before instant: ContinuousClock.Instant) -> Double {
+        max(0, time(of: instant) - duration)
+    }
+
     /// The frame index of recording time `time`, clamped to the recording.
     public func frame(atTime time: Double) -> Int {
         min(max(Int((time * Double(sampleRate)).rounded()), 0), frameCount)

@@ -445,6 +445,7 @@ struct PolitenessTests {
             defer { player.kill() }
             // Whatever happens, the following tests get a running server with the standard layout.
             defer { try? SoundServerControl.run("start") }
+            let killed = ContinuousClock.now
             try SoundServerControl.run("kill")
             let lost = try await player.waitForStatus("paused for the lost server") {
                 $0.pauseReason == "outputLost" && $0.outputLostReason == "serverLost"
@@ -474,7 +475,11 @@ struct PolitenessTests {
             let saved = Double(lost.positionMs) / 1000
             let lastHeard = try #require(beforeKill.sweepStretches(positions: Self.positions).last)
             report("server kill: saved position minus last heard", (saved - lastHeard.positionAtEnd) * 1000)
-            #expect(abs(saved - lastHeard.positionAtEnd) <= 0.100, "saved \(saved) s; last heard \(lastHeard)")
+            // What the sink played up to the kill but the recorder never got (see `missingTail`) may be ahead.
+            let missing = beforeKill.missingTail(before: killed)
+            report("server kill: missing from the recording's end", missing * 1000)
+            #expect(saved - lastHeard.positionAtEnd >= -0.100 && saved - lastHeard.positionAtEnd <= 0.100 + missing,
+                    "saved \(saved) s; last heard \(lastHeard); \(missing) s missing from the recording's end")
             let resumed = try #require(afterRestart.sweepStretches(positions: Self.positions).first,
                                        "nothing heard after the resume")
             report("server kill: resumed position minus saved", (resumed.positionAtStart - saved) * 1000)

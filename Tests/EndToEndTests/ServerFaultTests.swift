@@ -12,11 +12,13 @@
 // How "the position kept is what was heard" is measured: a recorder on the headphones' monitor runs until the
 // kill (parec ends with the server). The last frame it holds is the last moment of the track the sink rendered
 // that reached the recorder; its track position is read from the sweep's frequency at the recording's end (to
-// about 2 ms). After the kill, `status` must report a position within 50 ms of it. The recorder can miss at most
-// the block it had not yet been sent when the server died (parec asks for 10 ms blocks), so the true last heard
-// moment is that much later at most; the tolerance covers it. On PipeWire the kill takes pipewire-pulse (our
-// connection) first and the graph a little later, so the recording ends with a few milliseconds of silence: the
-// last moment heard is the end of the sweep, not of the recording.
+// about 2 ms). After the kill, `status` must report a position within 50 ms of it. On a quiet machine the recorder
+// misses at most the block it had not yet been sent when the server died (parec asks for 10 ms blocks), and the
+// tolerance covers it; on a loaded one parec may not have been scheduled for a while, and what the sink played but
+// the server had not yet sent it dies with the server (385 ms once at a load of 20). The recording then ends before
+// the kill, and the position kept may be ahead of it by that much (`Recording.missingTail`), never behind. On
+// PipeWire the kill takes pipewire-pulse (our connection) first and the graph a little later, so the recording ends
+// with a few milliseconds of silence: the last moment heard is the end of the sweep, not of the recording.
 
 #if canImport(Glibc)
 import Glibc
@@ -59,6 +61,7 @@ struct ServerFaultTests {
             let resumeTolerance = try Self.resumeTolerance()
             var survived = 0
             var keptErrors: [Double] = []
+            var missingTails: [Double] = []
             var resumeErrors: [Double] = []
             for round in 1...Self.killRounds {
                 // A different moment each round, so the kill lands anywhere between two of the service's ticks.
@@ -66,6 +69,7 @@ struct ServerFaultTests {
                 try await harness.waitForStatus(of: service, "round \(round): \(playFor) ms more were heard") {
                     $0.playback == "playing" && $0.positionMs >= playingFrom + playFor
                 }
+                let killed = ContinuousClock.now
                 try SoundServerControl.run("kill")
                 let heard = try await recorder.stop()
                 let lost = try await harness.waitForStatus(of: service, "round \(round): paused for the lost server") {
@@ -87,8 +91,14 @@ struct ServerFaultTests {
                         "round \(round): music stopped at \(last.end) of \(heard.duration) s: \(stretches); \(lost)")
                 let error = Double(lost.positionMs) / 1000 - last.positionAtEnd
                 keptErrors.append(error * 1000)
-                #expect(abs(error) <= Self.keptTolerance + (try TestEnvironment.serverPeriodSeconds()),
-                        "round \(round): kept \(lost.positionMs) ms, last heard \(last); all \(stretches); \(lost)")
+                // Played up to the kill but never delivered to the recorder: the position kept may be ahead of the
+                // recording by that much (reported; under load it was 385 ms once).
+                let missing = heard.missingTail(before: killed)
+                missingTails.append(missing * 1000)
+                let tolerance = Self.keptTolerance + (try TestEnvironment.serverPeriodSeconds())
+                let detail = "round \(round): kept \(lost.positionMs) ms, last heard \(last), \(missing) s missing "
+                    + "from the recording's end; all \(stretches); \(lost)"
+                #expect(error >= -tolerance && error <= tolerance + missing, "\(detail)")
 
                 guard service.isRunning else {
                     Issue.record(
@@ -132,6 +142,7 @@ struct ServerFaultTests {
             report("server kill x\(Self.killRounds): resumed minus kept, min", resumeErrors.min() ?? .nan)
             report("server kill x\(Self.killRounds): resumed minus kept, max", resumeErrors.max() ?? .nan)
             print("kept minus last heard (ms): \(keptErrors.map { Int($0.rounded()) })")
+            print("missing from the recording's end at the kill (ms): \(missingTails.map { Int($0.rounded()) })")
             print("resumed minus kept (ms): \(resumeErrors.map { Int($0.rounded()) })")
             #expect(survived == Self.killRounds, "the service survived \(survived) of \(Self.killRounds) kills")
             await Self.stop(service, harness)

@@ -1,4 +1,4 @@
-// When `earshot play` decided an output loss, or any pause that corks, on the test's monotonic clock: the moment
+// When `earshot play` decided an output loss, a pause that corks or a duck, on the test's monotonic clock: the moment
 // RULES.md's "within 10 ms of the notice" counts from. Shared by the fake card's suites and the virtual sink's: what a sink plays between a
 // device's change and this moment is the notice's way through the server and the scheduler, which Earshot cannot
 // shorten and which a loaded machine stretches (tests report it); what plays after it is Earshot's own part.
@@ -19,12 +19,22 @@ extension EarshotPlayer {
         try await decided("a cork", sent: sent, sentDate: sentDate, matches: Self.corks)
     }
 
+    /// The instant Earshot decided to duck after `sent`: the first event the rules answered with `duck` (rule 20).
+    func duckDecided(sent: ContinuousClock.Instant, sentDate: Date) async throws -> ContinuousClock.Instant {
+        try await decided("a duck", sent: sent, sentDate: sentDate) { Self.commands(of: $0).contains("duck") }
+    }
+
     /// Whether a log line is an event the rules answered with a cork (at once or after a fade).
     static func corks(_ line: Substring) -> Bool {
-        guard line.contains("event kind="),
-              let field = line.split(separator: " ").last(where: { $0.hasPrefix("commands=") }) else { return false }
-        let commands = field.dropFirst("commands=".count).split(separator: ",")
+        let commands = commands(of: line)
         return commands.contains("cork") || commands.contains("fadeOutAndCork")
+    }
+
+    /// The commands of an event's log line; none for other lines.
+    static func commands(of line: Substring) -> [Substring] {
+        guard line.contains("event kind="),
+              let field = line.split(separator: " ").last(where: { $0.hasPrefix("commands=") }) else { return [] }
+        return field.dropFirst("commands=".count).split(separator: ",")
     }
 
     /// The time of the first log line at or after `sentDate` that `matches`, on the monotonic clock.
