@@ -7,6 +7,18 @@ public struct Decision: Hashable, Sendable {
     public var event: Event
     public var commands: [Command]
     public var playback: Playback
+
+    /// Whether this is a fact about our output that the rules judged to be nothing (a change of ports no one hears,
+    /// the server's own move of a virtual sink's carrier after a removal already reported): it asks for nothing and
+    /// leaves the playback as it was (`before`). The executor need not log it; before the rules judged these facts
+    /// the translator reported nothing for them.
+    public func isOutputFactOfNoConsequence(before: Playback?) -> Bool {
+        guard commands.isEmpty, playback == before else { return false }
+        switch event {
+        case .sinkPortsChanged, .virtualSinkSignal: return true
+        default: return false
+        }
+    }
 }
 
 extension PlayerState {

@@ -510,7 +510,8 @@ extension Player {
         let now = eventMoment()
         switch notice {
         case .ready, .serverChange:
-            // Port changes are classified by the translator from whole sink snapshots (`sinkChanged`).
+            // Port changes are reported by the translator as facts from whole sink snapshots (`sinkChanged`,
+            // `sinkPortsChanged`) and judged by the rules (`PortJudge`).
             break
         case .serverInfoChanged(let info):
             link.serverName = info.displayName

@@ -297,7 +297,9 @@ actor Player {
         followPlayOrder()
         let before = playbackDecided
         playbackDecided = decision.playback
-        guard !isQuietRetry(decision, before: before) else { return }
+        guard !isQuietRetry(decision, before: before), !decision.isOutputFactOfNoConsequence(before: before) else {
+            return
+        }
         let commands = decision.commands
         let named = commands.isEmpty ? "none" : commands.map(\.description).joined(separator: ",")
         let kind = decision.event.description, playback = decision.playback.description

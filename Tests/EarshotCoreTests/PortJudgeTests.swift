@@ -36,6 +36,11 @@ struct PortJudgeTests {
         #expect(Self.judge(unplugged, unplugged) == nil)
         // An active port that is unplugged and new to us is a loss too (nothing was heard from it).
         #expect(Self.judge(SinkPorts(), unplugged) == .activePortUnavailable)
+        // Another unplugged port made active: a loss of its own, not the one already reported.
+        let ports = [SinkPort(name: "analog-output-lineout", headphoneLike: false, availability: .unplugged),
+                     SinkPort(name: "analog-output-rear", headphoneLike: false, availability: .unplugged)]
+        #expect(Self.judge(SinkPorts(ports: ports, activeName: "analog-output-lineout"),
+                           SinkPorts(ports: ports, activeName: "analog-output-rear")) == .activePortUnavailable)
     }
 
     @Test("Headphones to something else while they are unplugged, gone or unknown: switched away (no permission)")
@@ -84,6 +89,9 @@ struct PortJudgeTests {
         two.ports.append(SinkPort(name: "hdmi-output-1", headphoneLike: false, availability: .plugged))
         // The active port is unplugged in both: not a new loss, and the new port is a replug.
         #expect(Self.judge(one, two) == .portBecameAvailable)
+        // Unknown availability before tells nothing of a replug: only unplugged to plugged is one.
+        #expect(Self.judge(Self.laptop(active: Self.speaker, headphones: .unknown),
+                           Self.laptop(active: Self.speaker, headphones: .plugged)) == nil)
         // A new port of unknown availability tells nothing.
         two.ports[1].availability = .unknown
         #expect(Self.judge(one, two) == nil)
@@ -152,8 +160,19 @@ struct PortJudgeTests {
         chosen.send(change, commands: [])
         var state = Given.playing
         #expect(state.applyJudged(change).map(\.event) == [.routeChanged])
-        // A change that matters not is one decision of its own, in the translator's words.
-        #expect(state.applyJudged(.sinkPortsChanged(from: plugged, to: plugged)).map(\.event)
-            == [.sinkPortsChanged(from: plugged, to: plugged)])
+        // A change that matters not is one decision of its own, in the translator's words, of no consequence (not
+        // logged); one that mattered is not.
+        let nothing = state.applyJudged(.sinkPortsChanged(from: plugged, to: plugged))
+        #expect(nothing.map(\.event) == [.sinkPortsChanged(from: plugged, to: plugged)])
+        #expect(nothing.allSatisfy { $0.isOutputFactOfNoConsequence(before: state.playback) })
+        let before = state.playback
+        let lost = state.applyJudged(.sinkPortsChanged(from: plugged, to: Self.laptop(active: Self.headphones,
+                                                                                      headphones: .unplugged)))
+        #expect(lost.map(\.event) == [.outputLost(.portUnplugged)])
+        #expect(!lost.contains { $0.isOutputFactOfNoConsequence(before: before) })
+        // A fact judged to nothing that still changed the playback would be logged (none does today).
+        var changed = nothing[0]
+        changed.playback = .stopped
+        #expect(!changed.isOutputFactOfNoConsequence(before: .playing))
     }
 }

@@ -205,6 +205,21 @@ struct SinkPortFactsTests {
         #expect(PortSnapshot(name: "x").fact.availability == .unknown)
     }
 
+    @Test("The translator reports our sink's ports only when their facts changed, not at every SINK CHANGE")
+    func reportedOnlyWhenChanged() {
+        var translator = ServerEventTranslator()
+        let plugged = laptop(active: "analog-output-headphones", headphones: .yes)
+        _ = translator.ourStreamIsOn(plugged, sinkInputIndex: 10, at: Moment(milliseconds: 0))
+        // A new description, another priority: the same ports, nothing to judge (a volume change is such a notice).
+        var renamed = plugged
+        renamed.description = "Headphones (renamed)"
+        renamed.ports[0].priority = 1
+        #expect(translator.sinkChanged(renamed) == [])
+        let unplugged = laptop(active: "analog-output-speaker", headphones: .no)
+        #expect(translator.sinkChanged(unplugged) == [.sinkPortsChanged(from: plugged.portFacts, to: unplugged.portFacts)])
+        #expect(translator.sinkChanged(unplugged) == [])
+    }
+
     @Test("Sinks without ports (null sinks, network sinks) never classify")
     func noPorts() {
         let sink = SinkSnapshot(name: "headphones", index: 1, description: "Headphones")
