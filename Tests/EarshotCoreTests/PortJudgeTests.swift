@@ -171,6 +171,9 @@ struct PortJudgeTests {
         #expect(lost.map(\.event) == [.outputLost(.portUnplugged)])
         #expect(!lost.contains { $0.isOutputFactOfNoConsequence(before: before) })
         // A fact judged to nothing that still changed the playback would be logged (none does today).
+        var armed = nothing[0]
+        armed.commands = [.armTimer(at: nil)]
+        #expect(!armed.isOutputFactOfNoConsequence(before: armed.playback))
         var changed = nothing[0]
         changed.playback = .stopped
         #expect(!changed.isOutputFactOfNoConsequence(before: .playing))

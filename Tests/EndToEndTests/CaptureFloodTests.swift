@@ -65,6 +65,7 @@ struct CaptureFloodTests {
             // stretches (1.18 s once at a load of 20): the bound is that the owner answers throughout, not how fast.
             // How long the owner itself took is `slowestHandlingMicros`, reported above.
             #expect(slowest < .seconds(5), "status took \(slowest) during the flood")
+            #expect(settled.slowestHandlingMicros < HandlingTimeTests.handlingBound, "\(settled)")
         }
     }
 }

@@ -164,8 +164,11 @@ extension PolitenessTests {
             // (reported below, not bounded). The level is judged once the ramp and a server period are over.
             let period = try TestEnvironment.serverPeriodSeconds()
             let rampEnd = headphones.time(of: decided) + Self.duckRampSeconds + period
-            report("duck (a11y): Earshot's decision after the speech's first sound",
-                   (headphones.time(of: decided) - voice.lowerBound) * 1000)
+            let decidedAfterVoice = headphones.time(of: decided) - voice.lowerBound
+            report("duck (a11y): Earshot's decision after the speech's first sound", decidedAfterVoice * 1000)
+            // A generous bound on the way there, which is the server's and the scheduler's (490 ms at a load of 20):
+            // a translator or a rule that noticed the stream a second late still fails.
+            #expect(decidedAfterVoice <= 1.0, "decided \(decidedAfterVoice * 1000) ms after the speech's first sound")
             let ducked = musicLevel(headphones, try span(max(voice.lowerBound, rampEnd) + 0.050,
                                                          voice.upperBound - 0.050, "speech after the ramp"))
             let restoredEnd = min(voice.upperBound + 0.700, headphones.duration - 0.020)

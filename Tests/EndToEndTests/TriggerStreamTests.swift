@@ -28,12 +28,16 @@ struct TriggerStreamTests {
 
             // The call comes to our sink: that is an interruption of our own detection ("stream#N").
             try await ServerControl.move(sinkInput: phone, to: TestEnvironment.headphones)
-            // The position is read once the server has acknowledged the cork: before that it is the stream's clock
-            // run on to the cork asked for, which a graph starved on a loaded machine may not have reached (seen once
-            // at a load of 20: 8503 ms read before the acknowledgement, 8114 ms after the resume).
-            let held = try await player.waitForStatus("paused and corked for the call moved onto our sink") {
-                $0.pauseReason == "interruption" && $0.activeInterruptions.contains("stream#\(phone)") && $0.corked
+            let paused = try await player.waitForStatus("paused for the call moved onto our sink") {
+                $0.pauseReason == "interruption" && $0.activeInterruptions.contains("stream#\(phone)")
             }
+            // The position kept is read once the server has acknowledged the cork. Before that, status gives the
+            // stream's clock run on to the cork asked for, which a graph starved on a loaded machine may not have
+            // reached: 8503 ms read before the acknowledgement, 8114 ms after the resume, once at a load of 20. That
+            // step back is the product's, reported here and listed in docs/testing.md, not hidden.
+            let held = try await player.waitForStatus("paused and corked for the call") { $0.corked }
+            report("call moved onto our sink: paused position minus the one kept once corked",
+                   Double(paused.positionMs - held.positionMs))
             #expect(held.playback == "paused")
 
             // Muted, the call no longer counts as a source of ours. PulseAudio's module-role-cork keeps its own

@@ -30,11 +30,26 @@ extension EarshotPlayer {
         return commands.contains("cork") || commands.contains("fadeOutAndCork")
     }
 
-    /// The commands of an event's log line; none for other lines.
+    /// The commands of an event's log line; none for other lines. The field runs to ` signal=` or the line's end, and
+    /// a command may hold a comma and a space in its parentheses (`cue(1, 0ms)`).
     static func commands(of line: Substring) -> [Substring] {
-        guard line.contains("event kind="),
-              let field = line.split(separator: " ").last(where: { $0.hasPrefix("commands=") }) else { return [] }
-        return field.dropFirst("commands=".count).split(separator: ",")
+        guard line.contains("event kind="), let start = line.range(of: " commands=") else { return [] }
+        var field = line[start.upperBound...]
+        if let signal = field.range(of: " signal=") { field = field[..<signal.lowerBound] }
+        var commands: [Substring] = []
+        var depth = 0, from = field.startIndex
+        for index in field.indices {
+            switch field[index] {
+            case "(": depth += 1
+            case ")": depth -= 1
+            case "," where depth == 0:
+                commands.append(field[from..<index])
+                from = field.index(after: index)
+            default: break
+            }
+        }
+        commands.append(field[from...])
+        return commands
     }
 
     /// The time of the first log line at or after `sentDate` that `matches`, on the monotonic clock.
