@@ -281,9 +281,15 @@ struct PolitenessTests {
     // MARK: 6-8: devices
 
     /// Unplugs headphones while the sweep plays and waits until the player says the output is lost.
-    private func unplugWhilePlaying(_ player: EarshotPlayer) async throws -> EarshotStatus {
+    /// Unplugs the headphones and waits until the player says the output is lost; returns that status and the two
+    /// clocks read together before the unplug (for `expectSpeakersQuietAfterUnplug`).
+    private func unplugWhilePlaying(
+        _ player: EarshotPlayer
+    ) async throws -> (lost: EarshotStatus, sent: ContinuousClock.Instant, sentDate: Date) {
+        let (sent, sentDate) = (ContinuousClock.now, Date())
         try ServerControl.unplug(sink: TestEnvironment.headphones)
-        return try await player.waitForStatus("paused for the lost output") { $0.pauseReason == "outputLost" }
+        return (try await player.waitForStatus("paused for the lost output") { $0.pauseReason == "outputLost" },
+                sent, sentDate)
     }
 
     /// The output-lost reasons a USB/Bluetooth-like removal may be reported with on the server under test.
@@ -321,16 +327,14 @@ struct PolitenessTests {
         try await scenario { scratch, track, recorders in
             let player = try await startPlaying(track, in: scratch)
             defer { player.kill() }
-            let lost = try await unplugWhilePlaying(player)
+            let (lost, sent, sentDate) = try await unplugWhilePlaying(player)
             try await Task.sleep(for: .milliseconds(1500))
             let settled = try player.status()
             let stream = try player.stream()
             let recordings = try await stop(recorders)
             let (headphones, speakers) = (recordings[0], recordings[1])
 
-            let leak = speakers.audibleMilliseconds
-            report("unplug: leak to speakers", leak)
-            #expect(leak <= 10, "\(leak) ms of our audio reached the speakers: \(speakers.audibleRanges())")
+            try await player.expectSpeakersQuietAfterUnplug(speakers, sent: sent, sentDate: sentDate, label: "unplug")
             #expect(settled.playback == "paused" && settled.pauseReason == "outputLost", "\(settled)")
             let reason = try #require(settled.outputLostReason)
             #expect(try removalReasons().contains(reason), "\(settled)")
@@ -363,7 +367,7 @@ struct PolitenessTests {
         try await scenario { scratch, track, recorders in
             let player = try await startPlaying(track, in: scratch)
             defer { player.kill() }
-            let lost = try await unplugWhilePlaying(player)
+            let (lost, _, _) = try await unplugWhilePlaying(player)
             try await Task.sleep(for: .milliseconds(500))
             // The headphones recorder was moved off the vanished monitor; the speakers one runs on.
             _ = try await recorders[0].stop()
