@@ -280,7 +280,6 @@ struct PolitenessTests {
 
     // MARK: 6-8: devices
 
-    /// Unplugs headphones while the sweep plays and waits until the player says the output is lost.
     /// Unplugs the headphones and waits until the player says the output is lost; returns that status and the two
     /// clocks read together before the unplug (for `expectSpeakersQuietAfterUnplug`).
     private func unplugWhilePlaying(

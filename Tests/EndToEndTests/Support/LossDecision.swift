@@ -29,14 +29,6 @@ extension EarshotPlayer {
         try await decided("a duck", sent: sent, sentDate: sentDate) { Self.commands(of: $0).contains("duck") }
     }
 
-    /// The instant the server acknowledged the first cork after `sent`: the executor's `streamCorked` outcome in the
-    /// log, on the monotonic clock.
-    func corkAcknowledged(sent: ContinuousClock.Instant, sentDate: Date) async throws -> ContinuousClock.Instant {
-        try await decided("the cork's acknowledgement", sent: sent, sentDate: sentDate) {
-            $0.contains("event kind=streamCorked ")
-        }
-    }
-
     /// Whether a log line is an event the rules answered with a cork (at once or after a fade).
     static func corks(_ line: Substring) -> Bool {
         let commands = commands(of: line)
@@ -79,7 +71,8 @@ extension EarshotPlayer {
                 .filter(matches).compactMap(time).first { $0.timeIntervalSince(sentDate) >= -0.001 }
             return found != nil
         }
-        let date = try #require(found, "no \(what) in the log:\n\(log())")
+        let tail = log().split(separator: "\n").suffix(40).joined(separator: "\n")
+        let date = try #require(found, "no \(what) in the log; its last lines:\n\(tail)")
         return sent + .milliseconds(Int64((date.timeIntervalSince(sentDate) * 1000).rounded()))
     }
 }
@@ -88,34 +81,25 @@ extension EarshotPlayer {
     /// RULES.md's "corked within 10 ms of the notice" for an unplug of the headphones Earshot was playing on, judged
     /// on the speakers' recording; `sent` and `sentDate` are the two clocks read together before the unplug command.
     ///
-    /// The whole leak is reported. The bound counts from Earshot's decision (`lossDecided`): what the speakers played
-    /// before it is the notice's way through the server and the scheduler (on PipeWire the sink's removal comes first
-    /// and WirePlumber may relink our stream to the speakers meanwhile), which a loaded machine stretches and Earshot
-    /// cannot shorten. After the decision: the rule's 10 ms and one graph period, the part of a period PipeWire has
-    /// already mixed when the cork lands (`TestEnvironment.serverPeriodSeconds`, 0 on PulseAudio). The way to the
-    /// decision is held to a generous second, so a translator or a rule that is late still fails. Without a decision
-    /// in the log (an owner that never decided: `lossDecided` records that), the whole leak is held to the 10 ms.
-    /// `log` is where the event log is read (see `lossDecided`).
+    /// All of our audio the speakers played counts, from the notice's arrival to the cork's effect: an owner held by
+    /// anything lets the moved stream play on there. The bound is the rule's 10 ms and one graph period
+    /// (`TestEnvironment.serverPeriodSeconds`, 0 on PulseAudio): on PipeWire the sink's removal comes first and
+    /// WirePlumber may relink our stream to the speakers meanwhile, and what the graph has mixed there of the current
+    /// period when the cork lands plays out (22.0 ms once on PipeWire 0.3.65, in one range). How long Earshot took to
+    /// decide, and what played after its decision, are reported. `log` is where the event log is read (see
+    /// `lossDecided`).
     func expectSpeakersQuietAfterUnplug(
         _ speakers: Recording, sent: ContinuousClock.Instant, sentDate: Date, label: String,
         log: (() -> String)? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let leak = speakers.audibleMilliseconds
         report("\(label): leak to speakers", leak)
-        guard let decided = try? await lossDecided(sent: sent, sentDate: sentDate, log: log) else {
-            #expect(leak <= 10, "\(leak) ms of our audio reached the speakers: \(speakers.audibleRanges())",
-                    sourceLocation: sourceLocation)
-            return
-        }
-        let way = (decided - sent).seconds * 1000
-        report("\(label): Earshot decided the loss after the unplug was sent", way)
-        #expect(way <= 1000, "the loss was decided \(way) ms after the unplug", sourceLocation: sourceLocation)
-        let ours = speakers.audibleMilliseconds(after: decided)
-        report("\(label): leak to speakers after Earshot's decision", ours)
         let bound = 10 + (try TestEnvironment.serverPeriodSeconds()) * 1000
-        #expect(ours <= bound, """
-            \(ours) ms of our audio reached the speakers after the loss was decided (bound \(bound) ms, \(leak) ms \
-            in all): \(speakers.audibleRanges())
-            """, sourceLocation: sourceLocation)
+        let ranges = speakers.audibleRanges()
+        #expect(leak <= bound, "\(leak) ms of our audio reached the speakers (bound \(bound) ms): \(ranges)",
+                sourceLocation: sourceLocation)
+        let decided = try await lossDecided(sent: sent, sentDate: sentDate, log: log)
+        report("\(label): Earshot decided the loss after the unplug was sent", (decided - sent).seconds * 1000)
+        report("\(label): leak to speakers after Earshot's decision", speakers.audibleMilliseconds(after: decided))
     }
 }
