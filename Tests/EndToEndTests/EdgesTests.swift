@@ -94,7 +94,9 @@ extension PolitenessTests {
             // measuring windows (16.2 ms), which a ramp under about 19 ms fails; a cut fails everywhere.
             let period = try TestEnvironment.serverPeriodSeconds()
             let longest = 2 * Self.fadeSeconds + period
-            let shortestRise = min(Self.fadeSeconds * 0.5, Self.fadeSeconds * 0.85 - period - 2 * 0.0025)
+            let window = 0.0025
+            let shortestRise = max(3 * window,
+                                   min(Self.fadeSeconds * 0.5, Self.fadeSeconds * 0.85 - period - 2 * window))
             #expect(fall >= Self.fadeSeconds * 0.5 && fall <= longest, "the level fell in \(fall * 1000) ms; \(edges)")
             #expect(rise >= shortestRise && rise <= longest, "the level rose in \(rise * 1000) ms; \(edges)")
             // Nothing of the track lost or heard twice beyond the ramp: RULES.md's 20 ms, plus PipeWire's period.

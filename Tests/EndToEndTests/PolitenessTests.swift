@@ -321,7 +321,7 @@ struct PolitenessTests {
                 sourceLocation: sourceLocation)
     }
 
-    @Test("6. unplugging headphones: at most 10 ms reach the speakers, paused at the last position heard")
+    @Test("6. unplugging headphones: at most 10 ms and a period reach the speakers, paused at the last position heard")
     func unplugHeadphones() async throws {
         try await scenario { scratch, track, recorders in
             let player = try await startPlaying(track, in: scratch)
