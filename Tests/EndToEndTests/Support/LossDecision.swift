@@ -9,15 +9,13 @@ import Testing
 
 extension EarshotPlayer {
     /// The instant Earshot decided an output loss: its event log's time of `outputLost`, brought onto the monotonic
-    /// clock through the two clocks read together (`sent`, `sentDate`) before the command that caused it. `log` is
-    /// where the event log is read (default: the player's standard error; a follower's output where that is a FIFO).
-    func lossDecided(
-        sent: ContinuousClock.Instant, sentDate: Date, log: (() -> String)? = nil
-    ) async throws -> ContinuousClock.Instant {
-        try await decided("the output loss", sent: sent, sentDate: sentDate, log: log) {
-            $0.contains("event kind=outputLost(")
-        }
+    /// clock through the two clocks read together (`sent`, `sentDate`) before the command that caused it.
+    func lossDecided(sent: ContinuousClock.Instant, sentDate: Date) async throws -> ContinuousClock.Instant {
+        try await decided("the output loss", sent: sent, sentDate: sentDate, matches: Self.decidesLoss)
     }
+
+    /// Whether a log line is the rules' output-loss decision.
+    static func decidesLoss(_ line: Substring) -> Bool { line.contains("event kind=outputLost(") }
 
     /// The instant Earshot first decided to quiet the stream after `sent`: the first event whose commands cork it (at
     /// once or after a fade), whatever the event (a profile switch, a call, an output loss).
@@ -60,11 +58,10 @@ extension EarshotPlayer {
 
     /// The time of the first log line at or after `sentDate` that `matches`, on the monotonic clock; an issue when
     /// there is none.
-    private func decided(_ what: String, sent: ContinuousClock.Instant, sentDate: Date, log: (() -> String)? = nil,
+    private func decided(_ what: String, sent: ContinuousClock.Instant, sentDate: Date,
                          matches: @escaping (Substring) -> Bool) async throws -> ContinuousClock.Instant {
-        let log = log ?? { self.standardError }
-        let found = await logged(what, sentDate: sentDate, log: log, matches: matches)
-        let tail = log().split(separator: "\n").suffix(40).joined(separator: "\n")
+        let found = await logged(what, sentDate: sentDate, log: { standardError }, matches: matches)
+        let tail = standardError.split(separator: "\n").suffix(40).joined(separator: "\n")
         let date = try #require(found, "no \(what) in the log; its last lines:\n\(tail)")
         return Self.instant(of: date, sent: sent, sentDate: sentDate)
     }
@@ -105,7 +102,8 @@ extension EarshotPlayer {
     /// WirePlumber may relink our stream to the speakers meanwhile, and what the graph has mixed there of the current
     /// period when the cork lands plays out (22.0 ms once on PipeWire 0.3.65, in one range). How long Earshot took to
     /// decide, and what played after its decision, are only reported, when the log read has the decision (a
-    /// follower's may have dropped it). `log` is where the event log is read (see `lossDecided`).
+    /// follower's may have dropped it). `log` is where the event log is read: the player's standard error unless
+    /// given (a follower's output where that is a FIFO).
     func expectSpeakersQuietAfterUnplug(
         _ speakers: Recording, sent: ContinuousClock.Instant, sentDate: Date, label: String,
         log: (() -> String)? = nil, sourceLocation: SourceLocation = #_sourceLocation
@@ -116,9 +114,8 @@ extension EarshotPlayer {
         let ranges = speakers.audibleRanges()
         #expect(leak <= bound, "\(leak) ms of our audio reached the speakers (bound \(bound) ms): \(ranges)",
                 sourceLocation: sourceLocation)
-        let found = await logged("the output loss", sentDate: sentDate, log: log ?? { self.standardError }) {
-            $0.contains("event kind=outputLost(")
-        }
+        let found = await logged("the output loss", sentDate: sentDate, log: log ?? { self.standardError },
+                                 matches: Self.decidesLoss)
         guard let found else {
             print("\(label): the log read does not show the output loss's decision")
             return
