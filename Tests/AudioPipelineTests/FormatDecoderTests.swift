@@ -119,7 +119,7 @@ struct FormatDecoderTests {
         // Forty targets spread over the track besides the edge cases: before the decoder primed libsndfile's Vorbis
         // seeks, four of these 45 decoded wrong for their first thousand frames or so, though they landed right.
         let spread = (0..<40).map { 4_567 + $0 * (7 * rate / 40) }
-        var kept: String??
+        var keptNote: String?
         for target in [1, rate / 3, 2 * rate + 17, 5 * rate + 4_321, 7 * rate] + spread {
             try decoder.seek(toFrame: target)
             #expect(decoder.positionFrame == target)
@@ -138,10 +138,12 @@ struct FormatDecoderTests {
                 let landed = Self.bestOffset(of: buffer, in: reference, near: target, reach: rate / 20)
                 // The fixture is made afresh in each run and a failure has been rare (one run in many, seen only
                 // with Vorbis): the file it happened on is kept for study, outside the fixtures' folder.
-                if kept == nil { kept = .some(Self.keep(path)) }
-                let keptNote = (kept ?? nil).map { "the file is kept as \($0)" } ?? "no copy of the file could be kept"
+                if keptNote == nil {
+                    keptNote = Self.keep(path).map { "the file is kept as \($0)" }
+                        ?? "no copy of the file could be kept"
+                }
                 let message = "\(format): after a seek to frame \(target) a sample is \(largestDifference) off the "
-                    + "track's; the best match is \(landed) frames away (\(keptNote))"
+                    + "track's; the best match is \(landed) frames away (\(keptNote ?? ""))"
                 Issue.record(Comment(rawValue: message))
             }
         }

@@ -12,6 +12,8 @@ import Testing
 extension PolitenessTests {
     /// The fade length the tests configure (the default).
     static let fadeSeconds = 0.050
+    /// The level's measuring window for a fade's edges, in seconds (`levelEdges`).
+    static let levelWindow = 0.0025
 
     /// A pause's and a resume's edges, read in 2.5 ms windows after `from`: where the level, falling, was last at 90 %
     /// of the music's (`steady`, an RMS), where it first was under 5 % (`quiet`), where it first was over 5 % again
@@ -34,7 +36,7 @@ extension PolitenessTests {
 
     /// The edges of the first pause after `from` (see `LevelEdges`); nil when the recording ends first.
     func levelEdges(in recording: Recording, from: Double, steady: Double) -> LevelEdges? {
-        let window = 0.0025
+        let window = Self.levelWindow
         let end = recording.duration - window
         func level(_ time: Double) -> Double { recording.rms(in: time..<(time + window)) }
         var time = from
@@ -94,7 +96,7 @@ extension PolitenessTests {
             // measuring windows (16.2 ms), which a ramp under about 19 ms fails; a cut fails everywhere.
             let period = try TestEnvironment.serverPeriodSeconds()
             let longest = 2 * Self.fadeSeconds + period
-            let window = 0.0025
+            let window = Self.levelWindow
             let shortestRise = max(3 * window,
                                    min(Self.fadeSeconds * 0.5, Self.fadeSeconds * 0.85 - period - 2 * window))
             #expect(fall >= Self.fadeSeconds * 0.5 && fall <= longest, "the level fell in \(fall * 1000) ms; \(edges)")
